@@ -1,0 +1,19 @@
+"""User-facing errors: the CLI prints their message and exits non-zero, never a traceback."""
+
+
+class VpubError(Exception):
+    """An error the user can fix (bad input, unmet rule, unwritable output)."""
+
+    exit_code = 2
+
+
+class SpecError(VpubError):
+    """A table spec, config or rule is malformed or names something that does not exist."""
+
+
+class DataError(VpubError):
+    """The data do not fit the spec (missing values under `reject`, values outside bins, empty)."""
+
+
+class PrivacyError(VpubError):
+    """A privacy requirement that no publication can meet (e.g. an RHS that is not l-eligible)."""

@@ -1,0 +1,191 @@
+"""Frozen, validated value types shared by every layer (DESIGN.md §2, §3).
+
+Attributes are discrete. A numeric attribute is ordered by value; a categorical one by
+its declared `order` (or its groups' order, or sorted labels). Binning generalizes raw
+values to coarser labels before encoding: numeric bins are closed intervals
+`[lo, hi]`, categorical groups map a label to the raw values it covers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .errors import SpecError
+
+ATTRIBUTE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")
+Kind = Literal["numeric", "categorical"]
+MissingPolicy = Literal["drop", "reject"]
+
+
+@dataclass(frozen=True)
+class NumericBin:
+    label: str
+    lo: float
+    hi: float
+
+    def __post_init__(self) -> None:
+        if self.lo > self.hi:
+            raise SpecError(f"bin {self.label!r}: lower bound {self.lo} exceeds upper bound {self.hi}")
+
+
+@dataclass(frozen=True)
+class CategoryGroup:
+    label: str
+    members: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Attribute:
+    name: str
+    kind: Kind = "categorical"
+    source: str | None = None  # source column; defaults to `name`
+    order: tuple[str, ...] | None = None  # categorical label order
+    bins: tuple[NumericBin, ...] | None = None  # numeric generalization
+    groups: tuple[CategoryGroup, ...] | None = None  # categorical generalization
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not ATTRIBUTE_NAME.match(self.name):
+            raise SpecError(
+                f"attribute name {self.name!r} must start with a letter and hold only letters, digits, '_', '-', '.'"
+            )
+        if self.kind not in ("numeric", "categorical"):
+            raise SpecError(f"attribute {self.name}: kind must be numeric or categorical, not {self.kind!r}")
+        if self.bins is not None and self.kind != "numeric":
+            raise SpecError(f"attribute {self.name}: bins apply to numeric attributes; use groups")
+        if self.groups is not None and self.kind != "categorical":
+            raise SpecError(f"attribute {self.name}: groups apply to categorical attributes; use bins")
+        if self.bins is not None:
+            _no_duplicates(self.name, "bin label", [b.label for b in self.bins])
+            ordered = sorted(self.bins, key=lambda b: b.lo)
+            for a, b in zip(ordered, ordered[1:], strict=False):
+                if b.lo <= a.hi:
+                    raise SpecError(f"attribute {self.name}: bins {a.label!r} and {b.label!r} overlap")
+        if self.groups is not None:
+            _no_duplicates(self.name, "group label", [g.label for g in self.groups])
+            _no_duplicates(self.name, "grouped value", [m for g in self.groups for m in g.members])
+        if self.order is not None:
+            _no_duplicates(self.name, "value in order", list(self.order))
+            if self.groups is not None and set(self.order) != {g.label for g in self.groups}:
+                raise SpecError(f"attribute {self.name}: order must list exactly the group labels")
+
+    @property
+    def column(self) -> str:
+        return self.source or self.name
+
+
+def _no_duplicates(attr: str, what: str, values: list[str]) -> None:
+    seen: set[str] = set()
+    for v in values:
+        if v in seen:
+            raise SpecError(f"attribute {attr}: duplicate {what} {v!r}")
+        seen.add(v)
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """How to read a microdata table: its attributes and the missing-value policy."""
+
+    attributes: tuple[Attribute, ...]
+    name: str = "table"
+    missing: MissingPolicy = "drop"
+    missing_values: tuple[str, ...] = ("?", "")
+
+    def __post_init__(self) -> None:
+        if not self.attributes:
+            raise SpecError("a table spec needs at least one attribute")
+        _no_duplicates(self.name, "attribute", [a.name for a in self.attributes])
+        if self.missing not in ("drop", "reject"):
+            raise SpecError(f"missing must be 'drop' or 'reject', not {self.missing!r}")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.attributes)
+
+    def attribute(self, name: str) -> Attribute:
+        for a in self.attributes:
+            if a.name == name:
+                return a
+        raise SpecError(f"unknown attribute {name!r}; the table has: {', '.join(self.names)}")
+
+
+@dataclass(frozen=True, order=True)
+class Rule:
+    """A privacy rule Q -> S (000 §2.2): knowing Q must not reveal S beyond 1/l."""
+
+    lhs: frozenset[str]
+    rhs: str
+
+    def __str__(self) -> str:
+        return f"{', '.join(sorted(self.lhs))} -> {self.rhs}"
+
+    def as_dict(self) -> dict:
+        return {"lhs": sorted(self.lhs), "rhs": self.rhs}
+
+
+@dataclass(frozen=True)
+class PrivacySpec:
+    model: Literal["l-diversity", "m-invariance"] = "l-diversity"
+    l: int | None = 2  # noqa: E741 - the papers' name
+    m: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.model == "l-diversity":
+            if not isinstance(self.l, int) or self.l < 2:
+                raise SpecError(f"l-diversity needs an integer l >= 2, got l = {self.l!r}")
+        elif self.model == "m-invariance":
+            if not isinstance(self.m, int) or self.m < 2:
+                raise SpecError(f"m-invariance needs an integer m >= 2, got m = {self.m!r}")
+        else:
+            raise SpecError(f"privacy model must be l-diversity or m-invariance, not {self.model!r}")
+
+    @property
+    def parameter(self) -> int:
+        return int(self.l if self.model == "l-diversity" else self.m)  # type: ignore[arg-type]
+
+    def as_dict(self) -> dict:
+        if self.model == "l-diversity":
+            return {"model": self.model, "l": self.l}
+        return {"model": self.model, "m": self.m}
+
+
+TableATTRIBUTE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")
+Kind = Literal["anatomy", "generalized", "projection"]
+
+
+@dataclass(frozen=True)
+class PublishedTable:
+    """One table of a publication schema: its attributes and what protects it.
+
+    A table anonymized for `sensitive` (anatomy) protects that attribute against every
+    other attribute of the table; a projection protects nothing.
+    """
+
+    name: str
+    attributes: tuple[str, ...]
+    sensitive: str | None = None
+    enforces: tuple[int, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if not self.attributes:
+            raise SpecError(f"table {self.name}: no attributes")
+        if len(set(self.attributes)) != len(self.attributes):
+            raise SpecError(f"table {self.name}: duplicate attributes")
+        if self.sensitive is not None and self.sensitive not in self.attributes:
+            raise SpecError(f"table {self.name}: sensitive attribute {self.sensitive} is not in the table")
+
+    @property
+    def kind(self) -> TableKind:
+        return "anatomy" if self.sensitive is not None else "projection"
+
+
+@dataclass(frozen=True)
+class Schema:
+    """A set of published tables (000 §4)."""
+
+    tables: tuple[PublishedTable, ...]
+
+    @property
+    def attributes(self) -> frozenset[str]:
+        return frozenset(a for t in self.tables for a in t.attributes)
