@@ -17,6 +17,7 @@ from .errors import SpecError
 ATTRIBUTE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")
 Kind = Literal["numeric", "categorical"]
 MissingPolicy = Literal["drop", "reject"]
+TableKind = Literal["anatomy", "generalized", "projection"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class Attribute:
     order: tuple[str, ...] | None = None  # categorical label order
     bins: tuple[NumericBin, ...] | None = None  # numeric generalization
     groups: tuple[CategoryGroup, ...] | None = None  # categorical generalization
+    rest: str | None = None  # with groups: the label of every value no group lists
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not ATTRIBUTE_NAME.match(self.name):
@@ -65,10 +67,17 @@ class Attribute:
         if self.groups is not None:
             _no_duplicates(self.name, "group label", [g.label for g in self.groups])
             _no_duplicates(self.name, "grouped value", [m for g in self.groups for m in g.members])
+        if self.rest is not None and self.groups is None:
+            raise SpecError(f"attribute {self.name}: rest needs groups")
         if self.order is not None:
             _no_duplicates(self.name, "value in order", list(self.order))
-            if self.groups is not None and set(self.order) != {g.label for g in self.groups}:
+            if self.groups is not None and set(self.order) != set(self.group_labels):
                 raise SpecError(f"attribute {self.name}: order must list exactly the group labels")
+
+    @property
+    def group_labels(self) -> tuple[str, ...]:
+        labels = tuple(g.label for g in self.groups or ())
+        return labels + ((self.rest,) if self.rest is not None and self.rest not in labels else ())
 
     @property
     def column(self) -> str:

@@ -1,0 +1,215 @@
+"""The `vpub` command (DESIGN.md §2). Every subcommand calls the library; user errors
+print one clear line and exit 2, never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from . import __version__
+from .errors import VpubError
+
+
+def _engine(args):
+    from .engines import make_engine
+    from .engines.spark.session import SparkSettings
+
+    return make_engine(args.engine, SparkSettings.load(args.spark_conf))
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", choices=["spark", "inprocess"], default="spark", help="execution engine (default: spark)")
+    p.add_argument("--spark-conf", default=None, help="Spark settings YAML (default: local[*], 4g driver)")
+
+
+# --- datasets --------------------------------------------------------------------
+def cmd_datasets_adult(args) -> int:
+    from .datasets.presets import write_adult
+    from .report import console
+
+    with console.status("reading and generalizing Adult ..."):
+        w = write_adult(_engine(args), args.path, args.out, args.sample, args.seed, args.overwrite)
+    console.print(f"wrote {w.rows} rows × {len(w.spec.attributes)} attributes to {w.path} ({w.dropped} rows with missing values dropped)")
+    return 0
+
+
+def cmd_datasets_generate(args) -> int:
+    from rich.progress import Progress
+
+    from .datasets.presets import write_generated
+    from .report import console
+
+    engine = _engine(args)
+    startup = 0.0
+    if args.engine == "spark":
+        with console.status("starting Spark ..."):
+            t0 = time.perf_counter()
+            engine.spark  # noqa: B018 - start the session outside the timed part
+            startup = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    if args.engine == "inprocess":
+        with Progress(console=console) as bar:
+            task = bar.add_task(f"generating {args.name}", total=args.rows)
+            w = write_generated(engine, args.name, args.rows, args.seed, args.out, args.overwrite, lambda n: bar.advance(task, n))
+    else:
+        with console.status(f"generating {args.rows:,} rows of {args.name} with Spark ..."):
+            w = write_generated(engine, args.name, args.rows, args.seed, args.out, args.overwrite)
+    dt = time.perf_counter() - t0
+    console.print(
+        f"wrote {w.rows:,} rows of {args.name} to {w.path} in {dt:.1f} s ({w.rows / dt:,.0f} rows/s)"
+        + (f"; Spark start-up {startup:.1f} s before that" if startup else "")
+    )
+    return 0
+
+
+# --- profile / rules / gnf --------------------------------------------------------
+def _load(args):
+    from .datasets.presets import resolve_input
+
+    path, spec = resolve_input(args.input, args.table)
+    return _engine(args).load(path, spec)
+
+
+def cmd_profile(args) -> int:
+    from .report import console, profile_table
+
+    loaded = _load(args)
+    console.print(profile_table(loaded.profile(), f"{loaded.spec.name}: {loaded.rows:,} rows ({loaded.rows_dropped:,} dropped for missing values)"))
+    return 0
+
+
+def _read_rules(path: str):
+    from .tablespec import load_yaml
+
+    data = load_yaml(path)
+    if isinstance(data, dict):
+        data = data.get("rules")
+    if data is None:
+        raise VpubError(f"{path}: expected a list of rules (or a mapping with a `rules` list)")
+    return data
+
+
+def cmd_rules_check(args) -> int:
+    from .report import console, profile_table, rules_table
+    from .rules import check_eligibility, parse_rules, reduce_rules
+
+    attrs = None
+    loaded = None
+    if args.input:
+        loaded = _load(args)
+        attrs = loaded.names
+    rules = parse_rules(_read_rules(args.rules), attrs)
+    red = reduce_rules(rules)
+    console.print(rules_table(red.kept, red))
+    if loaded is not None:
+        console.print(profile_table(loaded.profile(), "domain profile"))
+        check_eligibility(red.kept, loaded.frequencies(), args.l)
+        console.print(f"[green]every RHS is {args.l}-eligible[/green]")
+    return 0
+
+
+def _read_schema(path: str):
+    from .model import PublishedTable, Schema
+    from .tablespec import load_yaml
+
+    data = load_yaml(path)
+    tables = data.get("tables") if isinstance(data, dict) else data
+    if not isinstance(tables, list) or not tables:
+        raise VpubError(f"{path}: expected `tables:` with a list of {{name, attributes, sensitive}}")
+    out = []
+    for i, t in enumerate(tables):
+        if not isinstance(t, dict) or "attributes" not in t:
+            raise VpubError(f"{path}: table {i + 1} needs `attributes`")
+        out.append(PublishedTable(str(t.get("name", f"T{i + 1}")), tuple(str(a) for a in t["attributes"]), t.get("sensitive")))
+    return Schema(tuple(out))
+
+
+def cmd_gnf_check(args) -> int:
+    from .gnf import check_gnf
+    from .report import console, gnf_table
+    from .rules import parse_rules
+
+    schema = _read_schema(args.schema)
+    rules = parse_rules(_read_rules(args.rules), None)
+    unknown = sorted({a for r in rules for a in [*r.lhs, r.rhs]} - schema.attributes)
+    if unknown:
+        console.print(f"[yellow]note: {', '.join(unknown)} appear in rules but in no table (unpublished)[/yellow]")
+    report = check_gnf(schema, rules)
+    console.print(gnf_table(report))
+    return 0 if report.ok else 1
+
+
+# --- demo ---------------------------------------------------------------------------
+def cmd_demo(args) -> int:
+    from .demo import run_demo
+
+    return run_demo(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="vpub", description="Privacy-preserving publication of microdata on Spark.")
+    p.add_argument("--version", action="version", version=f"vpub_spark {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    ds = sub.add_parser("datasets", help="write the Adult preset or a synthetic data set").add_subparsers(dest="what", required=True)
+    a = ds.add_parser("adult", help="000 §6.1's 7-attribute Adult table")
+    a.add_argument("--path", required=True, help="directory with adult.data.csv and adult.test.csv")
+    a.add_argument("--out", required=True)
+    a.add_argument("--sample", type=int, default=None, help="sample this many rows without replacement")
+    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--overwrite", action="store_true")
+    _common(a)
+    a.set_defaults(func=cmd_datasets_adult)
+    g = ds.add_parser("generate", help="a synthetic data set: sal, occ, texas or census")
+    g.add_argument("name", choices=["sal", "occ", "texas", "census"])
+    g.add_argument("--rows", type=int, required=True)
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--out", required=True)
+    g.add_argument("--overwrite", action="store_true")
+    _common(g)
+    g.set_defaults(func=cmd_datasets_generate)
+
+    pr = sub.add_parser("profile", help="domain profile of a table")
+    pr.add_argument("--input", required=True)
+    pr.add_argument("--table", default=None, help="table spec YAML (default: INPUT/table.yaml)")
+    _common(pr)
+    pr.set_defaults(func=cmd_profile)
+
+    r = sub.add_parser("rules", help="privacy rules").add_subparsers(dest="what", required=True)
+    rc = r.add_parser("check", help="validate, reduce (000 Theorem 3.1) and check l-eligibility")
+    rc.add_argument("--rules", required=True)
+    rc.add_argument("--input", default=None)
+    rc.add_argument("--table", default=None)
+    rc.add_argument("--l", type=int, default=2)
+    _common(rc)
+    rc.set_defaults(func=cmd_rules_check)
+
+    gn = sub.add_parser("gnf", help="Guardian Normal Form").add_subparsers(dest="what", required=True)
+    gc = gn.add_parser("check", help="is a schema GNF for a rule set (000 Definition 5)?")
+    gc.add_argument("--schema", required=True)
+    gc.add_argument("--rules", required=True)
+    gc.set_defaults(func=cmd_gnf_check)
+
+    d = sub.add_parser("demo", help="the end-to-end demo on a generated data set")
+    d.add_argument("--out", default="out/demo")
+    d.add_argument("--rows", type=int, default=200_000)
+    _common(d)
+    d.set_defaults(func=cmd_demo)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except VpubError as e:
+        print(f"vpub: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("vpub: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

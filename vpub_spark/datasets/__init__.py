@@ -1,0 +1,1 @@
+"""Data sets: the Adult preset and deterministic synthetic generators."""

@@ -1,0 +1,120 @@
+"""Deterministic synthetic microdata with realistic skew and dependence.
+
+Each generator is a random Bayesian network drawn from the seed:
+- attributes in schema order; attribute i gets up to two parents among the earlier ones;
+- a root's distribution is Zipf-Mandelbrot, p(rank r) ∝ 1/(r + 4), over a seeded
+  permutation of its values (skewed, but the large domains stay 10-eligible);
+- a child's distribution depends on a context of its parents' values (hashed into at
+  most 64 contexts), each context a Dirichlet draw around that Zipf base with total
+  concentration 2·|domain| — so attributes are correlated, as in census data.
+Rows are made in blocks of `BLOCK_ROWS`; block b uses the generator seeded with
+(seed, b), so the data do not depend on how blocks are spread over Spark tasks.
+Values are the integers 1..|domain| (000 Table 5's convention).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import SpecError
+from ..model import Attribute, TableSpec
+
+BLOCK_ROWS = 100_000
+MAX_CONTEXTS = 64
+
+# name -> ((attribute, domain size), ...); the last attribute is the usual sensitive one.
+SCHEMAS: dict[str, tuple[tuple[str, int], ...]] = {
+    # IPUMS SAL, 004 §9: Age, Gender, Marital-status, Birth-place, Education, Occupation, Race, Salary
+    "sal": (
+        ("age", 79), ("gender", 2), ("marital", 6), ("birthplace", 57),
+        ("education", 17), ("occupation", 25), ("race", 8), ("salary", 50),
+    ),
+    # IPUMS OCC, 003 Table 8 (Occupation 50 values, sensitive) over SAL's other attributes
+    "occ": (
+        ("age", 79), ("gender", 2), ("marital", 6), ("birthplace", 57),
+        ("education", 17), ("race", 8), ("salary", 50), ("occupation", 50),
+    ),
+    # Texas inpatient discharges, 000 Table 5b (18 attributes)
+    "texas": (
+        ("thcic", 323), ("gender", 2), ("pat_zip", 1581), ("county", 241), ("pat_age", 22),
+        ("race", 5), ("ad_diag", 3391), ("prn_diag", 3488), ("diag1", 3881), ("diag2", 4193),
+        ("diag3", 4251), ("p_icd9", 1708), ("hcfa_mdc", 24), ("hcfa_drg", 396), ("apr_drg", 297),
+        ("rsk_mor", 6), ("and_md", 15000), ("surgeon", 17432),
+    ),
+    # CENSUS of 002 §4 (attributes of M1..M5: Age, Occupation, Gender, Education, Marital,
+    # Race); domain sizes as in the CENSUS set of Xiao & Tao's m-invariance experiments.
+    "census": (
+        ("age", 79), ("gender", 2), ("education", 17), ("marital", 6), ("race", 9),
+        ("work_class", 10), ("birthplace", 83), ("occupation", 50),
+    ),
+}
+
+
+def schema(name: str) -> tuple[tuple[str, int], ...]:
+    if name not in SCHEMAS:
+        raise SpecError(f"unknown generator {name!r}; choose one of {', '.join(SCHEMAS)}")
+    return SCHEMAS[name]
+
+
+def table_spec(name: str) -> TableSpec:
+    """The table spec of a generated data set: numeric attributes with values 1..|domain|."""
+    return TableSpec(tuple(Attribute(a, "numeric") for a, _ in schema(name)), name=name, missing="reject")
+
+
+@dataclass(frozen=True)
+class Node:
+    domain: int
+    parents: tuple[int, ...]
+    hashes: tuple[np.ndarray, ...]  # per parent: value -> context offset
+    contexts: int
+    cdf: np.ndarray  # (contexts, domain), each row a CDF shifted by its row index
+
+
+@lru_cache(maxsize=16)
+def network(name: str, seed: int) -> tuple[Node, ...]:
+    rng = np.random.default_rng([seed, 0x5EED])
+    nodes = []
+    for i, (_, d) in enumerate(schema(name)):
+        k = int(rng.integers(0, min(i, 2) + 1))
+        parents = tuple(sorted(int(p) for p in rng.choice(i, size=k, replace=False))) if k else ()
+        space = int(np.prod([schema(name)[p][1] for p in parents])) if parents else 1
+        contexts = min(MAX_CONTEXTS, space)
+        hashes = tuple(rng.integers(0, contexts, size=schema(name)[p][1]) for p in parents)
+        base = 1.0 / (np.arange(1, d + 1) + 4.0)
+        base = base[rng.permutation(d)] / base.sum()
+        probs = rng.dirichlet(base * 2.0 * d, size=contexts) if parents else base[None, :]
+        cdf = np.cumsum(probs, axis=1)
+        cdf /= cdf[:, -1:]
+        cdf += np.arange(contexts)[:, None]
+        nodes.append(Node(d, parents, hashes, contexts, cdf.ravel()))
+    return tuple(nodes)
+
+
+def block_rows(rows: int, block: int) -> int:
+    return max(0, min(BLOCK_ROWS, rows - block * BLOCK_ROWS))
+
+
+def generate_block(name: str, seed: int, rows: int, block: int) -> pa.RecordBatch:
+    """Rows [block·BLOCK_ROWS, ...) of the `rows`-row data set `name` (vectorized)."""
+    n = block_rows(rows, block)
+    rng = np.random.default_rng([seed, block])
+    nodes = network(name, seed)
+    codes: list[np.ndarray] = []
+    for node in nodes:
+        ctx = np.zeros(n, dtype=np.int64)
+        for p, h in zip(node.parents, node.hashes, strict=True):
+            ctx += h[codes[p]]
+        ctx %= node.contexts
+        u = rng.random(n) + ctx
+        value = np.searchsorted(node.cdf, u, side="right") - ctx * node.domain
+        codes.append(np.clip(value, 0, node.domain - 1))
+    names = [a for a, _ in schema(name)]
+    return pa.RecordBatch.from_arrays([pa.array((c + 1).astype(np.int32)) for c in codes], names=names)
+
+
+def blocks(rows: int) -> int:
+    return -(-rows // BLOCK_ROWS)

@@ -1,0 +1,192 @@
+"""Dictionary encoding (DESIGN.md §3): pure functions shared by both engines.
+
+Raw values are compared as trimmed strings. An engine first counts the raw values of
+each attribute (`raw_value_counts` here, or Spark aggregates), then the driver builds
+each attribute's dictionary from those small counts (`build_dictionary`), then every
+batch is encoded with `encode_batch` (in Spark through `mapInArrow`). Codes follow the
+domain order: numeric by value (or bin order), categorical by the declared order, the
+groups' order, or sorted labels.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import DataError
+from .model import Attribute, TableSpec
+
+CODE_TYPE = pa.int32()
+
+
+@dataclass(frozen=True)
+class Dictionary:
+    """An attribute's domain: `labels[code]` is the original (or generalized) label."""
+
+    attribute: str
+    labels: tuple[str, ...]
+
+    @property
+    def size(self) -> int:
+        return len(self.labels)
+
+    def decode(self, codes: np.ndarray) -> np.ndarray:
+        return np.asarray(self.labels, dtype=object)[np.asarray(codes)]
+
+    def code(self, label: str) -> int:
+        try:
+            return self.labels.index(str(label))
+        except ValueError:
+            raise DataError(
+                f"{label!r} is not a value of {self.attribute}; its values are: "
+                f"{', '.join(self.labels[:20])}{' ...' if self.size > 20 else ''}"
+            ) from None
+
+
+@dataclass(frozen=True)
+class ColumnCodes:
+    """How one engine's raw strings of a source column map to an attribute's codes."""
+
+    attribute: str
+    column: str
+    raw: tuple[str, ...]
+    codes: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class EncodingPlan:
+    columns: tuple[ColumnCodes, ...]
+
+    @property
+    def schema(self) -> pa.Schema:
+        return pa.schema([(c.attribute, CODE_TYPE) for c in self.columns])
+
+
+def _label(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+def _numbers(attr: Attribute, raws: list[str]) -> list[float]:
+    out = []
+    for r in raws:
+        try:
+            v = float(r)
+        except ValueError:
+            raise DataError(f"{attr.name}: value {r!r} of column {attr.column} is not a number") from None
+        if math.isnan(v):
+            raise DataError(f"{attr.name}: column {attr.column} holds NaN; declare it as a missing value")
+        out.append(v)
+    return out
+
+
+def _labels_of(attr: Attribute, raws: list[str], counts: list[int]) -> tuple[list[str], tuple[str, ...]]:
+    """Label of every raw value, and the ordered domain."""
+    if attr.kind == "numeric":
+        values = _numbers(attr, raws)
+        if attr.bins is None:
+            labels = [_label(v) for v in values]
+            domain = tuple(_label(v) for v in sorted(set(values)))
+            return labels, domain
+        labels = []
+        outside: list[tuple[float, int]] = []
+        for v, n in zip(values, counts, strict=True):
+            hit = next((b.label for b in attr.bins if b.lo <= v <= b.hi), None)
+            if hit is None:
+                outside.append((v, n))
+            labels.append(hit or "")
+        if outside:
+            rows = sum(n for _, n in outside)
+            examples = ", ".join(_label(v) for v, _ in sorted(outside)[:5])
+            raise DataError(f"{attr.name}: {rows} rows hold values outside every bin (e.g. {examples})")
+        return labels, tuple(b.label for b in attr.bins)
+    if attr.groups is not None:
+        member = {m: g.label for g in attr.groups for m in g.members}
+        labels = []
+        for r in raws:
+            lab = member.get(r, attr.rest)
+            if lab is None:
+                raise DataError(f"{attr.name}: value {r!r} of column {attr.column} is in no group (add it, or set rest)")
+            labels.append(lab)
+        return labels, attr.order or attr.group_labels
+    if attr.order is not None:
+        unknown = sorted(set(raws) - set(attr.order))
+        if unknown:
+            raise DataError(f"{attr.name}: value {unknown[0]!r} is not in the declared order")
+        return list(raws), attr.order
+    return list(raws), tuple(sorted(set(raws)))
+
+
+def build_dictionary(attr: Attribute, raw_counts: Mapping[str, int]) -> tuple[Dictionary, ColumnCodes, np.ndarray]:
+    """The dictionary, the raw-to-code map and the count of every code (the domain profile)."""
+    raws = sorted(raw_counts)
+    counts = [int(raw_counts[r]) for r in raws]
+    labels, domain = _labels_of(attr, raws, counts)
+    index = {lab: i for i, lab in enumerate(domain)}
+    codes = tuple(index[lab] for lab in labels)
+    per_code = np.zeros(len(domain), dtype=np.int64)
+    np.add.at(per_code, np.asarray(codes, dtype=np.int64), np.asarray(counts, dtype=np.int64))
+    return Dictionary(attr.name, tuple(domain)), ColumnCodes(attr.name, attr.column, tuple(raws), codes), per_code
+
+
+def normalized(column: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Raw values as trimmed strings (how every engine compares them)."""
+    if not pa.types.is_string(column.type) and not pa.types.is_large_string(column.type):
+        column = pc.cast(column, pa.string())
+    return pc.utf8_trim_whitespace(column)
+
+
+def missing_mask(column: pa.Array, missing_values: tuple[str, ...]) -> pa.Array:
+    return pc.or_kleene(pc.is_null(column), pc.is_in(column, value_set=pa.array(missing_values, pa.string()))).fill_null(True)
+
+
+def raw_value_counts(table: pa.Table, spec: TableSpec) -> tuple[dict[str, dict[str, int]], int, int]:
+    """Per attribute, counts of its raw values over the complete rows (no missing value
+    in any attribute); the number of rows; the number of rows with a missing value."""
+    columns = {a.name: normalized(table.column(a.column)) for a in spec.attributes}
+    any_missing = None
+    for col in columns.values():
+        miss = missing_mask(col, spec.missing_values)
+        any_missing = miss if any_missing is None else pc.or_(any_missing, miss)
+    complete = pc.invert(any_missing)
+    out: dict[str, dict[str, int]] = {}
+    for name, col in columns.items():
+        vc = pc.value_counts(pc.filter(col, complete))
+        out[name] = dict(zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist(), strict=True))
+    n_missing = int(pc.sum(any_missing).as_py() or 0)
+    return out, table.num_rows, n_missing
+
+
+def encode_batch(batch: pa.RecordBatch | pa.Table, plan: EncodingPlan) -> pa.RecordBatch:
+    """Encode the attributes of one batch to int32 codes; rows with a missing value are dropped."""
+    arrays = []
+    for c in plan.columns:
+        col = normalized(batch.column(c.column))
+        idx = pc.index_in(col, value_set=pa.array(c.raw, pa.string()))
+        arrays.append(pc.take(pa.array(c.codes, CODE_TYPE), idx))
+    if isinstance(arrays[0], pa.ChunkedArray):
+        arrays = [a.combine_chunks() for a in arrays]
+    out = pa.RecordBatch.from_arrays(arrays, schema=plan.schema)
+    valid = None
+    for a in arrays:
+        v = pc.is_valid(a)
+        valid = v if valid is None else pc.and_(valid, v)
+    if valid is not None and out.num_rows and not pc.all(valid).as_py():
+        out = out.filter(valid)
+    return out
+
+
+def decode_batch(batch: pa.RecordBatch | pa.Table, dictionaries: Mapping[str, Dictionary]) -> pa.RecordBatch:
+    """Codes back to labels (string columns), for every column that has a dictionary."""
+    names = batch.schema.names
+    arrays = []
+    for n in names:
+        col = batch.column(n)
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks()
+        arrays.append(pa.array(dictionaries[n].labels, pa.string()).take(col) if n in dictionaries else col)
+    return pa.RecordBatch.from_arrays(arrays, names=names)

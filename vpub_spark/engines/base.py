@@ -1,0 +1,109 @@
+"""What every engine returns, and the engine-neutral steps of loading a table."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+from ..encoding import Dictionary, EncodingPlan, build_dictionary
+from ..errors import DataError, SpecError
+from ..model import TableSpec
+
+Format = Literal["csv", "parquet"]
+
+
+@dataclass
+class LoadedTable:
+    """An encoded table: engine-specific `data` (pandas or Spark frame of int32 codes,
+    one column per attribute) plus the dictionaries and the domain profile."""
+
+    spec: TableSpec
+    dictionaries: dict[str, Dictionary]
+    counts: dict[str, np.ndarray]
+    rows_read: int
+    rows_dropped: int
+    data: Any = field(repr=False)
+    source: str = ""
+
+    @property
+    def rows(self) -> int:
+        return self.rows_read - self.rows_dropped
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.spec.names
+
+    def frequencies(self) -> dict[str, tuple[tuple[str, ...], np.ndarray]]:
+        return {a: (self.dictionaries[a].labels, self.counts[a]) for a in self.names}
+
+    def profile(self) -> list[dict]:
+        """Per attribute: domain size, distinct values present, most frequent value and share."""
+        out = []
+        for a in self.names:
+            c, labels = self.counts[a], self.dictionaries[a].labels
+            top = int(np.argmax(c)) if len(c) else 0
+            out.append(
+                {
+                    "attribute": a,
+                    "domain": len(labels),
+                    "distinct": int((c > 0).sum()),
+                    "top_value": labels[top] if len(labels) else None,
+                    "top_share": float(c[top] / c.sum()) if c.sum() else 0.0,
+                }
+            )
+        return out
+
+
+class Engine(Protocol):
+    name: str
+
+    def load(self, path: str, spec: TableSpec, fmt: Format | None = None) -> LoadedTable: ...
+
+
+def detect_format(path: str | Path, fmt: str | None = None) -> Format:
+    """CSV or Parquet, from `fmt`, the file's extension or the files of a directory."""
+    if fmt is not None:
+        if fmt not in ("csv", "parquet"):
+            raise SpecError(f"input format must be csv or parquet, not {fmt!r}")
+        return fmt  # type: ignore[return-value]
+    p = Path(path)
+    if not p.exists():
+        raise SpecError(f"input not found: {p}")
+    names = [p.name] if p.is_file() else [f.name for f in p.rglob("*") if f.is_file()]
+    names = [n for n in names if not n.startswith(("_", "."))]
+    if any(n.endswith(".parquet") for n in names):
+        return "parquet"
+    if any(n.endswith((".csv", ".csv.gz")) for n in names):
+        return "csv"
+    raise SpecError(f"{p}: no .csv or .parquet files found (set input.format to say which)")
+
+
+def plan_encoding(
+    spec: TableSpec, raw_counts: Mapping[str, Mapping[str, int]], rows: int, rows_missing: int
+) -> tuple[EncodingPlan, dict[str, Dictionary], dict[str, np.ndarray]]:
+    """Apply the missing-value policy and build every dictionary (driver side, small data)."""
+    if rows == 0:
+        raise DataError("the input table is empty")
+    if rows_missing and spec.missing == "reject":
+        raise DataError(
+            f"{rows_missing} of {rows} rows have a missing value and the table spec says "
+            "missing: reject (use missing: drop to drop and count them)"
+        )
+    if rows_missing == rows:
+        raise DataError(f"all {rows} rows have a missing value; nothing is left to publish")
+    dictionaries, counts, columns = {}, {}, []
+    for a in spec.attributes:
+        d, cc, per_code = build_dictionary(a, raw_counts.get(a.name, {}))
+        dictionaries[a.name], counts[a.name] = d, per_code
+        columns.append(cc)
+    return EncodingPlan(tuple(columns)), dictionaries, counts
+
+
+def check_columns(available: list[str], spec: TableSpec, where: str) -> None:
+    missing = [a.column for a in spec.attributes if a.column not in available]
+    if missing:
+        raise SpecError(f"{where}: unknown column {', '.join(missing)}; the input has: {', '.join(available)}")

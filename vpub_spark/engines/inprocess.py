@@ -1,0 +1,94 @@
+"""The in-process engine: pyarrow IO and the same kernels, no JVM (DESIGN.md §5)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.dataset as ds
+
+from ..encoding import encode_batch, raw_value_counts
+from ..errors import DataError
+from ..model import TableSpec
+from .base import Format, LoadedTable, check_columns, detect_format, plan_encoding
+
+
+def read_arrow(path: str, spec: TableSpec, fmt: Format | None = None) -> pa.Table:
+    """The spec's source columns; CSV is read as strings, like the Spark engine does."""
+    kind = detect_format(path, fmt)
+    files = _files(path, kind)
+    if kind == "csv":
+        header = pacsv.open_csv(files[0]).schema.names
+        check_columns(header, spec, path)
+        cols = sorted({a.column for a in spec.attributes})
+        opts = pacsv.ConvertOptions(column_types={c: pa.string() for c in cols}, include_columns=cols)
+        tables = [pacsv.read_csv(f, convert_options=opts) for f in files]
+        return pa.concat_tables(tables) if tables else pa.table({c: pa.array([], pa.string()) for c in cols})
+    dataset = ds.dataset(files, format="parquet")
+    check_columns(dataset.schema.names, spec, path)
+    return dataset.to_table(columns=sorted({a.column for a in spec.attributes}))
+
+
+def _files(path: str, kind: Format) -> list[str]:
+    p = Path(path)
+    if p.is_file():
+        return [str(p)]
+    ext = (".csv", ".csv.gz") if kind == "csv" else (".parquet",)
+    files = sorted(str(f) for f in p.rglob("*") if f.is_file() and f.name.endswith(ext) and not f.name.startswith(("_", ".")))
+    if not files:
+        raise DataError(f"{path}: no {kind} files")
+    return files
+
+
+class InProcessEngine:
+    name = "inprocess"
+
+    def load(self, path: str, spec: TableSpec, fmt: Format | None = None) -> LoadedTable:
+        table = read_arrow(path, spec, fmt)
+        raw, rows, missing = raw_value_counts(table, spec)
+        plan, dictionaries, counts = plan_encoding(spec, raw, rows, missing)
+        encoded = encode_batch(table, plan)
+        return LoadedTable(spec, dictionaries, counts, rows, missing, encoded.to_pandas(), source=str(path))
+
+    # --- data sets -------------------------------------------------------------
+    def sample(self, loaded: LoadedTable, n: int, seed: int) -> LoadedTable:
+        import numpy as np
+
+        from ..kernels.sampling import OCCURRENCE, sample_keys, with_occurrence
+
+        df = loaded.data
+        if n >= len(df):
+            return loaded
+        cols = list(loaded.names)
+        keyed = with_occurrence(df, cols)
+        keyed["__key"] = sample_keys(keyed[[*cols, OCCURRENCE]], seed)
+        picked = keyed.sort_values(["__key", *cols, OCCURRENCE], kind="stable").head(n)[cols]
+        picked = picked.reset_index(drop=True)
+        counts = {a: np.bincount(picked[a].to_numpy(), minlength=loaded.dictionaries[a].size) for a in cols}
+        return LoadedTable(loaded.spec, loaded.dictionaries, counts, n, 0, picked, loaded.source)
+
+    def write_decoded(self, loaded: LoadedTable, directory: Path) -> None:
+        import pyarrow.parquet as pq
+
+        from ..encoding import decode_batch
+
+        table = pa.Table.from_pandas(loaded.data, preserve_index=False)
+        directory.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_batches([decode_batch(table, loaded.dictionaries)]), directory / "part-00000.parquet")
+
+    def generate(self, name: str, rows: int, seed: int, directory: Path, progress=None) -> None:
+        import pyarrow.parquet as pq
+
+        from ..datasets.synthetic import blocks, generate_block
+
+        directory.mkdir(parents=True, exist_ok=True)
+        writer = None
+        for b in range(blocks(rows)):
+            batch = generate_block(name, seed, rows, b)
+            writer = writer or pq.ParquetWriter(directory / "part-00000.parquet", batch.schema)
+            writer.write_batch(batch)
+            if progress:
+                progress(batch.num_rows)
+        if writer:
+            writer.close()

@@ -1,0 +1,1 @@
+"""The Spark engine: session, IO, dictionary encoding and the applyInPandas adapters."""

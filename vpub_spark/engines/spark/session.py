@@ -1,0 +1,122 @@
+"""Build the SparkSession from `conf/spark.yaml` settings (DESIGN.md §5).
+
+Local mode `local[*]` is the embedded default; the same code runs under spark-submit
+on any master (settings given by spark-submit win over the defaults here). The driver
+memory is always set explicitly: the JVM default of 1 GiB can hang a job.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...errors import SpecError, VpubError
+
+DEFAULT_CONF = {
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+}
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    master: str = "local[*]"
+    app_name: str = "vpub"
+    driver_memory: str = "4g"
+    shuffle_partitions: int | None = None  # None: chosen from the data size
+    conf: tuple[tuple[str, str], ...] = field(default=())
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> SparkSettings:
+        d = dict(d or {})
+        unknown = set(d) - {"master", "app_name", "driver_memory", "shuffle_partitions", "conf"}
+        if unknown:
+            raise SpecError(f"spark settings: unknown keys {', '.join(sorted(unknown))}")
+        conf = tuple(sorted((str(k), str(v)) for k, v in (d.pop("conf", None) or {}).items()))
+        sp = d.get("shuffle_partitions")
+        if sp not in (None, "auto") and (not isinstance(sp, int) or sp < 1):
+            raise SpecError(f"spark settings: shuffle_partitions must be a positive integer or auto, not {sp!r}")
+        return cls(
+            master=str(d.get("master", cls.master)),
+            app_name=str(d.get("app_name", cls.app_name)),
+            driver_memory=str(d.get("driver_memory", cls.driver_memory)),
+            shuffle_partitions=None if sp in (None, "auto") else int(sp),
+            conf=conf,
+        )
+
+    @classmethod
+    def load(cls, path: str | Path | None) -> SparkSettings:
+        if path is None:
+            return cls()
+        from ...tablespec import load_yaml
+
+        return cls.from_dict(load_yaml(path))
+
+
+def java_major_version() -> int | None:
+    java = Path(os.environ["JAVA_HOME"]) / "bin" / "java" if os.environ.get("JAVA_HOME") else shutil.which("java")
+    if not java or not Path(java).exists():
+        return None
+    out = subprocess.run([str(java), "-version"], capture_output=True, text=True).stderr
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    if not m:
+        return None
+    major = int(m.group(1))
+    return int(m.group(2)) if major == 1 and m.group(2) else major
+
+
+def require_java() -> None:
+    v = java_major_version()
+    if v is None:
+        raise VpubError("Java was not found: install a Java 17 runtime (e.g. apt-get install openjdk-17-jre-headless) or set JAVA_HOME")
+    if v < 17:
+        raise VpubError(f"Java {v} found; Spark 4 needs Java 17 or newer (set JAVA_HOME)")
+
+
+def get_session(settings: SparkSettings | None = None):
+    """The active session, or a new one built from `settings`."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    settings = settings or SparkSettings()
+    require_java()
+    # Python workers must run the interpreter that has vpub_spark installed.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    conf = dict(DEFAULT_CONF)
+    conf["spark.master"] = settings.master
+    conf["spark.app.name"] = settings.app_name
+    conf["spark.driver.memory"] = settings.driver_memory
+    if settings.shuffle_partitions:
+        conf["spark.sql.shuffle.partitions"] = str(settings.shuffle_partitions)
+    log4j = Path(__file__).with_name("log4j2.properties")
+    conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={log4j.as_uri()}"
+    conf.update(dict(settings.conf))
+    submitted = _submitted_conf()
+    builder = SparkSession.builder
+    for k, v in conf.items():
+        if k not in submitted:  # what spark-submit was told wins over our defaults
+            builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _submitted_conf() -> set[str]:
+    """Keys spark-submit already set: under spark-submit the JVM (and its conf) exists first."""
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return set()
+    from pyspark import SparkConf
+
+    return {k for k, _ in SparkConf().getAll()}

@@ -1,0 +1,1 @@
+"""Pure NumPy/pandas algorithms on one encoded chunk; they know nothing of Spark."""
