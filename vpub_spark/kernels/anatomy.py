@@ -43,8 +43,10 @@ def anatomize(
         raise PrivacyError(f"chunk of {n} rows is not {l}-eligible: {sensitive} = {top} covers {counts.max() / n:.1%}")
     canon = chunk.sort_values([sensitive, *qi], kind="stable").reset_index(drop=True)
     rng = np.random.default_rng(seed)
-    freq = dict(zip(values, counts, strict=True))
-    order = np.lexsort((rng.random(n), canon[sensitive].to_numpy(), -np.vectorize(freq.get)(canon[sensitive].to_numpy())))
+    codes = canon[sensitive].to_numpy()
+    freq = np.zeros(int(values.max()) + 1, dtype=np.int64)
+    freq[values] = counts
+    order = np.lexsort((rng.random(n), codes, -freq[codes]))
     dealt = canon.iloc[order].reset_index(drop=True)
     groups = n // l
     gid = np.arange(n) % groups + first_group
