@@ -42,7 +42,8 @@ def run_demo(args) -> int:
     console.print("4. publishing the whole table unprotected is not GNF (above). UAD's schema (000 Algorithm 2) is:")
     schema = uad(loaded.names, red.kept, seed=42)
     for t in schema.tables:
-        console.print(f"   {t.name}: {', '.join(t.attributes)}  [{t.kind}{' for ' + t.sensitive if t.sensitive else ''}]")
+        protection = f"{t.kind} for {t.sensitive}" if t.sensitive else t.kind
+        console.print(f"   {t.name}: {', '.join(t.attributes)}  ({protection})")
     console.print(gnf_table(check_gnf(schema, red.kept)))
     console.print(f"[green]demo finished in {time.perf_counter() - t0:.1f} s[/green]")
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .gnf import GnfReport, render_path
@@ -31,7 +32,7 @@ def rules_table(rules: Sequence[Rule], reduction: Reduction | None = None) -> Ta
         t.add_row(str(i + 1), str(r))
     if reduction:
         for d, by in reduction.dropped:
-            t.add_row("-", f"[dim]{d}  (dropped: implied by {by})[/dim]")
+            t.add_row("-", f"[dim]{escape(str(d))}  (dropped: implied by {escape(str(by))})[/dim]")
     return t
 
 
@@ -44,5 +45,5 @@ def gnf_table(report: GnfReport) -> Table:
     for v in report.verdicts:
         colour = {"unreachable": "green", "guardian": "green", "violated": "red"}[v.status]
         why = v.reason + (f"\npath: {render_path(v.path)}" if v.status == "violated" and v.path else "")
-        t.add_row(str(v.index + 1), str(v.rule), f"[{colour}]{v.status}[/{colour}]", why)
+        t.add_row(str(v.index + 1), str(v.rule), f"[{colour}]{v.status}[/{colour}]", escape(why))
     return t
