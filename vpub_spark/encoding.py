@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import DataError
-from .model import Attribute, TableSpec
+from .model import Attribute, TableSpec, number_label
 
 CODE_TYPE = pa.int32()
 
@@ -67,10 +67,6 @@ class EncodingPlan:
         return pa.schema([(c.attribute, CODE_TYPE) for c in self.columns])
 
 
-def _label(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else repr(float(x))
-
-
 def _numbers(attr: Attribute, raws: list[str]) -> list[float]:
     out = []
     for r in raws:
@@ -89,8 +85,8 @@ def _labels_of(attr: Attribute, raws: list[str], counts: list[int]) -> tuple[lis
     if attr.kind == "numeric":
         values = _numbers(attr, raws)
         if attr.bins is None:
-            labels = [_label(v) for v in values]
-            domain = tuple(_label(v) for v in sorted(set(values)))
+            labels = [number_label(v) for v in values]
+            domain = tuple(number_label(v) for v in sorted(set(values)))
             return labels, domain
         labels = []
         outside: list[tuple[float, int]] = []
@@ -101,7 +97,7 @@ def _labels_of(attr: Attribute, raws: list[str], counts: list[int]) -> tuple[lis
             labels.append(hit or "")
         if outside:
             rows = sum(n for _, n in outside)
-            examples = ", ".join(_label(v) for v, _ in sorted(outside)[:5])
+            examples = ", ".join(number_label(v) for v, _ in sorted(outside)[:5])
             raise DataError(f"{attr.name}: {rows} rows hold values outside every bin (e.g. {examples})")
         return labels, tuple(b.label for b in attr.bins)
     if attr.groups is not None:

@@ -20,6 +20,11 @@ MissingPolicy = Literal["drop", "reject"]
 TableKind = Literal["anatomy", "generalized", "projection"]
 
 
+def number_label(x: float) -> str:
+    """The label of a numeric value: `37` for 37.0, `2.5` otherwise."""
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
 @dataclass(frozen=True)
 class NumericBin:
     label: str

@@ -22,13 +22,9 @@ from typing import Any
 import yaml
 
 from .errors import SpecError
-from .model import Attribute, CategoryGroup, NumericBin, TableSpec
+from .model import Attribute, CategoryGroup, NumericBin, TableSpec, number_label
 
 _ATTRIBUTE_KEYS = {"name", "kind", "source", "order", "bins", "groups", "rest"}
-
-
-def _label(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else repr(float(x))
 
 
 def _bins(name: str, raw: Any) -> tuple[NumericBin, ...]:
@@ -36,10 +32,10 @@ def _bins(name: str, raw: Any) -> tuple[NumericBin, ...]:
     for b in raw:
         if isinstance(b, (list, tuple)) and len(b) == 2:
             lo, hi = float(b[0]), float(b[1])
-            out.append(NumericBin(f"{_label(lo)}-{_label(hi)}", lo, hi))
+            out.append(NumericBin(f"{number_label(lo)}-{number_label(hi)}", lo, hi))
         elif isinstance(b, dict) and {"min", "max"} <= set(b):
             lo, hi = float(b["min"]), float(b["max"])
-            out.append(NumericBin(str(b.get("label", f"{_label(lo)}-{_label(hi)}")), lo, hi))
+            out.append(NumericBin(str(b.get("label", f"{number_label(lo)}-{number_label(hi)}")), lo, hi))
         else:
             raise SpecError(f"attribute {name}: a bin is [min, max] or {{label, min, max}}, not {b!r}")
     return tuple(out)
