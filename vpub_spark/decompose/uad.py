@@ -77,10 +77,11 @@ def uad(attributes: Sequence[str], rules: Sequence[Rule], seed: int = 0, plain: 
                     if a not in cls and not any(sub.has_edge(a, b) for b in cls):
                         cls.append(a)
             v = _sensitive(g, cls, remaining, rank)
-            incoming = sum(1 for b in cls if v is not None and g.has_edge(b, v))
-            key = (len(cls) + (v is not None), incoming, -min(rank[a] for a in cls))
-            if plain:
-                key = (len(cls), 0, -min(rank[a] for a in cls))
+            first = -min(rank[a] for a in cls)
+            if plain:  # Algorithm 2 line 3: the largest colour class
+                key = (len(cls), 0, first)
+            else:  # the largest table with its v, then the most rules protected
+                key = (len(cls) + (v is not None), sum(1 for b in cls if g.has_edge(b, v)), first)
             if best is None or key > best[0]:
                 best = (key, cls, v)
         assert best is not None
