@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 PY      = $(BIN)/python
 
-.PHONY: demo test lint bench-generate clean check-java
+.PHONY: demo test lint bench-generate bench-publish bench-publish-10m bench-texas clean check-java
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,16 @@ lint: $(VENV)/.installed-dev
 bench-generate: check-java $(VENV)/.installed
 	rm -rf out/bench-sal-10m
 	$(BIN)/vpub datasets generate sal --rows 10000000 --seed 7 --out out/bench-sal-10m
+
+# publish benchmarks: medians per engine, ratio in one run (numbers in the README)
+bench-publish: check-java $(VENV)/.installed
+	$(BIN)/vpub bench publish --rows 1000000 --repeat 3 --out out/bench-1m
+
+bench-publish-10m: check-java $(VENV)/.installed
+	$(BIN)/vpub bench publish --rows 10000000 --repeat 2 --out out/bench-10m
+
+bench-texas: check-java $(VENV)/.installed
+	$(BIN)/vpub bench publish --name texas --rows 177148 --repeat 3 --out out/bench-texas
 
 clean:
 	rm -rf out .pytest_cache .hypothesis

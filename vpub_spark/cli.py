@@ -140,6 +140,65 @@ def cmd_gnf_check(args) -> int:
     return 0 if report.ok else 1
 
 
+# --- publish / audit ---------------------------------------------------------------
+def publish_config(args):
+    """The config file with the command line's overrides (DESIGN.md §8)."""
+    from dataclasses import replace
+
+    from .config import load_config
+    from .model import PrivacySpec
+
+    cfg = load_config(args.config)
+    cfg = cfg.with_overrides(
+        input_path=args.input, table=args.table, output_path=args.out, release_id=args.release_id,
+        engine=args.engine, seed=args.seed, partitions=args.partitions, spark=args.spark_conf,
+    )
+    if args.l is not None:
+        cfg = replace(cfg, privacy=PrivacySpec("l-diversity", args.l))
+    return replace(cfg, overwrite=args.overwrite) if args.overwrite else cfg
+
+
+def cmd_publish(args) -> int:
+    from .engines import make_engine
+    from .engines.spark.session import SparkSettings
+    from .release.writer import publish
+    from .report import console, progress_step, publish_summary
+
+    cfg = publish_config(args)
+    engine = make_engine(cfg.engine, SparkSettings.load(cfg.spark))
+    console.print(f"publishing {cfg.input_path} with {cfg.method} on the {cfg.engine} engine (l = {cfg.l}, seed = {cfg.seed})")
+    t0 = time.perf_counter()
+    if cfg.engine == "spark":
+        with progress_step("start Spark"):
+            engine.spark  # noqa: B018
+    result = publish(cfg, engine, progress_step)
+    publish_summary(result)
+    console.print(f"[green]release committed[/green] at {result.path} in {time.perf_counter() - t0:.1f} s")
+    return 0
+
+
+def cmd_audit(args) -> int:
+    from .release.audit import audit_release
+    from .report import audit_table, console
+
+    with console.status("auditing ..."):
+        report = audit_release(args.release, source=args.source)
+    if args.json:
+        import json
+
+        print(json.dumps(report.as_dict(), indent=2))
+    else:
+        console.print(audit_table(report))
+    return 0 if report.passed else 1
+
+
+def cmd_bench_publish(args) -> int:
+    from .bench import bench_publish
+
+    bench_publish(args)
+    return 0
+
+
 # --- demo ---------------------------------------------------------------------------
 def cmd_demo(args) -> int:
     from .demo import run_demo
@@ -190,6 +249,41 @@ def build_parser() -> argparse.ArgumentParser:
     gc.add_argument("--schema", required=True)
     gc.add_argument("--rules", required=True)
     gc.set_defaults(func=cmd_gnf_check)
+
+    pb = sub.add_parser("publish", help="publish a release: decompose, anonymize, write, audit, commit")
+    pb.add_argument("--config", required=True, help="job config YAML (see conf/adult_uad.yaml)")
+    pb.add_argument("--input", default=None, help="override input.path")
+    pb.add_argument("--table", default=None, help="override input.table (spec YAML or preset name)")
+    pb.add_argument("--out", default=None, help="override output.path")
+    pb.add_argument("--release-id", default=None, help="override output.release_id")
+    pb.add_argument("--engine", choices=["spark", "inprocess"], default=None, help="override engine")
+    pb.add_argument("--spark-conf", default=None, help="override spark (settings YAML)")
+    pb.add_argument("--seed", type=int, default=None)
+    pb.add_argument("--l", type=int, default=None, help="override privacy.l")
+    pb.add_argument("--partitions", type=int, default=None, help="override partitions (default: auto)")
+    pb.add_argument("--overwrite", action="store_true", help="replace a committed release with the same id")
+    pb.set_defaults(func=cmd_publish)
+
+    au = sub.add_parser("audit", help="re-check a release from its files alone")
+    au.add_argument("release", help="the release directory (<output>/<release_id>)")
+    au.add_argument("--source", default=None, help="also check every table against the source data")
+    au.add_argument("--json", action="store_true", help="print the result as JSON")
+    au.set_defaults(func=cmd_audit)
+
+    bn = sub.add_parser("bench", help="benchmarks (jobs that print numbers)").add_subparsers(dest="what", required=True)
+    bp = bn.add_parser("publish", help="end-to-end publish time per engine")
+    bp.add_argument("--name", default="sal", choices=["sal", "occ", "texas", "census"])
+    bp.add_argument("--rows", type=int, default=1_000_000)
+    bp.add_argument("--l", type=int, default=10)
+    bp.add_argument("--c", type=int, default=5)
+    bp.add_argument("--lhs", type=int, default=3)
+    bp.add_argument("--seed", type=int, default=7)
+    bp.add_argument("--partitions", type=int, default=None)
+    bp.add_argument("--repeat", type=int, default=3)
+    bp.add_argument("--engines", default="inprocess,spark")
+    bp.add_argument("--spark-conf", default=None)
+    bp.add_argument("--out", default="out/bench")
+    bp.set_defaults(func=cmd_bench_publish)
 
     d = sub.add_parser("demo", help="the end-to-end demo on a generated data set")
     d.add_argument("--out", default="out/demo")

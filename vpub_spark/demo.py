@@ -1,19 +1,19 @@
-"""`make demo`: generate a data set, load it on the embedded default engine, and walk
-through what the library does, printing a readable report."""
+"""`make demo`: generate a data set, then publish it end to end on the embedded default
+engine (000: rules, UAD, anatomy, release, audit) and print where the release is."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
 
+from .config import PublishConfig, RandomRules
 from .datasets.presets import resolve_input, write_generated
-from .decompose.uad import uad
 from .engines import make_engine
 from .engines.spark.session import SparkSettings
-from .gnf import check_gnf
-from .model import PublishedTable, Schema
-from .report import console, gnf_table, profile_table, rules_table
-from .rules import check_eligibility, ineligibility, random_rules, reduce_rules
+from .model import PrivacySpec
+from .release.audit import audit_release
+from .release.writer import publish
+from .report import audit_table, console, profile_table, progress_step, publish_summary
 
 
 def run_demo(args) -> int:
@@ -21,29 +21,29 @@ def run_demo(args) -> int:
     engine = make_engine(args.engine, SparkSettings.load(args.spark_conf))
     t0 = time.perf_counter()
     data_dir = out / "sal"
-    with console.status(f"generating {args.rows:,} rows of the synthetic `sal` table ..."):
+    with progress_step(f"generate {args.rows:,} rows of the synthetic `sal` table"):
         write_generated(engine, "sal", args.rows, 7, str(data_dir), overwrite=True)
-    console.print(f"[bold]1. data[/bold]: {args.rows:,} synthetic IPUMS-like rows in {data_dir} ({time.perf_counter() - t0:.1f} s)")
     path, spec = resolve_input(data_dir, None)
-    with console.status(f"reading and encoding with the {engine.name} engine ..."):
+    with progress_step(f"profile with the {engine.name} engine"):
         loaded = engine.load(path, spec)
-    console.print(profile_table(loaded.profile(), f"2. domain profile ({engine.name} engine)"))
+    console.print(profile_table(loaded.profile(), f"domain profile of {data_dir}"))
 
-    l = 10  # noqa: E741
-    eligible = [a for a in loaded.names if ineligibility(a, *loaded.frequencies()[a], l) is None]
-    rules = random_rules(loaded.names, c=5, lhs=3, seed=42, eligible_rhs=eligible)
-    red = reduce_rules(rules)
-    check_eligibility(red.kept, loaded.frequencies(), l)
-    console.print(rules_table(red.kept, red))
-    console.print(f"3. rules: 5 random irreducible rules, each RHS {l}-eligible ({', '.join(eligible)})")
-
-    naive = Schema((PublishedTable("everything", loaded.names),))
-    console.print(gnf_table(check_gnf(naive, red.kept)))
-    console.print("4. publishing the whole table unprotected is not GNF (above). UAD's schema (000 Algorithm 2) is:")
-    schema = uad(loaded.names, red.kept, seed=42)
-    for t in schema.tables:
-        protection = f"{t.kind} for {t.sensitive}" if t.sensitive else t.kind
-        console.print(f"   {t.name}: {', '.join(t.attributes)}  ({protection})")
-    console.print(gnf_table(check_gnf(schema, red.kept)))
-    console.print(f"[green]demo finished in {time.perf_counter() - t0:.1f} s[/green]")
-    return 0
+    cfg = PublishConfig(
+        input_path=str(data_dir),
+        privacy=PrivacySpec("l-diversity", 10),
+        rules=RandomRules(c=5, lhs=3, seed=42),
+        method="uad",
+        output_path=str(out / "releases"),
+        release_id="sal-uad-l10",
+        seed=42,
+        engine=engine.name,
+        overwrite=True,
+    )
+    console.print("[bold]publish[/bold]: 5 random irreducible rules, l = 10, UAD (000 Algorithm 2), anatomy per table")
+    result = publish(cfg, engine, progress_step)
+    publish_summary(result)
+    with progress_step("re-audit the committed release against the source (vpub audit --source)"):
+        report = audit_release(result.path, source=str(data_dir))
+    console.print(audit_table(report) if not report.passed else f"audit: [green]passed[/green] {len(report.checks)} checks")
+    console.print(f"[green]demo finished in {time.perf_counter() - t0:.1f} s[/green]; the release is in {result.path}")
+    return 0 if report.passed else 1

@@ -157,6 +157,39 @@ def raw_value_counts(table: pa.Table, spec: TableSpec) -> tuple[dict[str, dict[s
     return out, table.num_rows, n_missing
 
 
+RAW_COUNT_SCHEMA = pa.schema([("attr", pa.int32()), ("value", pa.string()), ("count", pa.int64())])
+ROWS, MISSING = -1, -2  # `attr` markers of raw_count_batch
+
+
+def raw_count_batch(batch: pa.RecordBatch | pa.Table, spec: TableSpec) -> pa.RecordBatch:
+    """`raw_value_counts` of one batch as a small batch (attr index, value, count), with
+    the row and missing-row counts under attr = ROWS and MISSING; engines sum `count` by
+    (attr, value) and `raw_counts_from` turns the sums back into the mapping."""
+    table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+    raw, rows, missing = raw_value_counts(table, spec)
+    attr, value, count = [ROWS, MISSING], ["", ""], [rows, missing]
+    for i, a in enumerate(spec.attributes):
+        for v, c in raw[a.name].items():
+            attr.append(i)
+            value.append(v)
+            count.append(c)
+    return pa.RecordBatch.from_arrays([pa.array(attr, pa.int32()), pa.array(value, pa.string()), pa.array(count, pa.int64())], schema=RAW_COUNT_SCHEMA)
+
+
+def raw_counts_from(rows_of_sums, spec: TableSpec) -> tuple[dict[str, dict[str, int]], int, int]:
+    """(raw counts per attribute, rows, missing rows) from summed (attr, value, count) rows."""
+    raw: dict[str, dict[str, int]] = {a.name: {} for a in spec.attributes}
+    rows = missing = 0
+    for attr, value, count in rows_of_sums:
+        if attr == ROWS:
+            rows += count
+        elif attr == MISSING:
+            missing += count
+        else:
+            raw[spec.attributes[attr].name][value] = count
+    return raw, rows, missing
+
+
 def encode_batch(batch: pa.RecordBatch | pa.Table, plan: EncodingPlan) -> pa.RecordBatch:
     """Encode the attributes of one batch to int32 codes; rows with a missing value are dropped."""
     arrays = []

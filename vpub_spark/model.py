@@ -164,10 +164,6 @@ class PrivacySpec:
         return {"model": self.model, "m": self.m}
 
 
-TableATTRIBUTE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")
-Kind = Literal["anatomy", "generalized", "projection"]
-
-
 @dataclass(frozen=True)
 class PublishedTable:
     """One table of a publication schema: its attributes and what protects it.

@@ -111,12 +111,17 @@ class Ineligible:
     value: str
     share: float
     limit: float
+    distinct: int = 0
 
     def __str__(self) -> str:
-        return (
+        text = (
             f"value {self.value!r} of {self.attribute} covers {self.share:.1%} of the rows, "
             f"more than 1/l = {self.limit:.1%}"
         )
+        l = round(1 / self.limit)  # noqa: E741
+        if self.distinct < l:
+            text += f" ({self.attribute} has only {self.distinct} distinct values; l = {l} needs at least {l})"
+        return text
 
 
 def ineligibility(
@@ -129,7 +134,7 @@ def ineligibility(
         return Ineligible(attribute, "<none>", 1.0, 1.0 / l)
     top = int(np.argmax(counts))
     if int(counts[top]) * l > n:
-        return Ineligible(attribute, str(labels[top]), counts[top] / n, 1.0 / l)
+        return Ineligible(attribute, str(labels[top]), counts[top] / n, 1.0 / l, int((counts > 0).sum()))
     return None
 
 

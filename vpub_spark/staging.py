@@ -16,7 +16,10 @@ def check_target(target: Path, overwrite: bool) -> None:
     if target.exists() and any(target.iterdir()) and not overwrite:
         raise VpubError(f"{target} already exists and is not empty; pass --overwrite to replace it")
     parent = target.parent
-    parent.mkdir(parents=True, exist_ok=True)
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise VpubError(f"cannot create the output directory {parent}: {e.strerror}") from None
     if not os.access(parent, os.W_OK):
         raise VpubError(f"cannot write to {parent}: permission denied")
 

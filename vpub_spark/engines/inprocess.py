@@ -92,3 +92,39 @@ class InProcessEngine:
                 progress(batch.num_rows)
         if writer:
             writer.close()
+
+    # --- publishing (release/parts.py does the per-partition work) --------------
+    def persist(self, loaded: LoadedTable) -> LoadedTable:
+        return loaded  # already in memory
+
+    def unpersist(self, loaded: LoadedTable) -> None:
+        pass
+
+    def shard_counts(self, loaded: LoadedTable, sensitive, seed: int):
+        from ..kernels.partitioning import shard_counts
+
+        return shard_counts(loaded.data, sensitive, seed)
+
+    def run_partitions(self, loaded: LoadedTable, plan, job):
+        """Every partition in turn, through the same function the Spark tasks run."""
+        import numpy as np
+        import pandas as pd
+
+        from ..kernels.partitioning import shard_of
+        from ..release.parts import run_partition
+
+        df = loaded.data
+        part = plan.part_of(shard_of(df, job.seed))
+        order = np.argsort(part, kind="stable")
+        bounds = np.searchsorted(part[order], np.arange(plan.parts + 1))
+        return pd.concat(
+            [run_partition(df.iloc[order[bounds[p] : bounds[p + 1]]].reset_index(drop=True), p, job) for p in range(plan.parts)],
+            ignore_index=True,
+        )
+
+    def write_projection(self, loaded: LoadedTable, attributes, directory: Path) -> None:
+        """A duplicate-preserving projection, aggregated (`count`)."""
+        from ..release.parts import write_parquet
+
+        counts = loaded.data.groupby(list(attributes), sort=True).size().rename("count").reset_index()
+        write_parquet(counts, loaded.dictionaries, directory, "part-00000.parquet")

@@ -10,13 +10,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .hashing import content_hash
+
 OCCURRENCE = "__occurrence"
 
 
 def sample_keys(frame: pd.DataFrame, seed: int) -> np.ndarray:
     """uint64 key of each row of `frame` (codes plus the OCCURRENCE column)."""
-    salted = frame.assign(__seed=np.int64(seed))
-    return pd.util.hash_pandas_object(salted, index=False).to_numpy(np.uint64)
+    return content_hash(frame, seed)
 
 
 def with_occurrence(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:

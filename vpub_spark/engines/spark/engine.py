@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from functools import reduce
 from pathlib import Path
 
 from ...encoding import EncodingPlan, encode_batch
@@ -39,9 +38,7 @@ class SparkEngine:
         return get_session(self.settings)
 
     def read(self, path: str, spec: TableSpec, fmt: Format | None = None):
-        """The spec's source columns as trimmed strings (the raw form every engine compares)."""
-        from pyspark.sql import functions as F
-
+        """The spec's source columns as stored (CSV: strings); the kernels normalize them."""
         kind = detect_format(path, fmt)
         p = str(Path(path))
         reader = self.spark.read
@@ -52,35 +49,28 @@ class SparkEngine:
         else:
             df = reader.parquet(p)
         check_columns(df.columns, spec, path)
-        cols = sorted({a.column for a in spec.attributes})
-        return df.select(*[F.trim(df[c].cast("string")).alias(c) for c in cols])
+        return df.select(*sorted({a.column for a in spec.attributes}))
 
     def load(self, path: str, spec: TableSpec, fmt: Format | None = None) -> LoadedTable:
+        """One pass counts the raw values (the shared pyarrow kernel per batch, summed by
+        Spark: small), the driver builds the dictionaries, `mapInArrow` encodes."""
         from pyspark.sql import functions as F
 
+        from ...encoding import RAW_COUNT_SCHEMA, raw_count_batch, raw_counts_from
+
         df = self.read(path, spec, fmt)
-        tokens = list(spec.missing_values)
-        missing = {a.name: df[a.column].isNull() | df[a.column].isin(tokens) for a in spec.attributes}
-        any_missing = reduce(lambda x, y: x | y, missing.values())
-        cells = [
-            F.struct(F.lit(i).alias("a"), F.when(~any_missing, df[a.column]).alias("v"))
-            for i, a in enumerate(spec.attributes)
-        ]
-        cells.append(F.struct(F.lit(-1).alias("a"), F.when(any_missing, "1").otherwise("0").alias("v")))
-        agg = (
-            df.select(F.explode(F.array(*cells)).alias("x"))
-            .groupBy(F.col("x.a").alias("a"), F.col("x.v").alias("v"))
-            .count()
-            .collect()  # small: one row per distinct value of each attribute
+
+        def count(batches):
+            for b in batches:
+                yield raw_count_batch(b, spec)
+
+        sums = (
+            df.mapInArrow(count, struct_type(RAW_COUNT_SCHEMA))
+            .groupBy("attr", "value")
+            .agg(F.sum("count").alias("count"))
+            .collect()  # small: one row per distinct raw value of each attribute
         )
-        raw: dict[str, dict[str, int]] = {a.name: {} for a in spec.attributes}
-        rows = missing_rows = 0
-        for r in agg:
-            if r["a"] == -1:
-                rows += r["count"]
-                missing_rows += r["count"] if r["v"] == "1" else 0
-            elif r["v"] is not None:
-                raw[spec.attributes[r["a"]].name][r["v"]] = r["count"]
+        raw, rows, missing_rows = raw_counts_from(((r["attr"], r["value"], r["count"]) for r in sums), spec)
         plan, dictionaries, counts = plan_encoding(spec, raw, rows, missing_rows)
         encoded = df.mapInArrow(_encoder(plan), struct_type(plan.schema))
         return LoadedTable(spec, dictionaries, counts, rows, missing_rows, encoded, source=str(path))
@@ -157,3 +147,103 @@ class SparkEngine:
 
         out = T.StructType([T.StructField(a, T.IntegerType()) for a, _ in schema(name)])
         self.spark.range(nblocks, numPartitions=parts).mapInArrow(make, out).write.parquet(str(directory))
+
+    # --- publishing (release/parts.py does the per-partition work) --------------
+    def persist(self, loaded: LoadedTable) -> LoadedTable:
+        """Keep the encoded codes (int32, compact) for the passes of one release, so the
+        source is read and encoded once more, not once per pass."""
+        from dataclasses import replace
+
+        from pyspark import StorageLevel
+
+        return replace(loaded, data=loaded.data.persist(StorageLevel.MEMORY_AND_DISK))
+
+    def unpersist(self, loaded: LoadedTable) -> None:
+        loaded.data.unpersist()
+
+    def shard_counts(self, loaded: LoadedTable, sensitive, seed: int):
+        """Per-batch partial counts (vectorized kernel in mapInArrow), summed by Spark."""
+        import pyarrow as pa
+        from pyspark.sql import functions as F
+        from pyspark.sql import types as T
+
+        from ...kernels.partitioning import shard_counts
+
+        sensitive = list(sensitive)
+
+        def run(batches):
+            for b in batches:
+                yield pa.RecordBatch.from_pandas(shard_counts(b.to_pandas(), sensitive, seed), preserve_index=False)
+
+        schema = T.StructType(
+            [T.StructField(n, T.IntegerType()) for n in ("attr", "shard", "value")] + [T.StructField("count", T.LongType())]
+        )
+        partials = loaded.data.mapInArrow(run, schema).groupBy("attr", "shard", "value").agg(F.sum("count").alias("count"))
+        return partials.toPandas()  # small: shards x sensitive domains
+
+    def partition_keys(self, parts: int) -> list[int]:
+        """For each partition p, a key k with pmod(hash(k), parts) = p: `repartition(parts, key)`
+        then puts partition p in Spark partition p, so P partitions run as P tasks
+        (small keys would collide in the hash; DESIGN.md §5 pitfalls)."""
+        from pyspark.sql import functions as F
+
+        found: dict[int, int] = {}
+        span = parts * 16
+        while len(found) < parts:
+            rows = (
+                self.spark.range(span)
+                .select(F.col("id"), F.expr(f"pmod(hash(id), {parts})").alias("b"))
+                .groupBy("b")
+                .agg(F.min("id").alias("k"))
+                .collect()
+            )
+            found = {r["b"]: r["k"] for r in rows}
+            span *= 4
+        return [found[p] for p in range(parts)]
+
+    def run_partitions(self, loaded: LoadedTable, plan, job):
+        """One shuffle: tag rows with their partition's key, `repartition(P, key)`, and run
+        `run_partition` per partition with applyInPandas; returns the summary rows."""
+        import numpy as np
+        import pyarrow as pa
+        from pyspark import TaskContext
+        from pyspark.sql import types as T
+
+        from ...kernels.partitioning import shard_of
+        from ...release.parts import SUMMARY_COLUMNS, run_partition
+
+        keys = np.asarray(self.partition_keys(plan.parts), dtype=np.int64)
+        key_of_shard = keys[plan.shard_part]
+        part_of_key = {int(k): p for p, k in enumerate(keys)}
+        seed = job.seed
+
+        def tag(batches):
+            for b in batches:
+                frame = b.to_pandas()
+                yield pa.RecordBatch.from_pandas(frame.assign(__key=key_of_shard[shard_of(frame, seed)]), preserve_index=False)
+
+        def task(frame):
+            part = part_of_key[int(frame["__key"].iloc[0])]
+            return run_partition(frame.drop(columns="__key"), part, job, TaskContext.get().partitionId())
+
+        kinds = {"string": T.StringType(), "int32": T.IntegerType(), "int64": T.LongType()}
+        summary = T.StructType([T.StructField(n, kinds[t]) for n, t in SUMMARY_COLUMNS.items()])
+        tagged = loaded.data.mapInArrow(tag, T.StructType(loaded.data.schema.fields + [T.StructField("__key", T.LongType())]))
+        return tagged.repartition(plan.parts, "__key").groupBy("__key").applyInPandas(task, summary).toPandas()
+
+    def write_projection(self, loaded: LoadedTable, attributes, directory: Path) -> None:
+        """A duplicate-preserving projection, aggregated (`count`), decoded and written by Spark."""
+        from pyspark.sql import types as T
+
+        from ...encoding import decode_batch
+
+        dictionaries = loaded.dictionaries
+        attrs = list(attributes)
+        counts = loaded.data.groupBy(*attrs).count()
+
+        def decode(batches):
+            for b in batches:
+                yield decode_batch(b, dictionaries)
+
+        schema = T.StructType([T.StructField(a, T.StringType()) for a in attrs] + [T.StructField("count", T.LongType())])
+        counts.mapInArrow(decode, schema).write.parquet(str(directory))

@@ -24,6 +24,8 @@ DEFAULT_CONF = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
+    # a release has one _SUCCESS, its own (DESIGN.md §4); none inside its tables
+    "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
 }
 
 

@@ -1,0 +1,156 @@
+"""The job configuration every `vpub` job shares (DESIGN.md §8), parsed once at the edge.
+
+Relative paths are taken from the directory the command runs in (the repository root
+for `make` targets). `input.table` is a table-spec YAML file or the name of a packaged
+preset (`adult`, or a generator: `sal`, `occ`, `texas`, `census`); without it, the input
+directory's own `table.yaml` is used. Rules are a list (strings or {lhs, rhs}) or
+`{random: {c, lhs, seed}}` (000 §6.1: random irreducible rules, RHS drawn among the
+l-eligible attributes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import SpecError
+from .model import PrivacySpec, TableSpec
+
+METHODS = ("uad", "single_attribute")
+ENGINES = ("spark", "inprocess")
+KEYS = {"engine", "spark", "input", "privacy", "rules", "method", "output", "seed", "partitions"}
+
+
+@dataclass(frozen=True)
+class RandomRules:
+    c: int = 5
+    lhs: int = 3
+    seed: int = 1
+
+
+@dataclass(frozen=True)
+class PublishConfig:
+    input_path: str
+    table: str | None = None
+    input_format: str | None = None
+    privacy: PrivacySpec = field(default_factory=PrivacySpec)
+    rules: tuple[Any, ...] | RandomRules = field(default_factory=RandomRules)
+    method: str = "uad"
+    output_path: str = "releases"
+    release_id: str | None = None
+    seed: int = 0
+    engine: str = "spark"
+    spark: str | None = None
+    partitions: int | None = None  # None: auto, from the row count
+    overwrite: bool = False
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise SpecError(f"method must be one of {', '.join(METHODS)}, not {self.method!r}")
+        if self.engine not in ENGINES:
+            raise SpecError(f"engine must be spark or inprocess, not {self.engine!r}")
+        if self.privacy.model != "l-diversity":
+            raise SpecError(f"publish needs privacy model l-diversity, not {self.privacy.model}")
+        if self.partitions is not None and (not isinstance(self.partitions, int) or self.partitions < 1):
+            raise SpecError(f"partitions must be a positive integer or auto, not {self.partitions!r}")
+        if not isinstance(self.seed, int):
+            raise SpecError(f"seed must be an integer, not {self.seed!r}")
+        if self.release_id is not None and (not self.release_id or "/" in self.release_id or self.release_id.startswith(".")):
+            raise SpecError(f"release_id {self.release_id!r} must be a plain, non-hidden directory name")
+
+    @property
+    def l(self) -> int:  # noqa: E743
+        return int(self.privacy.l)  # type: ignore[arg-type]
+
+    def with_overrides(self, **kw: Any) -> PublishConfig:
+        return replace(self, **{k: v for k, v in kw.items() if v is not None})
+
+    def effective(self) -> dict:
+        """The configuration as run, for the manifest."""
+        d = asdict(self)
+        d["privacy"] = self.privacy.as_dict()
+        d["rules"] = asdict(self.rules) | {"random": True} if isinstance(self.rules, RandomRules) else list(self.rules)
+        return d
+
+
+def _section(d: dict, key: str) -> dict:
+    v = d.get(key) or {}
+    if not isinstance(v, dict):
+        raise SpecError(f"config: `{key}` must be a mapping")
+    return v
+
+
+def _privacy(d: dict) -> PrivacySpec:
+    unknown = set(d) - {"model", "l", "m"}
+    if unknown:
+        raise SpecError(f"config: privacy has unknown keys {', '.join(sorted(unknown))}")
+    return PrivacySpec(d.get("model", "l-diversity"), d.get("l", 2), d.get("m"))
+
+
+def _rules(v: Any) -> tuple[Any, ...] | RandomRules:
+    if v is None:
+        raise SpecError("config: `rules` is required (a list, or {random: {c, lhs, seed}})")
+    if isinstance(v, dict):
+        if set(v) != {"random"} or not isinstance(v["random"], dict):
+            raise SpecError("config: rules must be a list or {random: {c: 5, lhs: 3, seed: 1}}")
+        r = v["random"]
+        unknown = set(r) - {"c", "lhs", "seed"}
+        if unknown:
+            raise SpecError(f"config: rules.random has unknown keys {', '.join(sorted(unknown))}")
+        return RandomRules(int(r.get("c", 5)), int(r.get("lhs", 3)), int(r.get("seed", 1)))
+    if not isinstance(v, list) or not v:
+        raise SpecError("config: rules must be a non-empty list")
+    return tuple(v)
+
+
+def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
+    if not isinstance(d, dict):
+        raise SpecError(f"{where}: expected a mapping")
+    unknown = set(d) - KEYS
+    if unknown:
+        raise SpecError(f"{where}: unknown keys {', '.join(sorted(unknown))}; known: {', '.join(sorted(KEYS))}")
+    inp, out = _section(d, "input"), _section(d, "output")
+    if "path" not in inp:
+        raise SpecError(f"{where}: input.path is required")
+    parts = d.get("partitions", "auto")
+    try:
+        return PublishConfig(
+            input_path=str(inp["path"]),
+            table=None if inp.get("table") is None else str(inp["table"]),
+            input_format=inp.get("format"),
+            privacy=_privacy(_section(d, "privacy")),
+            rules=_rules(d.get("rules")),
+            method=str(d.get("method", "uad")),
+            output_path=str(out.get("path", "releases")),
+            release_id=None if out.get("release_id") is None else str(out["release_id"]),
+            seed=d.get("seed", 0),
+            engine=str(d.get("engine", "spark")),
+            spark=None if d.get("spark") is None else str(d["spark"]),
+            partitions=None if parts == "auto" else parts,
+        )
+    except SpecError as e:
+        raise SpecError(f"{where}: {e}") from None
+
+
+def load_config(path: str | Path) -> PublishConfig:
+    from .tablespec import load_yaml
+
+    return config_from_dict(load_yaml(path), str(path))
+
+
+def resolve_table(cfg: PublishConfig) -> tuple[str, TableSpec]:
+    """(data path, table spec) for the config's input: a spec file, a preset name, or the
+    input directory's own table.yaml."""
+    from .datasets import adult, synthetic
+    from .datasets.presets import resolve_input
+
+    t = cfg.table
+    if t is not None and not t.endswith((".yaml", ".yml")):
+        if t == "adult":
+            return cfg.input_path, adult.adult_spec()
+        if t in synthetic.SCHEMAS:
+            data = Path(cfg.input_path) / "data"
+            return str(data) if data.is_dir() else cfg.input_path, synthetic.table_spec(t)
+        raise SpecError(f"input.table {t!r} is neither a .yaml file nor a preset (adult, {', '.join(synthetic.SCHEMAS)})")
+    return resolve_input(cfg.input_path, t)

@@ -1,0 +1,1 @@
+"""Releases (DESIGN.md §4): the writer, the reader and the auditor."""

@@ -1,0 +1,208 @@
+"""The auditor (DESIGN.md §4, §7): re-checks a release from its files alone.
+
+It shares no code with the writer or the anatomy kernel: it reads the manifest and the
+Parquet files with pyarrow and checks, per anatomy table, that QIT and ST agree on the
+groups and their sizes and that in every group no sensitive value has a share above
+1/l; per projection, that it is aggregated; that every table covers every row; and that
+the manifest's schema is GNF for its rules (000 Definition 5) with the verdicts it
+records. With the source data it also checks that every table's multisets equal the
+source's projections (nothing lost, nothing invented), reading the source with the
+table spec the manifest records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import VpubError
+from ..gnf import check_gnf
+from ..model import PublishedTable, Schema
+from ..rules import parse_rules
+from .reader import COUNT, FORMAT_VERSION, GROUP, PARTS, Release, open_release
+
+REQUIRED = ("format_version", "release_id", "created_at", "software_version", "seed", "source", "privacy", "rules", "method", "tables", "gnf")
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str = ""
+
+
+@dataclass
+class AuditReport:
+    release: str
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.checks) and all(c.ok for c in self.checks)
+
+    @property
+    def failures(self) -> list[Check]:
+        return [c for c in self.checks if not c.ok]
+
+    def as_dict(self) -> dict:
+        return {"passed": self.passed, "checks": len(self.checks), "failures": [f"{c.name}: {c.detail}" for c in self.failures]}
+
+
+def audit_release(path: str | Path, source: str | None = None, require_committed: bool = True) -> AuditReport:
+    """Audit the release at `path`; the in-process engine reads `source` (it needs the
+    source's rows in memory, which the auditor's value counts keep small)."""
+    report = AuditReport(Path(path).name)
+
+    def check(name: str, ok: object, detail: str = "") -> bool:
+        report.checks.append(Check(name, bool(ok), detail))
+        return bool(ok)
+
+    try:
+        rel = open_release(path)
+    except VpubError as e:
+        check("manifest", False, str(e))
+        return report
+    m = rel.manifest
+    missing = [k for k in REQUIRED if k not in m]
+    if not check("manifest fields", not missing, f"missing: {', '.join(missing)}" if missing else "all present"):
+        return report
+    check("format version", m["format_version"] == FORMAT_VERSION, f"{m['format_version']} (this auditor reads {FORMAT_VERSION})")
+    if require_committed:
+        check("committed", rel.committed, "_SUCCESS present" if rel.committed else "no _SUCCESS: the release was never committed")
+    try:
+        l = int(m["privacy"]["l"])  # noqa: E741
+        rows = int(m["source"]["rows"])
+        rules = parse_rules(m["rules"])
+        tables = [PublishedTable(t["name"], tuple(t["attributes"]), t.get("sensitive"), tuple(t.get("enforces", ()))) for t in m["tables"]]
+    except (VpubError, KeyError, TypeError, ValueError) as e:
+        check("manifest schema", False, f"unreadable: {e}")
+        return report
+    _schema_checks(m, tables, rules, check)
+    on_disk = {d.name for d in (rel.path / "tables").iterdir() if d.is_dir()} if (rel.path / "tables").is_dir() else set()
+    listed = {t.name for t in tables}
+    check("tables on disk", on_disk == listed, f"on disk {sorted(on_disk)}, in the manifest {sorted(listed)}")
+    for entry, t in zip(m["tables"], tables, strict=True):
+        try:
+            _table_checks(rel, entry, t, l, rows, check)
+        except (VpubError, pa.ArrowException, KeyError) as e:
+            check(f"{t.name}: readable", False, str(e))
+    if source is not None:
+        _source_checks(rel, tables, source, check)
+    return report
+
+
+def _schema_checks(m: dict, tables: list[PublishedTable], rules, check: Callable) -> None:
+    gnf = check_gnf(Schema(tuple(tables)), rules)
+    why = "; ".join(f"rule {v.index + 1} '{v.rule}': {v.reason}" for v in gnf.violated)
+    check("GNF", gnf.ok, why or f"{len(rules)} rules, each unreachable or guarded")
+    recorded = m["gnf"].get("verdicts") if isinstance(m["gnf"], dict) else None
+    check("GNF verdicts as recorded", recorded == [v.as_dict() for v in gnf.verdicts], "the manifest's verdicts match a fresh check")
+    for entry, t in zip(m["tables"], tables, strict=True):
+        check(f"{t.name}: kind", entry.get("kind") == t.kind, f"{entry.get('kind')}; sensitive: {t.sensitive}")
+
+
+def _table_checks(rel: Release, entry: dict, t: PublishedTable, l: int, rows: int, check: Callable) -> None:  # noqa: E741
+    parts = set(entry.get("parts", {}))
+    check(f"{t.name}: parts", parts == set(PARTS[t.kind]), f"{sorted(parts)}")
+    check(f"{t.name}: rows", entry.get("rows") == rows, f"manifest says {entry.get('rows')}, the source had {rows}")
+    if t.kind == "projection":
+        counts = rel.read(t.name, "counts")
+        _columns(check, t.name, "counts", counts, [*t.attributes, COUNT])
+        total = pc.sum(counts[COUNT]).as_py() or 0
+        check(f"{t.name}: covers every row", total == rows, f"counts sum to {total} of {rows}")
+        distinct = counts.group_by(list(t.attributes)).aggregate([]).num_rows
+        check(f"{t.name}: aggregated", distinct == counts.num_rows and pc.min(counts[COUNT]).as_py() > 0, f"{counts.num_rows} rows, {distinct} distinct")
+        return
+    s = t.sensitive
+    qi = [a for a in t.attributes if a != s]
+    qit, st = rel.read(t.name, "qit"), rel.read(t.name, "st")
+    _columns(check, t.name, "qit", qit, [GROUP, *qi])
+    _columns(check, t.name, "st", st, [GROUP, s, COUNT])
+    check(f"{t.name}: covers every row", qit.num_rows == rows, f"QIT has {qit.num_rows} rows of {rows}")
+    sizes = qit.group_by(GROUP).aggregate([([], "count_all")]).rename_columns([GROUP, "qit_size"])
+    cells = st.group_by([GROUP, s]).aggregate([(COUNT, "sum")])
+    per_group = cells.group_by(GROUP).aggregate([(f"{COUNT}_sum", "sum"), (f"{COUNT}_sum", "max"), (f"{COUNT}_sum", "min")])
+    per_group = per_group.rename_columns([GROUP, "st_size", "top", "least"])
+    joined = sizes.join(per_group, GROUP, join_type="full outer")
+    both = joined.num_rows == sizes.num_rows == per_group.num_rows
+    check(f"{t.name}: same groups in QIT and ST", both, f"{sizes.num_rows} groups in QIT, {per_group.num_rows} in ST")
+    if not both:
+        return
+    size, st_size = joined["qit_size"].to_numpy(), joined["st_size"].to_numpy()
+    top, least = joined["top"].to_numpy(), joined["least"].to_numpy()
+    check(f"{t.name}: group sizes agree", (size == st_size).all(), f"{int((size != st_size).sum())} groups differ")
+    check(f"{t.name}: ST counts positive", least.min() > 0, f"smallest count {least.min()}")
+    share = top / np.maximum(st_size, 1)
+    worst = int(np.argmax(share))
+    check(
+        f"{t.name}: {l}-diverse",
+        (top * l <= st_size).all(),
+        f"{sizes.num_rows} groups; largest share {share[worst]:.3f} (group {joined[GROUP][worst].as_py()}), limit 1/{l} = {1 / l:.3f}",
+    )
+
+
+def _columns(check: Callable, table: str, part: str, data: pa.Table, expected: list[str]) -> None:
+    names = data.column_names
+    check(f"{table}/{part}: columns", sorted(names) == sorted(expected), f"{names}, expected {expected}")
+    nulls = [n for n in names if data[n].null_count]
+    check(f"{table}/{part}: no missing values", not nulls, f"nulls in {nulls}" if nulls else "none")
+
+
+def _labels(frame: pd.DataFrame) -> pd.DataFrame:
+    """A value-count frame in a canonical form: string labels, sorted rows."""
+    cols = [c for c in frame.columns if c != COUNT]
+    out = frame.astype({c: str for c in cols}).astype({COUNT: np.int64})
+    return out.sort_values(cols, kind="stable").reset_index(drop=True)
+
+
+def _source_checks(rel: Release, tables: list[PublishedTable], source: str, check: Callable) -> None:
+    from ..engines.inprocess import InProcessEngine
+    from ..kernels.partitioning import combine_counts, fingerprint, shard_counts
+    from ..tablespec import table_spec_from_dict
+
+    spec = table_spec_from_dict(rel.manifest["source"]["table_spec"])
+    loaded = InProcessEngine().load(source, spec)
+    data = loaded.data
+    check("source: rows", loaded.rows == rel.manifest["source"]["rows"], f"source has {loaded.rows}, the manifest says {rel.manifest['source']['rows']}")
+    counts = combine_counts(shard_counts(data, [], 0), [], {})
+    same = fingerprint(counts, {a: loaded.dictionaries[a].labels for a in loaded.names}) == rel.manifest["source"].get("fingerprint")
+    check("source: fingerprint", same, "the manifest's fingerprint" if same else "the source differs from the one the release was made from")
+
+    def source_counts(cols: list[str]) -> pd.DataFrame:
+        c = data.groupby(cols, sort=False).size().rename(COUNT).reset_index()
+        for a in cols:
+            c[a] = np.asarray(loaded.dictionaries[a].labels, dtype=object)[c[a].to_numpy()]
+        return _labels(c)
+
+    def release_counts(table: pa.Table, cols: list[str], weight: str | None = None) -> pd.DataFrame:
+        agg = table.group_by(cols).aggregate([(weight, "sum")] if weight else [([], "count_all")])
+        return _labels(agg.rename_columns([*cols, COUNT]).to_pandas())
+
+    for t in tables:
+        if t.kind == "projection":
+            pairs = [(list(t.attributes), release_counts(rel.read(t.name, "counts"), list(t.attributes), COUNT))]
+        else:
+            qi = [a for a in t.attributes if a != t.sensitive]
+            pairs = [
+                (qi, release_counts(rel.read(t.name, "qit", qi), qi)),
+                ([t.sensitive], release_counts(rel.read(t.name, "st", [t.sensitive, COUNT]), [t.sensitive], COUNT)),
+            ]
+        for cols, published in pairs:
+            expected = source_counts(cols)
+            same = published.equals(expected)
+            check(f"{t.name}: ({', '.join(cols)}) equals the source", same, "same multiset" if same else _difference(published, expected))
+
+
+def _difference(published: pd.DataFrame, expected: pd.DataFrame) -> str:
+    cols = [c for c in expected.columns if c != COUNT]
+    merged = published.merge(expected, on=cols, how="outer", suffixes=("_release", "_source")).fillna(0)
+    diff = merged[merged[f"{COUNT}_release"] != merged[f"{COUNT}_source"]]
+    row = diff.iloc[0] if len(diff) else None
+    example = "" if row is None else f"; e.g. {dict(row[cols])}: release {int(row[f'{COUNT}_release'])}, source {int(row[f'{COUNT}_source'])}"
+    return f"{len(diff)} value combinations differ{example}"

@@ -1,0 +1,195 @@
+"""Publishing a release (DESIGN.md §4): plan, anonymize, write, audit, commit.
+
+`publish` is the one library call behind `vpub publish` and `jobs/publish.py`:
+1. read and encode the input (engine), draw or parse the rules, reduce them (000
+   Theorem 3.1) and reject any rule no publication can meet;
+2. design the schema (UAD or single-attribute), which must be GNF;
+3. count shards and plan l-eligible partitions (kernels/partitioning.py);
+4. in a staging directory beside the target: every anatomy table in one pass
+   (release/parts.py), every projection aggregated, then the manifest;
+5. audit the staged files (release/audit.py); only if the audit passes, record it,
+   write `_SUCCESS` and rename the staging directory into place.
+Any failure removes the staging directory; a committed release is never overwritten
+unless `overwrite` is set.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from .. import __version__
+from ..config import PublishConfig, RandomRules, resolve_table
+from ..decompose.uad import single_attribute, uad
+from ..errors import PrivacyError, SpecError
+from ..gnf import check_gnf
+from ..kernels.partitioning import combine_counts, fingerprint, plan_partitions
+from ..model import Rule, Schema
+from ..rules import check_eligibility, ineligibility, parse_rules, random_rules, reduce_rules
+from ..staging import check_target, staged_directory
+from ..tablespec import table_spec_to_dict
+from .audit import AuditReport, audit_release
+from .parts import PartitionJob, table_dir
+from .reader import COUNT, FORMAT_VERSION, GROUP, MANIFEST, PARTS, SUCCESS
+
+RESERVED = (GROUP, COUNT)
+
+
+@dataclass
+class PublishResult:
+    path: Path
+    manifest: dict
+    audit: AuditReport
+    timings: dict[str, float] = field(default_factory=dict)
+    partitions: object = None  # the per-partition summary (table, part, rows, groups, task)
+
+
+class Steps:
+    """Times named steps and tells an optional observer (the CLI's progress display)."""
+
+    def __init__(self, observer: Callable[[str], object] | None = None):
+        self.observer = observer
+        self.timings: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        ctx = self.observer(name) if self.observer else None
+        t0 = time.perf_counter()
+        if ctx is not None:
+            with ctx:  # type: ignore[attr-defined]
+                yield
+        else:
+            yield
+        self.timings[name] = time.perf_counter() - t0
+
+
+def choose_rules(cfg: PublishConfig, names, frequencies) -> tuple[tuple[Rule, ...], list]:
+    """The configured rules, reduced; every RHS must be l-eligible (DESIGN.md §3)."""
+    if isinstance(cfg.rules, RandomRules):
+        eligible = [a for a in names if ineligibility(a, *frequencies[a], cfg.l) is None]
+        rules = random_rules(names, cfg.rules.c, cfg.rules.lhs, cfg.rules.seed, eligible)
+    else:
+        rules = parse_rules(list(cfg.rules), names)
+    red = reduce_rules(rules)
+    check_eligibility(red.kept, frequencies, cfg.l)
+    return red.kept, [{"rule": d.as_dict(), "implied_by": by.as_dict()} for d, by in red.dropped]
+
+
+def design_schema(method: str, names, rules, seed: int) -> Schema:
+    if method == "uad":
+        return uad(names, rules, seed)
+    if method == "single_attribute":
+        return single_attribute(names, rules)
+    raise SpecError(f"unknown method {method!r}")
+
+
+def publish(cfg: PublishConfig, engine, observer: Callable[[str], object] | None = None) -> PublishResult:
+    step = Steps(observer)
+    t_start = time.perf_counter()
+    path, spec = resolve_table(cfg)
+    release_id = cfg.release_id or f"{spec.name}-{cfg.method}-l{cfg.l}-seed{cfg.seed}"
+    target = Path(cfg.output_path) / release_id
+    check_target(target, cfg.overwrite)  # fail before any work: committed release, unwritable output
+    reserved = [a for a in spec.names if a in RESERVED]
+    if reserved:
+        raise SpecError(f"attribute names {', '.join(RESERVED)} are reserved for release columns; rename {', '.join(reserved)}")
+    with step("read and encode"):
+        loaded = engine.persist(engine.load(path, spec, cfg.input_format))
+    try:
+        return _publish(cfg, engine, loaded, spec, release_id, target, step, t_start)
+    finally:
+        engine.unpersist(loaded)
+
+
+def _publish(cfg: PublishConfig, engine, loaded, spec, release_id: str, target: Path, step: Steps, t_start: float) -> PublishResult:
+    with step("rules and schema"):
+        rules, dropped = choose_rules(cfg, loaded.names, loaded.frequencies())
+        schema = design_schema(cfg.method, loaded.names, rules, cfg.seed)
+        gnf = check_gnf(schema, rules)
+    sensitive = [t.sensitive for t in schema.tables if t.sensitive]
+    with step("plan partitions"):
+        domains = {a: loaded.dictionaries[a].size for a in loaded.names}
+        counts = combine_counts(engine.shard_counts(loaded, sensitive, cfg.seed), sensitive, domains)
+        if counts.total != loaded.rows:
+            raise PrivacyError(f"shard counts cover {counts.total} rows, the table has {loaded.rows}")
+        plan = plan_partitions(counts, cfg.l, cfg.partitions)
+    with staged_directory(target, cfg.overwrite) as stage:
+        with step("anonymize and write"):
+            job = PartitionJob.of(stage, schema, cfg.l, cfg.seed, plan, loaded.dictionaries)
+            summary = engine.run_partitions(loaded, plan, job) if sensitive else None
+            for t in schema.tables:
+                if t.sensitive is None:
+                    engine.write_projection(loaded, t.attributes, table_dir(stage, t.name, "counts"))
+        manifest = {
+            "format_version": FORMAT_VERSION,
+            "release_id": release_id,
+            "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "software_version": __version__,
+            "seed": cfg.seed,
+            "engine": engine.name,
+            "source": {
+                "path": str(cfg.input_path),
+                "rows": loaded.rows,
+                "rows_read": loaded.rows_read,
+                "rows_dropped": loaded.rows_dropped,
+                "columns": list(loaded.names),
+                "fingerprint": fingerprint(counts, {a: loaded.dictionaries[a].labels for a in loaded.names}),
+                "table_spec": table_spec_to_dict(spec),
+            },
+            "privacy": cfg.privacy.as_dict(),
+            "rules": [r.as_dict() for r in rules],
+            "rules_dropped": dropped,
+            "method": cfg.method,
+            "partitions": plan.parts,
+            "tables": [_table_entry(stage, t, loaded.rows, cfg.l, summary) for t in schema.tables],
+            "gnf": {"ok": gnf.ok, "verdicts": [v.as_dict() for v in gnf.verdicts]},
+            "config": cfg.effective(),
+            "audit": None,
+        }
+        _write_manifest(stage, manifest)
+        with step("audit"):
+            report = audit_release(stage, require_committed=False)
+        if not report.passed:
+            raise PrivacyError("the audit of the staged release failed, nothing was committed: " + "; ".join(report.as_dict()["failures"][:5]))
+        manifest["audit"] = report.as_dict()
+        manifest["timings_s"] = {k: round(v, 3) for k, v in step.timings.items()} | {"total": round(time.perf_counter() - t_start, 3)}
+        _write_manifest(stage, manifest)
+        (stage / SUCCESS).write_text("")
+    return PublishResult(target, manifest, report, dict(step.timings), summary)
+
+
+def _table_entry(stage: Path, t, rows: int, l: int, summary) -> dict:  # noqa: E741
+    parts = {}
+    for part in PARTS[t.kind]:
+        d = table_dir(stage, t.name, part)
+        files = sorted(d.glob("*.parquet"))
+        parts[part] = {
+            "path": str(d.relative_to(stage)),
+            "files": len(files),
+            "rows": sum(pq.ParquetFile(f).metadata.num_rows for f in files),
+        }
+    entry = {
+        "name": t.name,
+        "kind": t.kind,
+        "attributes": list(t.attributes),
+        "sensitive": t.sensitive,
+        "enforces": list(t.enforces),
+        "rows": rows,
+        "parts": parts,
+    }
+    if t.kind == "anatomy":
+        entry["groups"] = int(summary.loc[summary["table"] == t.name, "groups"].sum())
+    return entry
+
+
+def _write_manifest(stage: Path, manifest: dict) -> None:
+    tmp = stage / f".{MANIFEST}.tmp"
+    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
+    tmp.replace(stage / MANIFEST)
