@@ -1,0 +1,186 @@
+"""A release as a decomposable model (000 §5.1; DESIGN.md §6; ALGORITHMS.md §7).
+
+Each published table gives an estimated distribution over its attributes:
+- a projection gives its counts;
+- an anatomy table gives, for any subset A of its attributes (QI part Q_A, maybe S),
+  est_A(x) = sum_g n_g(x_{Q_A}) * (c_g(x_S) / |g| if S in A else 1),
+  the within-group independence of QI values and the sensitive value.
+The tables are the cliques of a junction tree (maximum spanning tree on the sizes of
+their intersections, networkx); the estimate of a full row is
+p~(x) = prod_T p~_T(x_T) / prod_separators p~_S(x_S), each separator's marginal taken
+from its own clique (ALGORITHMS.md §7). Attributes no table publishes are uniform.
+
+Everything works in code space: each attribute's domain is the set of labels the
+release itself shows (every table covers every row, so every value present appears),
+ordered numerically when all labels are numbers, else as strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+
+from ..release.reader import COUNT, GROUP, Release
+
+EST = "__est"
+
+
+def sort_labels(labels) -> list[str]:
+    labels = sorted({str(v) for v in labels})
+    try:
+        return sorted(labels, key=float)
+    except ValueError:
+        return labels
+
+
+@dataclass(frozen=True)
+class Groups:
+    """Anatomy groups as dense indices: for QIT rows, ST rows, and each group's size."""
+
+    qit: np.ndarray
+    st: np.ndarray
+    size: np.ndarray
+
+    @property
+    def count(self) -> int:
+        return len(self.size)
+
+
+@dataclass(frozen=True)
+class TableModel:
+    """One published table in code space. Anatomy: `qit` (group_id + QI codes) and `st`
+    (group_id, S code, count); projection: `counts` (codes + count)."""
+
+    name: str
+    attributes: tuple[str, ...]
+    sensitive: str | None
+    qit: pd.DataFrame | None = None
+    st: pd.DataFrame | None = None
+    counts: pd.DataFrame | None = None
+
+    @property
+    def qi(self) -> list[str]:
+        return [a for a in self.attributes if a != self.sensitive]
+
+    @cached_property
+    def groups(self) -> Groups:
+        ids, index = np.unique(self.st[GROUP].to_numpy(), return_inverse=True)
+        size = np.bincount(index, weights=self.st[COUNT].to_numpy(), minlength=len(ids))
+        return Groups(np.searchsorted(ids, self.qit[GROUP].to_numpy()), index, size)
+
+    def marginal(self, keys: pd.DataFrame) -> np.ndarray:
+        """Estimated count of each row of `keys` (codes of a subset of the attributes)."""
+        cols = list(keys.columns)
+        if not cols:
+            return np.full(len(keys), float(self.rows()))
+        if self.sensitive is None:
+            agg = self.counts.groupby(cols, sort=False)[COUNT].sum().rename(EST).reset_index()
+            return keys.merge(agg, on=cols, how="left")[EST].fillna(0.0).to_numpy(float)
+        q = [c for c in cols if c != self.sensitive]
+        per_q = self.qit.groupby([GROUP, *q], sort=False).size().rename("n").reset_index()
+        if self.sensitive in cols:
+            size = self.st.groupby(GROUP)[COUNT].sum().rename("size")
+            share = self.st.join(size, on=GROUP)
+            share = share.assign(w=share[COUNT] / share["size"])[[GROUP, self.sensitive, "w"]]
+            needed = keys.drop_duplicates()
+            joined = needed.merge(per_q, on=q, how="inner") if q else needed.merge(per_q, how="cross")
+            joined = joined.merge(share, on=[GROUP, self.sensitive], how="inner")
+            est = (joined["n"] * joined["w"]).groupby([joined[c] for c in cols], sort=False).sum().rename(EST).reset_index()
+        else:
+            est = per_q.groupby(q, sort=False)["n"].sum().rename(EST).reset_index()
+        return keys.merge(est, on=cols, how="left")[EST].fillna(0.0).to_numpy(float)
+
+    def rows(self) -> int:
+        return int(len(self.qit) if self.sensitive is not None else self.counts[COUNT].sum())
+
+
+def release_domains(rel: Release) -> dict[str, list[str]]:
+    labels: dict[str, set] = {}
+    for t in rel.tables:
+        for part in t["parts"]:
+            data = rel.read(t["name"], part)
+            for a in t["attributes"]:
+                if a in data.column_names:
+                    col = data[a].combine_chunks()
+                    values = col.dictionary if hasattr(col, "dictionary") else col.unique()
+                    labels.setdefault(a, set()).update(values.to_pylist())
+    return {a: sort_labels(v) for a, v in labels.items()}
+
+
+def to_codes(frame: pd.DataFrame, domains: Mapping[str, Sequence[str]]) -> pd.DataFrame:
+    """Labels -> codes of `domains` (-1 for a label outside the domain)."""
+    out = frame.copy()
+    for a in frame.columns:
+        if a in domains:
+            out[a] = pd.Categorical(frame[a].astype(str), categories=list(domains[a])).codes.astype(np.int32)
+    return out
+
+
+def release_models(rel: Release, domains: Mapping[str, Sequence[str]] | None = None) -> tuple[list[TableModel], dict[str, list[str]]]:
+    domains = dict(domains) if domains is not None else release_domains(rel)
+    models = []
+    for t in rel.tables:
+        if t["kind"] == "anatomy":
+            qit = to_codes(rel.read(t["name"], "qit").to_pandas(), domains)
+            st = to_codes(rel.read(t["name"], "st").to_pandas(), domains)
+            models.append(TableModel(t["name"], tuple(t["attributes"]), t["sensitive"], qit=qit, st=st))
+        elif t["kind"] == "projection":
+            counts = to_codes(rel.read(t["name"], "counts").to_pandas(), domains)
+            models.append(TableModel(t["name"], tuple(t["attributes"]), None, counts=counts))
+        else:
+            raise NotImplementedError(f"table kind {t['kind']!r} has no estimate yet")
+    return models, domains
+
+
+def junction_tree(models: Sequence[TableModel]) -> list[tuple[int, tuple[str, ...]]]:
+    """(model index, separator) in an order where each clique's separator is its
+    intersection with the cliques before it (running intersection property)."""
+    g = nx.Graph()
+    g.add_nodes_from(range(len(models)))
+    for i in range(len(models)):
+        for j in range(i + 1, len(models)):
+            w = len(set(models[i].attributes) & set(models[j].attributes))
+            if w:
+                g.add_edge(i, j, weight=w)
+    tree = nx.maximum_spanning_tree(g)
+    order: list[tuple[int, tuple[str, ...]]] = []
+    seen: set[int] = set()
+    for root in range(len(models)):
+        if root in seen:
+            continue
+        for node in nx.bfs_tree(tree, root):
+            before = set().union(*(set(models[k].attributes) for k in seen)) if seen else set()
+            order.append((node, tuple(a for a in models[node].attributes if a in before)))
+            seen.add(node)
+    return order
+
+
+def estimate_rows(models: Sequence[TableModel], rows: pd.DataFrame, n: int, domains: Mapping[str, Sequence[str]]) -> np.ndarray:
+    """p~(x) for each row of `rows` (codes of every attribute)."""
+    log_p = np.zeros(len(rows))
+    covered: set[str] = set()
+    with np.errstate(divide="ignore"):
+        for i, sep in junction_tree(models):
+            m = models[i]
+            log_p += np.log(m.marginal(rows[list(m.attributes)]) / n)
+            if sep:
+                log_p -= np.log(m.marginal(rows[list(sep)]) / n)
+            covered |= set(m.attributes)
+    for a in rows.columns:
+        if a not in covered:  # unpublished: uniform over its domain
+            log_p -= np.log(len(domains[a]))
+    return np.exp(log_p)
+
+
+def source_codes(loaded, domains: Mapping[str, Sequence[str]]) -> pd.DataFrame:
+    """A loaded source table (its own codes) recoded into a release's code space."""
+    out = {}
+    for a in loaded.names:
+        lookup = pd.Categorical(list(loaded.dictionaries[a].labels), categories=list(domains[a])).codes.astype(np.int32)
+        out[a] = lookup[loaded.data[a].to_numpy()]
+    return pd.DataFrame(out)

@@ -1,0 +1,117 @@
+"""Counting queries (000 §6.1): SELECT COUNT(*) WHERE A1 in V1 AND ... AND Aqd in Vqd.
+
+A query is a mapping attribute -> set of codes. The estimate from a release follows
+the decomposable model: for tables that share no attribute (UAD, single-attribute)
+it factorizes, est = n * prod_T est_T(q_T) / n, where an anatomy table gives
+est_T(q) = sum_g n_g(q_QI) * c_g(q_S) / |g| (DESIGN.md §6) and a projection its
+filtered count; an attribute no table publishes counts |V| / |domain|.
+
+Workloads (000 §6.1): `qd` attributes drawn at random, each with a random set of
+round(p * |domain|) values (at least one). Decision: the relative error |act - est| /
+act is undefined when act = 0, so such queries are redrawn, and how many were redrawn
+is reported; the error is averaged over the accepted queries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..errors import SpecError
+from ..release.reader import COUNT
+from .model import TableModel
+
+Query = Mapping[str, frozenset[int]]
+
+
+def _mask(frame: pd.DataFrame, query: Query) -> np.ndarray:
+    """Rows meeting every condition on `frame`'s columns (a lookup table per attribute:
+    no hashing, one gather per condition)."""
+    m = np.ones(len(frame), dtype=bool)
+    for a, values in query.items():
+        if a in frame.columns:
+            col = frame[a].to_numpy()
+            lut = np.zeros(max(int(col.max(initial=0)), max(values, default=0)) + 1, dtype=bool)
+            lut[list(values)] = True
+            m &= lut[col]
+    return m
+
+
+def exact_count(source: pd.DataFrame, query: Query) -> int:
+    return int(_mask(source, query).sum())
+
+
+def table_estimate(m: TableModel, query: Query) -> float:
+    """est_T of the query's conditions on T's attributes."""
+    if m.sensitive is None:
+        return float(m.counts.loc[_mask(m.counts, query), COUNT].sum())
+    qi_q = {a: v for a, v in query.items() if a in m.qi}
+    in_q = _mask(m.qit, qi_q)
+    if m.sensitive not in query:
+        return float(in_q.sum())
+    g = m.groups
+    n_g = np.bincount(g.qit[in_q], minlength=g.count)
+    in_s = _mask(m.st, {m.sensitive: query[m.sensitive]})
+    c_g = np.bincount(g.st[in_s], weights=m.st[COUNT].to_numpy()[in_s], minlength=g.count)
+    return float(np.sum(n_g * c_g / g.size))
+
+
+def estimate_count(models: Sequence[TableModel], query: Query, n: int, domains: Mapping[str, Sequence[str]]) -> float:
+    seen: set[str] = set()
+    for m in models:
+        overlap = seen & set(m.attributes)
+        if overlap:
+            raise SpecError(f"tables share {', '.join(sorted(overlap))}: queries on overlapping tables need the junction-tree sum (with GD)")
+        seen |= set(m.attributes)
+    est = float(n)
+    for m in models:
+        if any(a in m.attributes for a in query):
+            est *= table_estimate(m, query) / n
+    for a, values in query.items():
+        if a not in seen:
+            est *= len(values) / len(domains[a])
+    return est
+
+
+@dataclass(frozen=True)
+class Workload:
+    queries: tuple[dict[str, frozenset[int]], ...]
+    actual: np.ndarray
+    redrawn: int
+
+
+def workload(source: pd.DataFrame, domains: Mapping[str, Sequence[str]], qd: int, p: float, size: int, seed: int, max_draws: int | None = None) -> Workload:
+    """`size` random queries with a non-zero exact answer (see the module's decision)."""
+    attrs = list(source.columns)
+    if not 1 <= qd <= len(attrs):
+        raise SpecError(f"query dimension qd must be between 1 and {len(attrs)}, not {qd}")
+    if not 0 < p <= 1:
+        raise SpecError(f"value percentage p must be in (0, 1], not {p}")
+    rng = np.random.default_rng(seed)
+    queries, actual, redrawn = [], [], 0
+    limit = max_draws or size * 100
+    while len(queries) < size:
+        if len(queries) + redrawn >= limit:
+            raise SpecError(f"only {len(queries)} of {size} queries had a non-zero answer after {limit} draws; raise p or lower qd")
+        picked = rng.choice(len(attrs), size=qd, replace=False)
+        q = {}
+        for i in sorted(picked):
+            a = attrs[int(i)]
+            d = len(domains[a])
+            k = max(1, round(p * d))
+            q[a] = frozenset(int(v) for v in rng.choice(d, size=k, replace=False))
+        act = exact_count(source, q)
+        if act == 0:
+            redrawn += 1
+            continue
+        queries.append(q)
+        actual.append(act)
+    return Workload(tuple(queries), np.asarray(actual), redrawn)
+
+
+def relative_errors(models: Sequence[TableModel], wl: Workload, n: int, domains: Mapping[str, Sequence[str]]) -> np.ndarray:
+    est = np.array([estimate_count(models, q, n, domains) for q in wl.queries])
+    return np.abs(wl.actual - est) / wl.actual
