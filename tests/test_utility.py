@@ -110,3 +110,30 @@ def test_release_models_from_a_published_release(tmp_path):
         for code in range(len(domains[a])):
             q = {a: frozenset({code})}
             assert estimate_count(models, q, 6, domains) == pytest.approx(exact_count(source, q))
+
+
+def test_where_clauses():
+    from vpub_spark.errors import SpecError
+    from vpub_spark.utility.where import parse_where
+
+    domains = {"age": ["17", "25", "37", "71"], "sex": ["F", "M"], "zip": ["71000", "72000"]}
+    q = parse_where("age between 20 and 40 and sex = 'F' and zip in (71000, \"72000\")", domains)
+    assert q == {"age": frozenset({1, 2}), "sex": frozenset({0}), "zip": frozenset({0, 1})}
+    assert parse_where("sex in ('F') and sex = M", domains) == {"sex": frozenset()}  # both: nothing
+    for bad, msg in [("sex = X", "no value 'X'"), ("height = 3", "unknown attribute"), ("sex == F", "cannot parse"), ("", "empty")]:
+        with pytest.raises(SpecError, match=msg):
+            parse_where(bad, domains)
+
+
+def test_query_and_utility_commands(tmp_path, capsys):
+    from vpub_spark.cli import main
+
+    data = write_table(TABLE1, tmp_path / "t1")
+    result = publish_inprocess(data, tmp_path / "out", RULES_1_3, l=2)
+    assert main(["query", str(result.path), "--where", "gender = F and age in (37)", "--source", str(data / "data")]) == 0
+    out = capsys.readouterr().out
+    # gender and age share the zipcode table's QIT: the estimate is exact (2 rows: F, 37)
+    assert "estimate: 2.0 of 6 rows" in out and "exact:    2" in out
+    assert main(["utility", str(result.path), "--source", str(data / "data"), "--qd", "2", "--queries", "20"]) == 0
+    assert "KL divergence" in capsys.readouterr().out
+    assert main(["query", str(result.path), "--where", "gender = X"]) == 2

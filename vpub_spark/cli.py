@@ -199,6 +199,45 @@ def cmd_bench_publish(args) -> int:
     return 0
 
 
+# --- query / utility ----------------------------------------------------------------
+def cmd_query(args) -> int:
+    from .release.reader import open_release
+    from .report import console
+    from .utility.model import release_models
+    from .utility.queries import estimate_count, exact_count
+    from .utility.where import parse_where
+
+    rel = open_release(args.release)
+    models, domains = release_models(rel)
+    query = parse_where(args.where, domains)
+    n = int(rel.manifest["source"]["rows"])
+    est = estimate_count(models, query, n, domains)
+    console.print(f"estimate: [bold]{est:,.1f}[/bold] of {n:,} rows  (COUNT(*) WHERE {args.where})")
+    if args.source:
+        from .utility.evaluate import load_release_and_source
+
+        _, _, _, src = load_release_and_source(args.release, args.source)
+        act = exact_count(src, query)
+        error = abs(act - est) / act if act else float("nan")
+        console.print(f"exact:    {act:,}  relative error {error:.2%}" if act else f"exact:    0 (relative error undefined; estimate {est:,.1f})")
+    return 0
+
+
+def cmd_utility(args) -> int:
+    from .report import console
+    from .utility.evaluate import evaluate
+
+    with console.status("estimating KL divergence and the query workload ..."):
+        u = evaluate(args.release, args.source, args.qd, args.p, args.queries, args.seed)
+    console.print(f"KL divergence: [bold]{u.kl:.4f}[/bold] nats ({u.kl_seconds:.1f} s)")
+    console.print(
+        f"relative error over {u.queries:,} queries (qd = {args.qd}, p = {args.p:.0%}, seed {args.seed}): "
+        f"mean [bold]{u.mean_relative_error:.4f}[/bold], median {u.median_relative_error:.4f} "
+        f"({u.redrawn} queries with exact answer 0 redrawn; {u.queries_seconds:.1f} s)"
+    )
+    return 0
+
+
 # --- demo ---------------------------------------------------------------------------
 def cmd_demo(args) -> int:
     from .demo import run_demo
@@ -269,6 +308,21 @@ def build_parser() -> argparse.ArgumentParser:
     au.add_argument("--source", default=None, help="also check every table against the source data")
     au.add_argument("--json", action="store_true", help="print the result as JSON")
     au.set_defaults(func=cmd_audit)
+
+    qy = sub.add_parser("query", help="estimate COUNT(*) WHERE ... from a release")
+    qy.add_argument("release")
+    qy.add_argument("--where", required=True, help="e.g. \"age in ('17-24', '25-34') and sex = Female\"")
+    qy.add_argument("--source", default=None, help="also compute the exact count and the relative error")
+    qy.set_defaults(func=cmd_query)
+
+    ut = sub.add_parser("utility", help="KL divergence and workload relative error of a release (000 §5.1, §6.1)")
+    ut.add_argument("release")
+    ut.add_argument("--source", required=True)
+    ut.add_argument("--qd", type=int, default=3, help="query dimension (default 3)")
+    ut.add_argument("--p", type=float, default=0.4, help="value percentage (default 0.4)")
+    ut.add_argument("--queries", type=int, default=1000)
+    ut.add_argument("--seed", type=int, default=0)
+    ut.set_defaults(func=cmd_utility)
 
     bn = sub.add_parser("bench", help="benchmarks (jobs that print numbers)").add_subparsers(dest="what", required=True)
     bp = bn.add_parser("publish", help="end-to-end publish time per engine")

@@ -17,9 +17,9 @@ from typing import Any
 from .errors import SpecError
 from .model import PrivacySpec, TableSpec
 
-METHODS = ("uad", "single_attribute")
+METHODS = ("uad", "gd", "single_attribute")
 ENGINES = ("spark", "inprocess")
-KEYS = {"engine", "spark", "input", "privacy", "rules", "method", "output", "seed", "partitions"}
+KEYS = {"engine", "spark", "input", "privacy", "rules", "method", "output", "seed", "partitions", "gd"}
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,8 @@ class PublishConfig:
     spark: str | None = None
     partitions: int | None = None  # None: auto, from the row count
     overwrite: bool = False
+    gd_budget_s: float | None = None  # GD's add-back stops when this is spent (None: no limit)
+    gd_sample_rows: int = 100_000  # GD scores candidates by KL on a seeded sample of this many rows
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -114,6 +116,10 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
     if "path" not in inp:
         raise SpecError(f"{where}: input.path is required")
     parts = d.get("partitions", "auto")
+    gdc = _section(d, "gd")
+    unknown_gd = set(gdc) - {"budget_s", "sample_rows"}
+    if unknown_gd:
+        raise SpecError(f"{where}: gd has unknown keys {', '.join(sorted(unknown_gd))}")
     try:
         return PublishConfig(
             input_path=str(inp["path"]),
@@ -128,6 +134,8 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
             engine=str(d.get("engine", "spark")),
             spark=None if d.get("spark") is None else str(d["spark"]),
             partitions=None if parts == "auto" else parts,
+            gd_budget_s=None if gdc.get("budget_s") is None else float(gdc["budget_s"]),
+            gd_sample_rows=int(gdc.get("sample_rows", 100_000)),
         )
     except SpecError as e:
         raise SpecError(f"{where}: {e}") from None

@@ -100,6 +100,10 @@ class InProcessEngine:
     def unpersist(self, loaded: LoadedTable) -> None:
         pass
 
+    def rows_sample(self, loaded: LoadedTable, n: int, seed: int):
+        """A seeded sample of at most n rows as a pandas frame of codes (GD's scoring)."""
+        return self.sample(loaded, n, seed).data
+
     def shard_counts(self, loaded: LoadedTable, sensitive, seed: int):
         from ..kernels.partitioning import shard_counts
 

@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 
 from .. import __version__
 from ..config import PublishConfig, RandomRules, resolve_table
+from ..decompose.gd import gd
 from ..decompose.uad import single_attribute, uad
 from ..errors import PrivacyError, SpecError
 from ..gnf import check_gnf
@@ -35,6 +36,7 @@ from ..model import Rule, Schema
 from ..rules import check_eligibility, ineligibility, parse_rules, random_rules, reduce_rules
 from ..staging import check_target, staged_directory
 from ..tablespec import table_spec_to_dict
+from ..utility.score import kl_scorer
 from .audit import AuditReport, audit_release
 from .parts import PartitionJob, table_dir
 from .reader import COUNT, FORMAT_VERSION, GROUP, MANIFEST, PARTS, SUCCESS
@@ -82,12 +84,19 @@ def choose_rules(cfg: PublishConfig, names, frequencies) -> tuple[tuple[Rule, ..
     return red.kept, [{"rule": d.as_dict(), "implied_by": by.as_dict()} for d, by in red.dropped]
 
 
-def design_schema(method: str, names, rules, seed: int) -> Schema:
-    if method == "uad":
-        return uad(names, rules, seed)
-    if method == "single_attribute":
-        return single_attribute(names, rules)
-    raise SpecError(f"unknown method {method!r}")
+def design_schema(cfg: PublishConfig, engine, loaded, rules) -> tuple[Schema, dict | None]:
+    """The method's schema and, for GD, its cost (for the manifest)."""
+    if cfg.method == "uad":
+        return uad(loaded.names, rules, cfg.seed), None
+    if cfg.method == "single_attribute":
+        return single_attribute(loaded.names, rules), None
+    if cfg.method == "gd":
+        frame = engine.rows_sample(loaded, cfg.gd_sample_rows, cfg.seed)
+        sizes = {a: loaded.dictionaries[a].size for a in loaded.names}
+        score = kl_scorer(frame, sizes, cfg.l, cfg.seed)
+        schema, cost = gd(loaded.names, rules, cfg.seed, score, cfg.gd_budget_s)
+        return schema, cost.as_dict() | {"scored_on_rows": len(frame)}
+    raise SpecError(f"unknown method {cfg.method!r}")
 
 
 def publish(cfg: PublishConfig, engine, observer: Callable[[str], object] | None = None) -> PublishResult:
@@ -111,7 +120,7 @@ def publish(cfg: PublishConfig, engine, observer: Callable[[str], object] | None
 def _publish(cfg: PublishConfig, engine, loaded, spec, release_id: str, target: Path, step: Steps, t_start: float) -> PublishResult:
     with step("rules and schema"):
         rules, dropped = choose_rules(cfg, loaded.names, loaded.frequencies())
-        schema = design_schema(cfg.method, loaded.names, rules, cfg.seed)
+        schema, method_cost = design_schema(cfg, engine, loaded, rules)
         gnf = check_gnf(schema, rules)
     sensitive = [t.sensitive for t in schema.tables if t.sensitive]
     with step("plan partitions"):
@@ -147,6 +156,7 @@ def _publish(cfg: PublishConfig, engine, loaded, spec, release_id: str, target: 
             "rules": [r.as_dict() for r in rules],
             "rules_dropped": dropped,
             "method": cfg.method,
+            "method_cost": method_cost,
             "partitions": plan.parts,
             "tables": [_table_entry(stage, t, loaded.rows, cfg.l, summary) for t in schema.tables],
             "gnf": {"ok": gnf.ok, "verdicts": [v.as_dict() for v in gnf.verdicts]},

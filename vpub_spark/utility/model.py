@@ -163,18 +163,21 @@ def junction_tree(models: Sequence[TableModel]) -> list[tuple[int, tuple[str, ..
 def estimate_rows(models: Sequence[TableModel], rows: pd.DataFrame, n: int, domains: Mapping[str, Sequence[str]]) -> np.ndarray:
     """p~(x) for each row of `rows` (codes of every attribute)."""
     log_p = np.zeros(len(rows))
+    zero = np.zeros(len(rows), dtype=bool)  # a clique marginal of 0: p~ = 0 (and 0/0 := 0)
     covered: set[str] = set()
-    with np.errstate(divide="ignore"):
-        for i, sep in junction_tree(models):
-            m = models[i]
-            log_p += np.log(m.marginal(rows[list(m.attributes)]) / n)
-            if sep:
-                log_p -= np.log(m.marginal(rows[list(sep)]) / n)
-            covered |= set(m.attributes)
+    for i, sep in junction_tree(models):
+        m = models[i]
+        clique = m.marginal(rows[list(m.attributes)])
+        zero |= clique == 0
+        log_p += np.log(np.where(clique > 0, clique, 1.0) / n)
+        if sep:
+            s = m.marginal(rows[list(sep)])
+            log_p -= np.log(np.where(s > 0, s, 1.0) / n)
+        covered |= set(m.attributes)
     for a in rows.columns:
         if a not in covered:  # unpublished: uniform over its domain
             log_p -= np.log(len(domains[a]))
-    return np.exp(log_p)
+    return np.where(zero, 0.0, np.exp(log_p))
 
 
 def source_codes(loaded, domains: Mapping[str, Sequence[str]]) -> pd.DataFrame:

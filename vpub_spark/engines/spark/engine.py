@@ -161,6 +161,11 @@ class SparkEngine:
     def unpersist(self, loaded: LoadedTable) -> None:
         loaded.data.unpersist()
 
+    def rows_sample(self, loaded: LoadedTable, n: int, seed: int):
+        """A seeded sample of at most n rows as a pandas frame of codes (GD's scoring):
+        the only rows that reach the driver, bounded by n (config gd.sample_rows)."""
+        return self.sample(loaded, n, seed).data.toPandas()
+
     def shard_counts(self, loaded: LoadedTable, sensitive, seed: int):
         """Per-batch partial counts (vectorized kernel in mapInArrow), summed by Spark."""
         import pyarrow as pa
