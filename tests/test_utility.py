@@ -137,3 +137,32 @@ def test_query_and_utility_commands(tmp_path, capsys):
     assert main(["utility", str(result.path), "--source", str(data / "data"), "--qd", "2", "--queries", "20"]) == 0
     assert "KL divergence" in capsys.readouterr().out
     assert main(["query", str(result.path), "--where", "gender = X"]) == 2
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=small_tables(), qseed=st.integers(0, 1000))
+def test_query_estimates_equal_the_model_summed_over_the_domain(case, qseed):
+    """Message passing on the junction tree (overlapping tables) and the product
+    (disjoint tables) both equal n * sum of p~ over the query's cells, enumerated."""
+    from vpub_spark.utility.queries import Estimator
+
+    frame, split = case
+    sizes = dict(zip("abcd", [2, 3, 3, 4], strict=True))
+    domains = {a: [str(i) for i in range(d)] for a, d in sizes.items()}
+    if split == "overlap":
+        models = [_projection(frame[["a", "b"]], "p"), _projection(frame[["b", "c"]], "q"), _projection(frame[["c", "d"]], "r")]
+        if frame["d"].value_counts().max() * 2 <= len(frame):
+            models[2] = _anatomy(frame[["b", "c", "d"]], "d", 2)
+    else:
+        models = [_projection(frame[["a", "b"]], "p"), _projection(frame[["c"]], "q")]  # d unpublished
+    cells = pd.DataFrame(list(itertools.product(*[range(d) for d in sizes.values()])), columns=list(sizes))
+    p_est = estimate_rows(models, cells, len(frame), domains)
+    rng = np.random.default_rng(qseed)
+    est = Estimator(models, len(frame), domains)
+    for _ in range(5):
+        attrs = rng.choice(list(sizes), size=int(rng.integers(1, 4)), replace=False)
+        q = {str(a): frozenset(int(v) for v in rng.choice(sizes[a], size=int(rng.integers(1, sizes[a] + 1)), replace=False)) for a in attrs}
+        inside = np.ones(len(cells), dtype=bool)
+        for a, vals in q.items():
+            inside &= cells[a].isin(list(vals)).to_numpy()
+        assert est.count(q) == pytest.approx(len(frame) * p_est[inside].sum(), abs=1e-9)

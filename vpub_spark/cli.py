@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 from . import __version__
 from .errors import VpubError
@@ -238,6 +239,36 @@ def cmd_utility(args) -> int:
     return 0
 
 
+def cmd_compare(args) -> int:
+    from dataclasses import replace
+
+    from rich.progress import Progress
+
+    from .compare import compare_config_from_dict, run_compare, write_results
+    from .report import console
+    from .tablespec import load_yaml
+
+    cfg = compare_config_from_dict(load_yaml(args.config), args.config)
+    cfg = replace(cfg, **{k: v for k, v in {"repeats": args.repeats, "out": args.out, "queries": args.queries}.items() if v is not None})
+    total = sum(len(values) for _, values in cfg.sweeps) * cfg.repeats
+    t0 = time.perf_counter()
+    with Progress(console=console) as bar:
+        task = bar.add_task(f"{len(cfg.methods)} methods x {total} rule sets", total=total)
+        results = run_compare(cfg, lambda k: bar.advance(task, k))
+    files = write_results(results, cfg, Path(cfg.input_path).name)
+    from rich.table import Table
+
+    summary = results.groupby(["sweep", "value", "method"], sort=True)[["kl", "relative_error", "time_s"]].mean().reset_index()
+    t = Table(title=f"means over {cfg.repeats} rule sets (seed {cfg.seed})")
+    for c in summary.columns:
+        t.add_column(c, justify="left" if c in ("sweep", "method") else "right")
+    for row in summary.itertuples(index=False):
+        t.add_row(row.sweep, str(row.value), row.method, f"{row.kl:.4f}", f"{row.relative_error:.4f}", f"{row.time_s:.3f}")
+    console.print(t)
+    console.print(f"{len(results)} runs in {time.perf_counter() - t0:.0f} s; results and {len(files)} plots in {cfg.out}")
+    return 0
+
+
 # --- demo ---------------------------------------------------------------------------
 def cmd_demo(args) -> int:
     from .demo import run_demo
@@ -323,6 +354,13 @@ def build_parser() -> argparse.ArgumentParser:
     ut.add_argument("--queries", type=int, default=1000)
     ut.add_argument("--seed", type=int, default=0)
     ut.set_defaults(func=cmd_utility)
+
+    cp = sub.add_parser("compare", help="000 §6's comparison runs: KL, relative error and time per method")
+    cp.add_argument("--config", required=True, help="e.g. conf/compare_adult.yaml")
+    cp.add_argument("--repeats", type=int, default=None, help="override compare.repeats")
+    cp.add_argument("--queries", type=int, default=None, help="override compare.queries")
+    cp.add_argument("--out", default=None, help="override output.path")
+    cp.set_defaults(func=cmd_compare)
 
     bn = sub.add_parser("bench", help="benchmarks (jobs that print numbers)").add_subparsers(dest="what", required=True)
     bp = bn.add_parser("publish", help="end-to-end publish time per engine")

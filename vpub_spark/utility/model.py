@@ -95,6 +95,20 @@ class TableModel:
             est = per_q.groupby(q, sort=False)["n"].sum().rename(EST).reset_index()
         return keys.merge(est, on=cols, how="left")[EST].fillna(0.0).to_numpy(float)
 
+    @cached_property
+    def joint(self) -> pd.DataFrame:
+        """The table's whole estimated distribution: codes of its attributes + EST counts
+        (anatomy: every QI combination of a group with every sensitive value of it)."""
+        cols = list(self.attributes)
+        if self.sensitive is None:
+            return self.counts.groupby(cols, sort=False)[COUNT].sum().rename(EST).reset_index()
+        per_q = self.qit.groupby([GROUP, *self.qi], sort=False).size().rename("n").reset_index()
+        size = self.st.groupby(GROUP)[COUNT].sum().rename("size")
+        share = self.st.join(size, on=GROUP)
+        share = share.assign(w=share[COUNT] / share["size"])[[GROUP, self.sensitive, "w"]]
+        j = per_q.merge(share, on=GROUP)
+        return (j["n"] * j["w"]).groupby([j[c] for c in cols], sort=False).sum().rename(EST).reset_index()
+
     def rows(self) -> int:
         return int(len(self.qit) if self.sensitive is not None else self.counts[COUNT].sum())
 
@@ -137,9 +151,10 @@ def release_models(rel: Release, domains: Mapping[str, Sequence[str]] | None = N
     return models, domains
 
 
-def junction_tree(models: Sequence[TableModel]) -> list[tuple[int, tuple[str, ...]]]:
-    """(model index, separator) in an order where each clique's separator is its
-    intersection with the cliques before it (running intersection property)."""
+def junction_tree(models: Sequence[TableModel]) -> list[tuple[int, int | None, tuple[str, ...]]]:
+    """(model index, parent index, separator) in breadth-first order of a maximum spanning
+    tree on intersection sizes; a separator is the clique's intersection with its
+    parent, which for a decomposable schema is its intersection with all before it."""
     g = nx.Graph()
     g.add_nodes_from(range(len(models)))
     for i in range(len(models)):
@@ -148,14 +163,16 @@ def junction_tree(models: Sequence[TableModel]) -> list[tuple[int, tuple[str, ..
             if w:
                 g.add_edge(i, j, weight=w)
     tree = nx.maximum_spanning_tree(g)
-    order: list[tuple[int, tuple[str, ...]]] = []
+    order: list[tuple[int, int | None, tuple[str, ...]]] = []
     seen: set[int] = set()
     for root in range(len(models)):
         if root in seen:
             continue
-        for node in nx.bfs_tree(tree, root):
-            before = set().union(*(set(models[k].attributes) for k in seen)) if seen else set()
-            order.append((node, tuple(a for a in models[node].attributes if a in before)))
+        order.append((root, None, ()))
+        seen.add(root)
+        for parent, node in nx.bfs_edges(tree, root):
+            up = set(models[parent].attributes)
+            order.append((node, parent, tuple(a for a in models[node].attributes if a in up)))
             seen.add(node)
     return order
 
@@ -165,7 +182,7 @@ def estimate_rows(models: Sequence[TableModel], rows: pd.DataFrame, n: int, doma
     log_p = np.zeros(len(rows))
     zero = np.zeros(len(rows), dtype=bool)  # a clique marginal of 0: p~ = 0 (and 0/0 := 0)
     covered: set[str] = set()
-    for i, sep in junction_tree(models):
+    for i, _, sep in junction_tree(models):
         m = models[i]
         clique = m.marginal(rows[list(m.attributes)])
         zero |= clique == 0

@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..errors import SpecError
 from ..release.reader import COUNT
-from .model import TableModel, estimate_rows
+from .model import EST, TableModel, junction_tree
 
 Query = Mapping[str, frozenset[int]]
 
@@ -59,42 +59,62 @@ def table_estimate(m: TableModel, query: Query) -> float:
     return float(np.sum(n_g * c_g / g.size))
 
 
-MAX_CELLS = 5_000_000
-
-
 class Estimator:
     """COUNT(*) estimates from a release's models. Tables that share no attribute
     (UAD, single-attribute) factorize; overlapping tables (GD) are summed over the
-    cells of the whole domain, p~ from the junction tree (`estimate_rows`), which is
-    done once and only when the domain has at most MAX_CELLS cells (Adult: 14,112)."""
+    query's region by sum-product message passing on the junction tree: each clique's
+    estimated distribution restricted to the region, times its children's messages,
+    summed onto its separator and divided by the separator's marginal (of the same
+    clique, as in `estimate_rows`); roots multiply."""
 
     def __init__(self, models: Sequence[TableModel], n: int, domains: Mapping[str, Sequence[str]]):
         self.models, self.n, self.domains = list(models), n, domains
         names = [a for m in self.models for a in m.attributes]
         self.overlapping = len(names) != len(set(names))
         self.published = set(names)
-        self._cells: tuple[pd.DataFrame, np.ndarray] | None = None
+        self.tree = junction_tree(self.models) if self.overlapping else []
+        self._separators: dict[int, pd.DataFrame] = {}
 
-    def _domain_cells(self) -> tuple[pd.DataFrame, np.ndarray]:
-        if self._cells is None:
-            attrs = list(self.domains)
-            sizes = [len(self.domains[a]) for a in attrs]
-            total = int(np.prod(sizes, dtype=np.float64))
-            if total > MAX_CELLS:
-                raise SpecError(f"tables overlap and the domain has {total:,} cells (> {MAX_CELLS:,}); query estimates over overlapping tables need a smaller domain")
-            grid = np.indices(sizes).reshape(len(sizes), -1)
-            cells = pd.DataFrame({a: grid[i].astype(np.int32) for i, a in enumerate(attrs)})
-            self._cells = (cells, estimate_rows(self.models, cells, self.n, self.domains))
-        return self._cells
+    def _separator(self, i: int, sep: tuple[str, ...]) -> pd.DataFrame:
+        if i not in self._separators:
+            j = self.models[i].joint
+            self._separators[i] = j.groupby(list(sep), sort=False)[EST].sum().rename("__sep").reset_index()
+        return self._separators[i]
+
+    def _tree_probability(self, query: Query) -> float:
+        messages: dict[int, list[tuple[tuple[str, ...], pd.DataFrame | float]]] = {}
+        total = 1.0
+        for i, parent, sep in reversed(self.tree):
+            joint = self.models[i].joint
+            pot = joint.loc[_mask(joint, query)]
+            weight = pot[EST].to_numpy(float) / self.n
+            frame = pot.drop(columns=[EST])
+            for child_sep, msg in messages.pop(i, []):
+                if isinstance(msg, float):
+                    weight = weight * msg
+                else:
+                    got = frame[list(child_sep)].merge(msg, on=list(child_sep), how="left")["__msg"].fillna(0.0).to_numpy()
+                    weight = weight * got
+            if parent is None:
+                total *= float(weight.sum())
+                continue
+            if not sep:
+                messages.setdefault(parent, []).append(((), float(weight.sum())))
+                continue
+            summed = frame[list(sep)].assign(__w=weight).groupby(list(sep), sort=False)["__w"].sum().reset_index()
+            summed = summed.merge(self._separator(i, sep), on=list(sep), how="left")
+            summed["__msg"] = np.where(summed["__sep"] > 0, summed["__w"] / (summed["__sep"] / self.n), 0.0)
+            messages.setdefault(parent, []).append((sep, summed[[*sep, "__msg"]]))
+        return total
 
     def count(self, query: Query) -> float:
         if self.overlapping:
-            cells, p = self._domain_cells()
-            return float(self.n * p[_mask(cells, query)].sum())
-        est = float(self.n)
-        for m in self.models:
-            if any(a in m.attributes for a in query):
-                est *= table_estimate(m, query) / self.n
+            est = self.n * self._tree_probability(query)
+        else:
+            est = float(self.n)
+            for m in self.models:
+                if any(a in m.attributes for a in query):
+                    est *= table_estimate(m, query) / self.n
         for a, values in query.items():
             if a not in self.published:
                 est *= len(values) / len(self.domains[a])
