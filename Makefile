@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 PY      = $(BIN)/python
 
-.PHONY: demo test lint bench-generate bench-publish bench-publish-10m bench-texas clean check-java
+.PHONY: demo test lint bench-generate bench-publish bench-publish-10m bench-texas bench-utility clean check-java
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,10 @@ bench-publish-10m: check-java $(VENV)/.installed
 
 bench-texas: check-java $(VENV)/.installed
 	$(BIN)/vpub bench publish --name texas --rows 177148 --repeat 3 --out out/bench-texas
+
+# needs the release and data of `make bench-publish`
+bench-utility: $(VENV)/.installed
+	$(BIN)/vpub bench utility out/bench-1m/releases/bench-inprocess --source out/bench-1m/sal-1000000 --repeat 3
 
 clean:
 	rm -rf out .pytest_cache .hypothesis

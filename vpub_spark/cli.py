@@ -269,6 +269,13 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_bench_utility(args) -> int:
+    from .bench import bench_utility
+
+    bench_utility(args)
+    return 0
+
+
 # --- demo ---------------------------------------------------------------------------
 def cmd_demo(args) -> int:
     from .demo import run_demo
@@ -376,6 +383,15 @@ def build_parser() -> argparse.ArgumentParser:
     bp.add_argument("--spark-conf", default=None)
     bp.add_argument("--out", default="out/bench")
     bp.set_defaults(func=cmd_bench_publish)
+    bu = bn.add_parser("utility", help="KL and query-workload time on a release")
+    bu.add_argument("release")
+    bu.add_argument("--source", required=True)
+    bu.add_argument("--qd", type=int, default=3)
+    bu.add_argument("--p", type=float, default=0.4)
+    bu.add_argument("--queries", type=int, default=1000)
+    bu.add_argument("--repeat", type=int, default=3)
+    bu.add_argument("--seed", type=int, default=0)
+    bu.set_defaults(func=cmd_bench_utility)
 
     d = sub.add_parser("demo", help="the end-to-end demo on a generated data set")
     d.add_argument("--out", default="out/demo")
