@@ -43,3 +43,19 @@ def test_two_partitions_run_as_two_tasks(spark_engine, sal, tmp_path):
         # each partition ran in its own Spark task (partition id), none ran empty-handed
         assert per_table["task"].nunique() == 2 and (per_table["rows"] > 0).all()
     assert result.audit.passed
+
+
+def test_spark_kl_equals_inprocess_kl(spark_engine, sal, tmp_path):
+    from vpub_spark.datasets.presets import resolve_input
+    from vpub_spark.engines.spark.utility import spark_kl
+    from vpub_spark.release.reader import open_release
+    from vpub_spark.utility.evaluate import load_release_and_source
+    from vpub_spark.utility.kl import kl_divergence
+
+    for method in ("uad", "gd"):
+        result = publish(config(sal, tmp_path / method, RULES, 5, method=method), InProcessEngine())
+        _, models, domains, src = load_release_and_source(str(result.path), str(sal / "data"))
+        expected = kl_divergence(models, src, domains)
+        path, spec = resolve_input(sal, None)
+        got = spark_kl(spark_engine, open_release(result.path), spark_engine.load(path, spec))
+        assert got == pytest.approx(expected, rel=1e-9, abs=1e-9)
