@@ -3,12 +3,12 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import rule_sets
 
 from vpub_spark.decompose.uad import single_attribute, uad
 from vpub_spark.errors import PrivacyError
 from vpub_spark.gnf import check_gnf
 from vpub_spark.kernels.anatomy import COUNT, GROUP, anatomize, max_share
-from vpub_spark.model import Rule
 from vpub_spark.rules import parse_rules
 
 ATTRS = ["hospital", "age", "gender", "zipcode", "race", "icd9"]
@@ -28,17 +28,6 @@ def test_running_example_rules_1_to_3():
     assert check_gnf(schema, rules).ok
     assert sorted(a for t in schema.tables for a in t.attributes) == sorted(ATTRS)  # disjoint cover
     assert max(len(t.attributes) for t in schema.tables) >= 4
-
-
-@st.composite
-def rule_sets(draw):
-    attrs = [f"a{i}" for i in range(draw(st.integers(2, 9)))]
-    rules = []
-    for _ in range(draw(st.integers(1, 9))):
-        rhs = draw(st.sampled_from(attrs))
-        lhs = draw(st.sets(st.sampled_from([a for a in attrs if a != rhs]), min_size=1))
-        rules.append(Rule(frozenset(lhs), rhs))
-    return attrs, rules
 
 
 @given(rule_sets(), st.integers(0, 100), st.booleans())
