@@ -26,11 +26,10 @@ from .config import resolve_table
 from .decompose.gd import gd
 from .decompose.uad import single_attribute, uad
 from .errors import SpecError
-from .kernels.anatomy import anatomize
 from .model import Schema
 from .rules import ineligibility, random_rules
 from .utility.kl import kl_divergence
-from .utility.model import TableModel
+from .utility.model import anonymized_model
 from .utility.queries import relative_errors, workload
 from .utility.score import kl_scorer
 
@@ -87,18 +86,6 @@ def compare_config_from_dict(d: dict, where: str = "config") -> CompareConfig:
     )
 
 
-def _models(frame: pd.DataFrame, schema: Schema, l: int, seed: int) -> list[TableModel]:  # noqa: E741
-    out = []
-    for t in schema.tables:
-        cols = list(t.attributes)
-        if t.sensitive is None:
-            out.append(TableModel(t.name, tuple(cols), None, counts=frame.groupby(cols, sort=False).size().rename("count").reset_index()))
-        else:
-            qit, st = anatomize(frame[cols], t.sensitive, l, seed)
-            out.append(TableModel(t.name, tuple(cols), t.sensitive, qit=qit, st=st))
-    return out
-
-
 def _design(method: str, names, rules, seed: int, frame, sizes, l: int, cfg: CompareConfig) -> tuple[Schema, dict]:  # noqa: E741
     if method == "uad":
         return uad(names, rules, seed), {}
@@ -139,7 +126,7 @@ def run_compare(cfg: CompareConfig, progress=None) -> pd.DataFrame:
                     t0 = time.perf_counter()
                     schema, extra = _design(method, names, rules, rules_seed, frame, sizes, l, cfg)
                     t1 = time.perf_counter()
-                    models = _models(frame, schema, l, rules_seed)
+                    models = [anonymized_model(frame, t.attributes, t.sensitive, l, rules_seed) for t in schema.tables]
                     t2 = time.perf_counter()
                     kl = kl_divergence(models, frame, domains)
                     errors = relative_errors(models, wl, n, domains)

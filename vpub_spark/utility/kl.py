@@ -37,7 +37,7 @@ def kl_divergence(models: Sequence[TableModel], source: pd.DataFrame, domains: M
     p = source.groupby(list(source.columns), sort=False).size().to_numpy(float) / n
     kl = float(np.sum(p * np.log(p)))
     covered: set[str] = set()
-    for i, _, sep in junction_tree(models):
+    for i, _, sep in junction_tree([m.attributes for m in models]):
         m = models[i]
         kl -= _expected_log(source, list(m.attributes), m, n)
         if sep:

@@ -113,6 +113,18 @@ class TableModel:
         return int(len(self.qit) if self.sensitive is not None else self.counts[COUNT].sum())
 
 
+def anonymized_model(frame: pd.DataFrame, attributes: Sequence[str], sensitive: str | None, l: int, seed: int) -> TableModel:  # noqa: E741
+    """The model of one table anonymized in memory by the release's kernel (one
+    partition): anatomy for `sensitive`, or the aggregated projection."""
+    from ..kernels.anatomy import anatomize
+
+    cols = list(attributes)
+    if sensitive is None:
+        return TableModel("t", tuple(cols), None, counts=frame.groupby(cols, sort=False).size().rename(COUNT).reset_index())
+    qit, st = anatomize(frame[cols], sensitive, l, seed)
+    return TableModel("t", tuple(cols), sensitive, qit=qit, st=st)
+
+
 def release_domains(rel: Release) -> dict[str, list[str]]:
     labels: dict[str, set] = {}
     for t in rel.tables:
@@ -151,28 +163,28 @@ def release_models(rel: Release, domains: Mapping[str, Sequence[str]] | None = N
     return models, domains
 
 
-def junction_tree(models: Sequence[TableModel]) -> list[tuple[int, int | None, tuple[str, ...]]]:
+def junction_tree(cliques: Sequence[Sequence[str]]) -> list[tuple[int, int | None, tuple[str, ...]]]:
     """(model index, parent index, separator) in breadth-first order of a maximum spanning
     tree on intersection sizes; a separator is the clique's intersection with its
     parent, which for a decomposable schema is its intersection with all before it."""
     g = nx.Graph()
-    g.add_nodes_from(range(len(models)))
-    for i in range(len(models)):
-        for j in range(i + 1, len(models)):
-            w = len(set(models[i].attributes) & set(models[j].attributes))
+    g.add_nodes_from(range(len(cliques)))
+    for i in range(len(cliques)):
+        for j in range(i + 1, len(cliques)):
+            w = len(set(cliques[i]) & set(cliques[j]))
             if w:
                 g.add_edge(i, j, weight=w)
     tree = nx.maximum_spanning_tree(g)
     order: list[tuple[int, int | None, tuple[str, ...]]] = []
     seen: set[int] = set()
-    for root in range(len(models)):
+    for root in range(len(cliques)):
         if root in seen:
             continue
         order.append((root, None, ()))
         seen.add(root)
         for parent, node in nx.bfs_edges(tree, root):
-            up = set(models[parent].attributes)
-            order.append((node, parent, tuple(a for a in models[node].attributes if a in up)))
+            up = set(cliques[parent])
+            order.append((node, parent, tuple(a for a in cliques[node] if a in up)))
             seen.add(node)
     return order
 
@@ -182,7 +194,7 @@ def estimate_rows(models: Sequence[TableModel], rows: pd.DataFrame, n: int, doma
     log_p = np.zeros(len(rows))
     zero = np.zeros(len(rows), dtype=bool)  # a clique marginal of 0: p~ = 0 (and 0/0 := 0)
     covered: set[str] = set()
-    for i, _, sep in junction_tree(models):
+    for i, _, sep in junction_tree([m.attributes for m in models]):
         m = models[i]
         clique = m.marginal(rows[list(m.attributes)])
         zero |= clique == 0

@@ -76,7 +76,7 @@ class Estimator:
         names = [a for m in self.models for a in m.attributes]
         self.overlapping = len(names) != len(set(names))
         self.published = set(names)
-        self.tree = junction_tree(self.models) if self.overlapping else []
+        self.tree = junction_tree([m.attributes for m in self.models]) if self.overlapping else []
         self._separators: dict[int, pd.DataFrame] = {}
         self._cells: tuple[pd.DataFrame, np.ndarray] | bool | None = None
 

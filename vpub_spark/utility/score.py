@@ -8,10 +8,9 @@ from collections.abc import Callable, Mapping
 
 import pandas as pd
 
-from ..kernels.anatomy import anatomize
 from ..model import Schema
 from .kl import kl_divergence
-from .model import TableModel
+from .model import TableModel, anonymized_model
 
 
 def kl_scorer(frame: pd.DataFrame, sizes: Mapping[str, int], l: int, seed: int) -> Callable[[Schema], float]:  # noqa: E741
@@ -21,13 +20,7 @@ def kl_scorer(frame: pd.DataFrame, sizes: Mapping[str, int], l: int, seed: int) 
     def model(attrs: tuple[str, ...], sensitive: str | None) -> TableModel:
         key = (frozenset(attrs), sensitive)
         if key not in cache:
-            cols = sorted(attrs)
-            if sensitive is None:
-                counts = frame.groupby(cols, sort=False).size().rename("count").reset_index()
-                cache[key] = TableModel("t", tuple(cols), None, counts=counts)
-            else:
-                qit, st = anatomize(frame[cols], sensitive, l, seed)
-                cache[key] = TableModel("t", tuple(cols), sensitive, qit=qit, st=st)
+            cache[key] = anonymized_model(frame, sorted(attrs), sensitive, l, seed)
         return cache[key]
 
     def score(schema: Schema) -> float:

@@ -7,6 +7,8 @@ pyarrow kernel; only per-term sums reach the driver."""
 
 from __future__ import annotations
 
+import math
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -84,20 +86,11 @@ def spark_kl(engine, release: Release, loaded) -> float:
     entries = release.tables
     tables = [_Table(spark, release, e, loaded.dictionaries) for e in entries]
 
-    class _Shape:  # junction_tree only needs the attributes
-        def __init__(self, attrs):
-            self.attributes = attrs
-
     kl = expected_log(list(loaded.names), None)
     covered: set[str] = set()
-    for i, _, sep in junction_tree([_Shape(tuple(t.attributes)) for t in tables]):  # type: ignore[list-item]
+    for i, _, sep in junction_tree([t.attributes for t in tables]):
         kl -= expected_log(tables[i].attributes, tables[i])
         if sep:
             kl += expected_log(list(sep), tables[i])
         covered |= set(tables[i].attributes)
-    for a in loaded.names:
-        if a not in covered:
-            import math
-
-            kl += math.log(loaded.dictionaries[a].size)
-    return kl
+    return kl + sum(math.log(loaded.dictionaries[a].size) for a in loaded.names if a not in covered)
