@@ -34,7 +34,7 @@ def _encoded(spark, rel: Release, table: str, part: str, dictionaries):
             yield pa.RecordBatch.from_arrays(cols, names=b.schema.names)
 
     schema = T.StructType([T.StructField(f.name, T.IntegerType() if f.name in labels else f.dataType) for f in df.schema.fields])
-    return df.mapInArrow(encode, schema)
+    return df.mapInArrow(encode, schema).persist()  # read by one or two terms
 
 
 class _Table:
@@ -72,7 +72,8 @@ def spark_kl(engine, release: Release, loaded) -> float:
     """KL of `release` against `loaded` (a Spark LoadedTable of the same source)."""
     from pyspark.sql import functions as F
 
-    spark, data, n = engine.spark, loaded.data, float(loaded.rows)
+    spark, n = engine.spark, float(loaded.rows)
+    data = loaded.data.persist()  # the source is projected once per term
 
     def expected_log(cols: list[str], table: _Table | None) -> float:
         proj = data.groupBy(*cols).agg(F.count(F.lit(1)).alias("__c"))
@@ -93,4 +94,9 @@ def spark_kl(engine, release: Release, loaded) -> float:
         if sep:
             kl += expected_log(list(sep), tables[i])
         covered |= set(tables[i].attributes)
+    data.unpersist()
+    for t in tables:
+        for df in (getattr(t, "counts", None), getattr(t, "qit", None)):
+            if df is not None:
+                df.unpersist()
     return kl + sum(math.log(loaded.dictionaries[a].size) for a in loaded.names if a not in covered)
