@@ -20,6 +20,7 @@ reported as `feasible (time limit)`, never as optimal.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -58,16 +59,19 @@ def _solver(name: str, time_limit: float | None):
     raise ValueError(f"solver must be one of {', '.join(SOLVERS)}, not {name!r}")
 
 
-def constraint_groups(combos: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
-    """For each sensitive attribute i: the combinations grouped by their other values
-    (group index per combination) and their value of attribute i."""
-    out = []
+def constraint_cells(combos: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Every constraint of the program as (members, same): for each sensitive attribute
+    A_i and each combination v of the others, the combinations with S \\ A_i = v, and
+    among them those with one value a of A_i; the constraint is l * x(same) <= x(members)."""
     k, s = combos.shape
     for i in range(s):
         others = np.delete(combos, i, axis=1)
-        _, v = np.unique(others, axis=0, return_inverse=True) if s > 1 else (None, np.zeros(k, dtype=np.int64))
-        out.append((i, np.asarray(v).reshape(-1), combos[:, i]))
-    return out
+        v = np.unique(others, axis=0, return_inverse=True)[1].reshape(-1) if s > 1 else np.zeros(k, dtype=np.int64)
+        for g in np.unique(v):
+            members = np.flatnonzero(v == g)
+            a = combos[members, i]
+            for value in np.unique(a):
+                yield members, members[a == value]
 
 
 def solve_group(combos: np.ndarray, available: np.ndarray, l: int, solver: str = "cbc", time_limit: float | None = 60.0) -> Solve:  # noqa: E741
@@ -79,13 +83,8 @@ def solve_group(combos: np.ndarray, available: np.ndarray, l: int, solver: str =
     prob = pulp.LpProblem("multi_sa", pulp.LpMaximize)
     x = [pulp.LpVariable(f"x{k}", 0, int(available[k]), cat=pulp.LpInteger) for k in range(len(combos))]
     prob += pulp.lpSum(x)
-    for i, v, a in constraint_groups(combos):
-        for g in np.unique(v):
-            members = np.flatnonzero(v == g)
-            total = pulp.lpSum(x[k] for k in members)
-            for value in np.unique(a[members]):
-                same = members[a[members] == value]
-                prob += l * pulp.lpSum(x[k] for k in same) <= total
+    for members, same in constraint_cells(combos):
+        prob += l * pulp.lpSum(x[k] for k in same) <= pulp.lpSum(x[k] for k in members)
     prob.solve(_solver(solver, time_limit))
     selected = np.array([int(round(var.value() or 0)) for var in x], dtype=np.int64)
     sol = prob.sol_status
@@ -118,12 +117,5 @@ def multi_sa_groups(combos: np.ndarray, counts: np.ndarray, l: int, solver: str 
 
 
 def meets_constraints(combos: np.ndarray, selected: np.ndarray, l: int) -> bool:  # noqa: E741
-    """The multi-SA condition of Algorithm 3 on one group (what the auditor checks)."""
-    for _, v, a in constraint_groups(combos):
-        for g in np.unique(v):
-            members = np.flatnonzero(v == g)
-            total = selected[members].sum()
-            for value in np.unique(a[members]):
-                if l * selected[members[a[members] == value]].sum() > total:
-                    return False
-    return True
+    """The multi-SA condition of Algorithm 3 on one group (what the auditor will check)."""
+    return all(l * selected[same].sum() <= selected[members].sum() for members, same in constraint_cells(combos))
