@@ -125,16 +125,14 @@ def anonymized_model(frame: pd.DataFrame, attributes: Sequence[str], sensitive: 
     return TableModel("t", tuple(cols), sensitive, qit=qit, st=st)
 
 
-def release_domains(rel: Release) -> dict[str, list[str]]:
+def _domains(parts: Mapping[tuple[str, str], pd.DataFrame]) -> dict[str, list[str]]:
+    """Each attribute's labels as the release shows them (every table covers every row)."""
     labels: dict[str, set] = {}
-    for t in rel.tables:
-        for part in t["parts"]:
-            data = rel.read(t["name"], part)
-            for a in t["attributes"]:
-                if a in data.column_names:
-                    col = data[a].combine_chunks()
-                    values = col.dictionary if hasattr(col, "dictionary") else col.unique()
-                    labels.setdefault(a, set()).update(values.to_pylist())
+    for frame in parts.values():
+        for a in frame.columns:
+            if a not in (GROUP, COUNT):
+                col = frame[a]
+                labels.setdefault(a, set()).update(col.cat.categories if isinstance(col.dtype, pd.CategoricalDtype) else col.unique())
     return {a: sort_labels(v) for a, v in labels.items()}
 
 
@@ -148,16 +146,17 @@ def to_codes(frame: pd.DataFrame, domains: Mapping[str, Sequence[str]]) -> pd.Da
 
 
 def release_models(rel: Release, domains: Mapping[str, Sequence[str]] | None = None) -> tuple[list[TableModel], dict[str, list[str]]]:
-    domains = dict(domains) if domains is not None else release_domains(rel)
+    """The models of a release's tables in code space (each part read once), and the
+    domains used: the given ones, or those the release shows."""
+    parts = {(t["name"], part): rel.read(t["name"], part).to_pandas() for t in rel.tables for part in t["parts"]}
+    domains = dict(domains) if domains is not None else _domains(parts)
     models = []
     for t in rel.tables:
+        coded = {part: to_codes(parts[(t["name"], part)], domains) for part in t["parts"]}
         if t["kind"] == "anatomy":
-            qit = to_codes(rel.read(t["name"], "qit").to_pandas(), domains)
-            st = to_codes(rel.read(t["name"], "st").to_pandas(), domains)
-            models.append(TableModel(t["name"], tuple(t["attributes"]), t["sensitive"], qit=qit, st=st))
+            models.append(TableModel(t["name"], tuple(t["attributes"]), t["sensitive"], qit=coded["qit"], st=coded["st"]))
         elif t["kind"] == "projection":
-            counts = to_codes(rel.read(t["name"], "counts").to_pandas(), domains)
-            models.append(TableModel(t["name"], tuple(t["attributes"]), None, counts=counts))
+            models.append(TableModel(t["name"], tuple(t["attributes"]), None, counts=coded["counts"]))
         else:
             raise NotImplementedError(f"table kind {t['kind']!r} has no estimate yet")
     return models, domains
