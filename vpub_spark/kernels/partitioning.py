@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from ..errors import PrivacyError
 from .hashing import content_hash
@@ -35,6 +36,7 @@ SHARDS = 1024
 ROWS_PER_PARTITION = 131_072  # `partitions: auto` = ceil(rows / this)
 ROWS, FINGERPRINT = -1, -2  # `attr` markers in shard_counts' output
 COUNT_COLUMNS = ("attr", "shard", "value", "count")
+COUNT_SCHEMA = pa.schema([("attr", pa.int32()), ("shard", pa.int32()), ("value", pa.int32()), ("count", pa.int64())])
 
 
 def _mix(h: np.ndarray, seed: int) -> np.ndarray:
@@ -46,9 +48,13 @@ def _mix(h: np.ndarray, seed: int) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
+def _shards(h: np.ndarray, seed: int) -> np.ndarray:
+    return (_mix(h, seed) % np.uint64(SHARDS)).astype(np.int32)
+
+
 def shard_of(frame: pd.DataFrame, seed: int) -> np.ndarray:
     """Each row's shard in [0, SHARDS), from its content and the release seed."""
-    return (_mix(content_hash(frame, 0), seed) % np.uint64(SHARDS)).astype(np.int32)
+    return _shards(content_hash(frame, 0), seed)
 
 
 def shard_counts(frame: pd.DataFrame, sensitive: Sequence[str], seed: int) -> pd.DataFrame:
@@ -56,7 +62,7 @@ def shard_counts(frame: pd.DataFrame, sensitive: Sequence[str], seed: int) -> pd
     attribute per shard (attr = its index in `sensitive`), and the fingerprint halves
     (attr = FINGERPRINT, value 0 and 1). Engines sum `count` by (attr, shard, value)."""
     h = content_hash(frame, 0)
-    shard = (_mix(h, seed) % np.uint64(SHARDS)).astype(np.int64)
+    shard = _shards(h, seed).astype(np.int64)
     parts = [_tally(ROWS, shard, np.zeros_like(shard), 1)]
     for i, s in enumerate(sensitive):
         codes = frame[s].to_numpy().astype(np.int64)

@@ -26,6 +26,7 @@ from ..kernels.partitioning import PartitionPlan, partition_seed
 from ..model import Schema
 
 SUMMARY_COLUMNS = {"table": "string", "part": "int32", "rows": "int64", "groups": "int64", "task": "int32"}
+SUMMARY_SCHEMA = pa.schema([(n, pa.string() if t == "string" else getattr(pa, t)()) for n, t in SUMMARY_COLUMNS.items()])
 
 
 @dataclass(frozen=True)

@@ -84,16 +84,20 @@ class TableModel:
         q = [c for c in cols if c != self.sensitive]
         per_q = self.qit.groupby([GROUP, *q], sort=False).size().rename("n").reset_index()
         if self.sensitive in cols:
-            size = self.st.groupby(GROUP)[COUNT].sum().rename("size")
-            share = self.st.join(size, on=GROUP)
-            share = share.assign(w=share[COUNT] / share["size"])[[GROUP, self.sensitive, "w"]]
             needed = keys.drop_duplicates()
             joined = needed.merge(per_q, on=q, how="inner") if q else needed.merge(per_q, how="cross")
-            joined = joined.merge(share, on=[GROUP, self.sensitive], how="inner")
+            joined = joined.merge(self.share, on=[GROUP, self.sensitive], how="inner")
             est = (joined["n"] * joined["w"]).groupby([joined[c] for c in cols], sort=False).sum().rename(EST).reset_index()
         else:
             est = per_q.groupby(q, sort=False)["n"].sum().rename(EST).reset_index()
         return keys.merge(est, on=cols, how="left")[EST].fillna(0.0).to_numpy(float)
+
+    @cached_property
+    def share(self) -> pd.DataFrame:
+        """Anatomy: per (group, sensitive value), `w` = c_g(s) / |g|."""
+        size = self.st.groupby(GROUP)[COUNT].sum().rename("size")
+        share = self.st.join(size, on=GROUP)
+        return share.assign(w=share[COUNT] / share["size"])[[GROUP, self.sensitive, "w"]]
 
     @cached_property
     def joint(self) -> pd.DataFrame:
@@ -103,10 +107,7 @@ class TableModel:
         if self.sensitive is None:
             return self.counts.groupby(cols, sort=False)[COUNT].sum().rename(EST).reset_index()
         per_q = self.qit.groupby([GROUP, *self.qi], sort=False).size().rename("n").reset_index()
-        size = self.st.groupby(GROUP)[COUNT].sum().rename("size")
-        share = self.st.join(size, on=GROUP)
-        share = share.assign(w=share[COUNT] / share["size"])[[GROUP, self.sensitive, "w"]]
-        j = per_q.merge(share, on=GROUP)
+        j = per_q.merge(self.share, on=GROUP)
         return (j["n"] * j["w"]).groupby([j[c] for c in cols], sort=False).sum().rename(EST).reset_index()
 
     def rows(self) -> int:

@@ -170,9 +170,8 @@ class SparkEngine:
         """Per-batch partial counts (vectorized kernel in mapInArrow), summed by Spark."""
         import pyarrow as pa
         from pyspark.sql import functions as F
-        from pyspark.sql import types as T
 
-        from ...kernels.partitioning import shard_counts
+        from ...kernels.partitioning import COUNT_SCHEMA, shard_counts
 
         sensitive = list(sensitive)
 
@@ -180,10 +179,7 @@ class SparkEngine:
             for b in batches:
                 yield pa.RecordBatch.from_pandas(shard_counts(b.to_pandas(), sensitive, seed), preserve_index=False)
 
-        schema = T.StructType(
-            [T.StructField(n, T.IntegerType()) for n in ("attr", "shard", "value")] + [T.StructField("count", T.LongType())]
-        )
-        partials = loaded.data.mapInArrow(run, schema).groupBy("attr", "shard", "value").agg(F.sum("count").alias("count"))
+        partials = loaded.data.mapInArrow(run, struct_type(COUNT_SCHEMA)).groupBy("attr", "shard", "value").agg(F.sum("count").alias("count"))
         return partials.toPandas()  # small: shards x sensitive domains
 
     def partition_keys(self, parts: int) -> list[int]:
@@ -215,7 +211,7 @@ class SparkEngine:
         from pyspark.sql import types as T
 
         from ...kernels.partitioning import shard_of
-        from ...release.parts import SUMMARY_COLUMNS, run_partition
+        from ...release.parts import SUMMARY_SCHEMA, run_partition
 
         keys = np.asarray(self.partition_keys(plan.parts), dtype=np.int64)
         key_of_shard = keys[plan.shard_part]
@@ -231,10 +227,8 @@ class SparkEngine:
             part = part_of_key[int(frame["__key"].iloc[0])]
             return run_partition(frame.drop(columns="__key"), part, job, TaskContext.get().partitionId())
 
-        kinds = {"string": T.StringType(), "int32": T.IntegerType(), "int64": T.LongType()}
-        summary = T.StructType([T.StructField(n, kinds[t]) for n, t in SUMMARY_COLUMNS.items()])
         tagged = loaded.data.mapInArrow(tag, T.StructType(loaded.data.schema.fields + [T.StructField("__key", T.LongType())]))
-        return tagged.repartition(plan.parts, "__key").groupBy("__key").applyInPandas(task, summary).toPandas()
+        return tagged.repartition(plan.parts, "__key").groupBy("__key").applyInPandas(task, struct_type(SUMMARY_SCHEMA)).toPandas()
 
     def write_projection(self, loaded: LoadedTable, attributes, directory: Path) -> None:
         """A duplicate-preserving projection, aggregated (`count`), decoded and written by Spark."""

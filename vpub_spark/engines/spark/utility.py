@@ -42,13 +42,11 @@ class _Table:
         from pyspark.sql import functions as F
 
         self.attributes, self.sensitive = list(entry["attributes"]), entry["sensitive"]
+        self.parts = {p: _encoded(spark, rel, entry["name"], p, dictionaries) for p in entry["parts"]}
         if self.sensitive is None:
-            self.counts = _encoded(spark, rel, entry["name"], "counts", dictionaries)
+            self.counts = self.parts["counts"]
             return
-        qit = _encoded(spark, rel, entry["name"], "qit", dictionaries)
-        st = _encoded(spark, rel, entry["name"], "st", dictionaries)
-        self.qi = [a for a in self.attributes if a != self.sensitive]
-        self.qit = qit
+        self.qit, st = self.parts["qit"], self.parts["st"]
         size = st.groupBy(GROUP).agg(F.sum(COUNT).alias("__size"))
         self.share = st.join(size, GROUP).select(GROUP, self.sensitive, (F.col(COUNT) / F.col("__size")).alias("__w"))
 
@@ -84,8 +82,7 @@ def spark_kl(engine, release: Release, loaded) -> float:
             term = F.col("__c") / n * F.log(F.col(EST) / n)
         return float(proj.agg(F.sum(term)).collect()[0][0] or 0.0)
 
-    entries = release.tables
-    tables = [_Table(spark, release, e, loaded.dictionaries) for e in entries]
+    tables = [_Table(spark, release, e, loaded.dictionaries) for e in release.tables]
 
     kl = expected_log(list(loaded.names), None)
     covered: set[str] = set()
@@ -96,7 +93,6 @@ def spark_kl(engine, release: Release, loaded) -> float:
         covered |= set(tables[i].attributes)
     data.unpersist()
     for t in tables:
-        for df in (getattr(t, "counts", None), getattr(t, "qit", None)):
-            if df is not None:
-                df.unpersist()
+        for df in t.parts.values():
+            df.unpersist()
     return kl + sum(math.log(loaded.dictionaries[a].size) for a in loaded.names if a not in covered)
