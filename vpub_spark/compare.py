@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 
 from .config import resolve_table
-from .decompose.gd import gd
-from .decompose.uad import single_attribute, uad
+from .decompose.gd import GdCost
+from .decompose.methods import METHODS, design
 from .errors import SpecError
 from .model import Schema
 from .rules import ineligibility, random_rules
@@ -33,7 +33,6 @@ from .utility.model import anonymized_model
 from .utility.queries import relative_errors, workload
 from .utility.score import kl_scorer
 
-METHODS = ("uad", "uad_plain", "gd", "single_attribute")
 PARAMETERS = ("c", "l", "lhs", "qd", "p")
 
 
@@ -86,18 +85,12 @@ def compare_config_from_dict(d: dict, where: str = "config") -> CompareConfig:
     )
 
 
-def _design(method: str, names, rules, seed: int, frame, sizes, l: int, cfg: CompareConfig) -> tuple[Schema, dict]:  # noqa: E741
-    if method == "uad":
-        return uad(names, rules, seed), {}
-    if method == "uad_plain":
-        return uad(names, rules, seed, plain=True), {}
-    if method == "single_attribute":
-        return single_attribute(names, rules), {}
-    if method == "gd":
+def _design(method: str, names, rules, seed: int, frame, sizes, l: int, cfg: CompareConfig) -> tuple[Schema, GdCost | None]:  # noqa: E741
+    def scorer():
         sample = frame if len(frame) <= cfg.gd_sample_rows else frame.sample(cfg.gd_sample_rows, random_state=seed)
-        schema, cost = gd(names, rules, seed, kl_scorer(sample.reset_index(drop=True), sizes, l, seed), cfg.gd_budget_s)
-        return schema, {"budget_exhausted": cost.budget_exhausted, "kl_evaluations": cost.kl_evaluations}
-    raise SpecError(f"unknown method {method!r}")
+        return kl_scorer(sample.reset_index(drop=True), sizes, l, seed)
+
+    return design(method, names, rules, seed, scorer, cfg.gd_budget_s)
 
 
 def run_compare(cfg: CompareConfig, progress=None) -> pd.DataFrame:
@@ -124,7 +117,7 @@ def run_compare(cfg: CompareConfig, progress=None) -> pd.DataFrame:
                 rules = random_rules(names, c, lhs, rules_seed, eligible)
                 for method in cfg.methods:
                     t0 = time.perf_counter()
-                    schema, extra = _design(method, names, rules, rules_seed, frame, sizes, l, cfg)
+                    schema, cost = _design(method, names, rules, rules_seed, frame, sizes, l, cfg)
                     t1 = time.perf_counter()
                     models = [anonymized_model(frame, t.attributes, t.sensitive, l, rules_seed) for t in schema.tables]
                     t2 = time.perf_counter()
@@ -134,7 +127,7 @@ def run_compare(cfg: CompareConfig, progress=None) -> pd.DataFrame:
                         {"sweep": vary, "value": value, "repeat": r, "method": method, "c": c, "l": l, "lhs": lhs, "qd": qd, "p": p,
                          "rules_seed": rules_seed, "tables": len(schema.tables), "kl": kl, "relative_error": float(errors.mean()),
                          "design_s": t1 - t0, "anonymize_s": t2 - t1, "time_s": t2 - t0,
-                         "gd_budget_exhausted": extra.get("budget_exhausted"), "queries": len(errors), "queries_redrawn": wl.redrawn}
+                         "gd_budget_exhausted": cost.budget_exhausted if cost else None, "queries": len(errors), "queries_redrawn": wl.redrawn}
                     )
                 if progress:
                     progress(1)

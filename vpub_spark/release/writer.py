@@ -27,8 +27,7 @@ import pyarrow.parquet as pq
 
 from .. import __version__
 from ..config import PublishConfig, RandomRules, resolve_table
-from ..decompose.gd import gd
-from ..decompose.uad import single_attribute, uad
+from ..decompose.methods import design
 from ..errors import PrivacyError, SpecError
 from ..gnf import check_gnf
 from ..kernels.partitioning import combine_counts, fingerprint, plan_partitions
@@ -86,17 +85,15 @@ def choose_rules(cfg: PublishConfig, names, frequencies) -> tuple[tuple[Rule, ..
 
 def design_schema(cfg: PublishConfig, engine, loaded, rules) -> tuple[Schema, dict | None]:
     """The method's schema and, for GD, its cost (for the manifest)."""
-    if cfg.method == "uad":
-        return uad(loaded.names, rules, cfg.seed), None
-    if cfg.method == "single_attribute":
-        return single_attribute(loaded.names, rules), None
-    if cfg.method == "gd":
+    scored_on: list[int] = []
+
+    def scorer():
         frame = engine.rows_sample(loaded, cfg.gd_sample_rows, cfg.seed)
-        sizes = {a: loaded.dictionaries[a].size for a in loaded.names}
-        score = kl_scorer(frame, sizes, cfg.l, cfg.seed)
-        schema, cost = gd(loaded.names, rules, cfg.seed, score, cfg.gd_budget_s)
-        return schema, cost.as_dict() | {"scored_on_rows": len(frame)}
-    raise SpecError(f"unknown method {cfg.method!r}")
+        scored_on.append(len(frame))
+        return kl_scorer(frame, {a: loaded.dictionaries[a].size for a in loaded.names}, cfg.l, cfg.seed)
+
+    schema, cost = design(cfg.method, loaded.names, rules, cfg.seed, scorer, cfg.gd_budget_s)
+    return schema, None if cost is None else cost.as_dict() | {"scored_on_rows": scored_on[0]}
 
 
 def publish(cfg: PublishConfig, engine, observer: Callable[[str], object] | None = None) -> PublishResult:
