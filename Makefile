@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 PY      = $(BIN)/python
 
-.PHONY: demo test lint bench-generate bench-publish bench-publish-10m bench-texas bench-utility clean check-java
+.PHONY: demo test lint bench-generate bench-publish bench-publish-10m bench-texas bench-utility bench-multi-sa bench-bip-adult bench-cluster clean check-java
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,18 @@ bench-publish-10m: check-java $(VENV)/.installed
 
 bench-texas: check-java $(VENV)/.installed
 	$(BIN)/vpub bench publish --name texas --rows 177148 --repeat 3 --out out/bench-texas
+
+# 000 Appendix B: partitioned multi-SA on 1M sal rows per engine; exact vs partitioned vs UAD on a 50k sample
+bench-multi-sa: check-java $(VENV)/.installed
+	$(BIN)/vpub bench multi-sa --rows 1000000 --out out/bench-1m
+
+# issue 7: 10M sal and 1M texas on a local standalone cluster, 1 vs 2 one-core workers
+bench-cluster: check-java $(VENV)/.installed
+	$(BIN)/python deploy/bench_cluster.py --data sal:10000000 --data texas:1000000
+
+# 000 Figure 3: exact multi-SA vs UAD (and GD, single-attribute) on a 10,000-row Adult sample, c = 1..9
+bench-bip-adult: $(VENV)/.installed
+	$(BIN)/vpub compare --config conf/compare_adult_bip.yaml
 
 # needs the release and data of `make bench-publish`
 bench-utility: $(VENV)/.installed

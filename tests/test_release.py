@@ -181,6 +181,24 @@ def test_failure_mid_write_leaves_nothing(tmp_path, monkeypatch):
     assert list(out.iterdir()) == []  # no release, no staging directory
 
 
+def test_a_dead_runs_staging_directory_is_removed_by_the_next_run(tmp_path):
+    import socket
+    import subprocess
+    import sys
+
+    data = write_table(TABLE1, tmp_path / "table1")
+    out = tmp_path / "out"
+    out.mkdir()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout.strip()
+    for name, pid in (("dead", dead), ("alive", str(os.getpid()))):  # a killed driver's, a running one's
+        stage = out / f".r.staging-{name}"
+        (stage / "tables").mkdir(parents=True)
+        (stage / ".owner").write_text(f"{socket.gethostname()} {pid}\n")
+    publish_inprocess(data, out, RULES_1_3, l=2, output={"path": str(out), "release_id": "r"})
+    assert sorted(p.name for p in out.iterdir()) == [".r.staging-alive", "r"]
+    assert not (out / "r" / ".owner").exists()
+
+
 def test_failed_audit_commits_nothing(tmp_path, monkeypatch):
     from vpub_spark.release import writer
     from vpub_spark.release.audit import AuditReport, Check

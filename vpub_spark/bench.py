@@ -23,14 +23,30 @@ from .release.writer import publish
 from .report import console
 
 
+def started_engine(name: str, spark_conf: str | None) -> tuple[object, float]:
+    """An engine, and for Spark its session start-up time (timed apart from the runs)."""
+    engine = make_engine(name, SparkSettings.load(spark_conf))
+    if name != "spark":
+        return engine, 0.0
+    t0 = time.perf_counter()
+    engine.spark  # type: ignore[attr-defined]  # noqa: B018 - start the session
+    return engine, time.perf_counter() - t0
+
+
+def generated(name: str, rows: int, seed: int, out: Path) -> Path:
+    """The benchmark's data set, generated once (not timed)."""
+    data = out / f"{name}-{rows}"
+    if not (data / "table.yaml").exists():
+        with console.status(f"generating {rows:,} rows of {name} (not timed) ..."):
+            write_generated(make_engine("inprocess"), name, rows, seed, str(data), overwrite=True)
+    return data
+
+
 def bench_publish(args) -> dict:
     from rich.table import Table
 
     out = Path(args.out)
-    data = out / f"{args.name}-{args.rows}"
-    if not (data / "table.yaml").exists():
-        with console.status(f"generating {args.rows:,} rows of {args.name} (not timed) ..."):
-            write_generated(make_engine("inprocess"), args.name, args.rows, args.seed, str(data), overwrite=True)
+    data = generated(args.name, args.rows, args.seed, out)
     base = PublishConfig(
         input_path=str(data),
         privacy=PrivacySpec("l-diversity", args.l),
@@ -43,12 +59,7 @@ def bench_publish(args) -> dict:
     )
     results: dict = {"data": args.name, "rows": args.rows, "l": args.l, "c": args.c, "lhs": args.lhs, "repeat": args.repeat, "engines": {}}
     for name in args.engines.split(","):
-        engine = make_engine(name, SparkSettings.load(args.spark_conf))
-        startup = 0.0
-        if name == "spark":
-            t0 = time.perf_counter()
-            engine.spark  # noqa: B018 - session start-up, timed apart
-            startup = time.perf_counter() - t0
+        engine, startup = started_engine(name, args.spark_conf)
         runs, steps, manifest = [], [], None
         for i in range(args.repeat):
             cfg = replace(base, engine=name, release_id=f"bench-{name}")
@@ -114,3 +125,81 @@ def bench_utility(args) -> dict:
         f"exact answers {out['workload_median_s']:.1f} s, estimates {out['estimate_median_s']:.1f} s (medians of {args.repeat})"
     )
     return out
+
+
+def write_sample(source_dir: Path, rows: int, seed: int, out: Path) -> Path:
+    """A seeded sample (without replacement) of a prepared data set, as its own data set."""
+    from .datasets.presets import DATA, SPEC, resolve_input
+    from .engines.inprocess import InProcessEngine
+    from .staging import staged_directory
+    from .tablespec import write_table_spec
+
+    if not (out / SPEC).exists():
+        engine = InProcessEngine()
+        path, spec = resolve_input(source_dir, None)
+        sample = engine.sample(engine.load(path, spec), rows, seed)
+        with staged_directory(out, True) as stage:
+            engine.write_decoded(sample, stage / DATA)
+            write_table_spec(spec, stage / SPEC)
+    return out
+
+
+def bench_multi_sa(args) -> dict:
+    """000 Appendix B at scale: the partitioned mode on the whole table per engine (each
+    run timed from reading to the committed release), then, on a seeded sample small
+    enough for the exact mode, exact vs partitioned vs UAD: time, KL, relative error
+    and suppressed rows, all measured in this run."""
+    from rich.table import Table
+
+    from .config import MultiSaSettings
+    from .utility.evaluate import evaluate
+
+    out = Path(args.out)
+    data = generated(args.name, args.rows, args.seed, out)
+    settings = MultiSaSettings("partitioned", args.solver, args.time_limit, args.chunk_rows)
+    base = PublishConfig(
+        input_path=str(data), privacy=PrivacySpec("l-diversity", args.l), rules=RandomRules(args.c, args.lhs, args.seed),
+        method="multi_sa_bip", output_path=str(out / "releases"), seed=args.seed, overwrite=True, multi_sa=settings,
+    )  # fmt: skip
+    results: dict = {"data": args.name, "rows": args.rows, "l": args.l, "c": args.c, "lhs": args.lhs, "chunk_rows": args.chunk_rows, "full": {}, "sample": {}}
+    for name in args.engines.split(","):
+        engine, startup = started_engine(name, args.spark_conf)
+        with console.status(f"{name}: partitioned multi-SA on {args.rows:,} rows ..."):
+            t0 = time.perf_counter()
+            r = publish(replace(base, engine=name, release_id=f"multi-sa-{name}"), engine)
+            took = time.perf_counter() - t0
+        cost = r.manifest["method_cost"]
+        results["full"][name] = {"s": took, "startup_s": startup, "steps_s": r.timings} | {k: v for k, v in cost.items() if k != "driver_solves"}
+    sample = write_sample(data, args.sample_rows, args.seed, out / f"{args.name}-sample-{args.sample_rows}")
+    engine = make_engine("inprocess")
+    runs = {
+        "multi_sa_bip exact": replace(base, input_path=str(sample), multi_sa=replace(settings, mode="exact")),
+        "multi_sa_bip partitioned": replace(base, input_path=str(sample)),
+        "uad": replace(base, input_path=str(sample), method="uad"),
+    }
+    for label, cfg in runs.items():
+        with console.status(f"sample: {label} ..."):
+            t0 = time.perf_counter()
+            r = publish(replace(cfg, engine="inprocess", release_id=f"sample-{label.replace(' ', '-')}"), engine)
+            took = time.perf_counter() - t0
+            u = evaluate(str(r.path), str(sample / "data"), args.qd, args.p, args.queries, args.seed)
+        cost = r.manifest.get("method_cost") or {}
+        results["sample"][label] = {
+            "s": took, "kl": u.kl, "relative_error": u.mean_relative_error, "suppressed_rows": cost.get("suppressed_rows", 0),
+            "chunks": cost.get("chunks"), "all_optimal": cost.get("all_optimal"), "groups": sum(t.get("groups", 0) for t in r.manifest["tables"]),
+        }  # fmt: skip
+    t = Table(title=f"multi-SA (partitioned, {args.solver}, chunks of {args.chunk_rows:,} rows) on {args.rows:,} rows of {args.name}, l = {args.l}, c = {args.c}")
+    for c in ("engine", "time (s)", "start-up (s)", "chunks", "solves", "all optimal", "suppressed rows"):
+        t.add_column(c, justify="left" if c == "engine" else "right")
+    for name, e in results["full"].items():
+        t.add_row(name, f"{e['s']:.1f}", f"{e['startup_s']:.1f}", str(e["chunks"]), str(e["solves"]), str(e["all_optimal"]), f"{e['suppressed_rows']:,}")
+    console.print(t)
+    t = Table(title=f"the same rules on a {args.sample_rows:,}-row sample (in-process; {args.queries} queries, qd = {args.qd}, p = {args.p})")
+    for c in ("method", "time (s)", "KL", "relative error", "groups", "suppressed rows"):
+        t.add_column(c, justify="left" if c == "method" else "right")
+    for label, e in results["sample"].items():
+        t.add_row(label, f"{e['s']:.2f}", f"{e['kl']:.4f}", f"{e['relative_error']:.4f}", f"{e['groups']:,}", f"{e['suppressed_rows']:,}")
+    console.print(t)
+    (out / "multi_sa.json").write_text(json.dumps(results, indent=2, default=str))
+    console.print(f"results in {out / 'multi_sa.json'}")
+    return results

@@ -283,6 +283,13 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_bench_multi_sa(args) -> int:
+    from .bench import bench_multi_sa
+
+    bench_multi_sa(args)
+    return 0
+
+
 def cmd_bench_utility(args) -> int:
     from .bench import bench_utility
 
@@ -398,6 +405,25 @@ def build_parser() -> argparse.ArgumentParser:
     bp.add_argument("--spark-conf", default=None)
     bp.add_argument("--out", default="out/bench")
     bp.set_defaults(func=cmd_bench_publish)
+    bm = bn.add_parser("multi-sa", help="000 Appendix B: partitioned mode at scale, exact vs partitioned on a sample")
+    bm.add_argument("--name", default="sal", choices=["sal", "occ", "texas", "census"])
+    bm.add_argument("--rows", type=int, default=1_000_000)
+    bm.add_argument("--l", type=int, default=2)
+    bm.add_argument("--c", type=int, default=5)
+    bm.add_argument("--lhs", type=int, default=3)
+    bm.add_argument("--seed", type=int, default=7)
+    bm.add_argument("--solver", default="highs", choices=["cbc", "highs"])
+    bm.add_argument("--time-limit", type=float, default=300.0)
+    bm.add_argument("--chunk-rows", type=int, default=20_000)
+    bm.add_argument("--sample-rows", type=int, default=50_000)
+    bm.add_argument("--queries", type=int, default=1000)
+    bm.add_argument("--qd", type=int, default=3)
+    bm.add_argument("--p", type=float, default=0.4)
+    bm.add_argument("--engines", default="inprocess,spark")
+    bm.add_argument("--spark-conf", default=None)
+    bm.add_argument("--out", default="out/bench-1m")
+    bm.set_defaults(func=cmd_bench_multi_sa)
+
     bu = bn.add_parser("utility", help="KL and query-workload time on a release")
     bu.add_argument("release")
     bu.add_argument("--source", required=True)

@@ -9,7 +9,10 @@ workload are measured. Results go to a tidy table (Parquet and CSV) and PNG plot
 
 Methods: `uad` (ours), `uad_plain` (Algorithm 2 as written: the largest DSATUR class,
 for issue 3's comparison of UAD's choices), `gd` (Algorithm 1 with its KL add-back,
-under a per-run time budget), `single_attribute`.
+under a per-run time budget), `single_attribute`, `multi_sa_bip` (000 Appendix B in
+exact mode: its time is the QI/SA split plus every program and the placement).
+`input.sample_rows` draws a seeded sample first (000 §6.1 uses 10,000 Adult rows
+for the comparison with multi-SA publishing).
 """
 
 from __future__ import annotations
@@ -22,14 +25,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .config import resolve_table
+from .config import MultiSaSettings, resolve_table
 from .decompose.gd import GdCost
 from .decompose.methods import METHODS, design
+from .decompose.multi_sa import split
 from .errors import SpecError
+from .kernels.bip import multi_sa_chunk
 from .model import Schema
 from .rules import ineligibility, random_rules
 from .utility.kl import kl_divergence
 from .utility.model import anonymized_model
+from .utility.multi_sa import multi_sa_model
 from .utility.queries import relative_errors, workload
 from .utility.score import kl_scorer
 
@@ -50,10 +56,12 @@ class CompareConfig:
     gd_budget_s: float = 60.0
     gd_sample_rows: int = 20_000
     input_format: str | None = None
+    sample_rows: int | None = None
+    multi_sa: MultiSaSettings = field(default_factory=MultiSaSettings)
 
 
 def compare_config_from_dict(d: dict, where: str = "config") -> CompareConfig:
-    known = {"engine", "input", "compare", "output", "seed", "privacy", "gd"}
+    known = {"engine", "input", "compare", "output", "seed", "privacy", "gd", "multi_sa"}
     if not isinstance(d, dict) or set(d) - known:
         raise SpecError(f"{where}: unknown keys {', '.join(sorted(set(d) - known))}; known: {', '.join(sorted(known))}")
     if d.get("engine", "inprocess") != "inprocess":
@@ -82,6 +90,8 @@ def compare_config_from_dict(d: dict, where: str = "config") -> CompareConfig:
         out=str((d.get("output") or {}).get("path", "out/compare")), methods=methods, defaults=defaults,
         sweeps=tuple(sweeps), repeats=repeats, queries=queries, seed=int(d.get("seed", 1)),
         gd_budget_s=float(gdc.get("budget_s", 60.0)), gd_sample_rows=int(gdc.get("sample_rows", 20_000)),
+        sample_rows=None if inp.get("sample_rows") is None else int(inp["sample_rows"]),
+        multi_sa=MultiSaSettings.from_dict(d.get("multi_sa") or {}),
     )
 
 
@@ -93,11 +103,23 @@ def _design(method: str, names, rules, seed: int, frame, sizes, l: int, cfg: Com
     return design(method, names, rules, seed, scorer, cfg.gd_budget_s)
 
 
+def _anonymized(frame, t, l: int, seed: int, sizes, cfg: CompareConfig):  # noqa: E741
+    """A table's model, anonymized in memory by the release's kernel (one partition)."""
+    if t.kind != "multi_sa":
+        return anonymized_model(frame, t.attributes, t.sensitive, l, seed)
+    qi, sa = split(t)
+    res = multi_sa_chunk(frame, qi, sa, l, seed, cfg.multi_sa.solver, cfg.multi_sa.time_limit_s)
+    return multi_sa_model(res.qit, res.st, t.attributes, sa, sizes)
+
+
 def run_compare(cfg: CompareConfig, progress=None) -> pd.DataFrame:
     from .engines.inprocess import InProcessEngine
 
     path, spec = resolve_table(cfg)  # type: ignore[arg-type]
-    loaded = InProcessEngine().load(path, spec, cfg.input_format)
+    engine = InProcessEngine()
+    loaded = engine.load(path, spec, cfg.input_format)
+    if cfg.sample_rows is not None:
+        loaded = engine.sample(loaded, cfg.sample_rows, cfg.seed)
     frame, names, n = loaded.data, loaded.names, loaded.rows
     sizes = {a: loaded.dictionaries[a].size for a in names}
     domains = {a: loaded.dictionaries[a].labels for a in names}
@@ -119,7 +141,7 @@ def run_compare(cfg: CompareConfig, progress=None) -> pd.DataFrame:
                     t0 = time.perf_counter()
                     schema, cost = _design(method, names, rules, rules_seed, frame, sizes, l, cfg)
                     t1 = time.perf_counter()
-                    models = [anonymized_model(frame, t.attributes, t.sensitive, l, rules_seed) for t in schema.tables]
+                    models = [_anonymized(frame, t, l, rules_seed, sizes, cfg) for t in schema.tables]
                     t2 = time.perf_counter()
                     kl = kl_divergence(models, frame, domains)
                     errors = relative_errors(models, wl, n, domains)

@@ -17,9 +17,42 @@ from typing import Any
 from .errors import SpecError
 from .model import PrivacySpec, TableSpec
 
-METHODS = ("uad", "gd", "single_attribute")
+METHODS = ("uad", "gd", "single_attribute", "multi_sa_bip")
+BIP_MODES = ("exact", "partitioned")
 ENGINES = ("spark", "inprocess")
-KEYS = {"engine", "spark", "input", "privacy", "rules", "method", "output", "seed", "partitions", "gd"}
+KEYS = {"engine", "spark", "input", "privacy", "rules", "method", "output", "seed", "partitions", "gd", "multi_sa"}
+
+
+@dataclass(frozen=True)
+class MultiSaSettings:
+    """`multi_sa:` of a config (000 Appendix B): `exact` solves Algorithm 3 on the whole
+    table on the driver (tens of thousands of rows); `partitioned` solves it per QI-local
+    chunk of about `chunk_rows` rows, in parallel. Each solve stops at `time_limit_s`."""
+
+    mode: str = "exact"
+    solver: str = "cbc"
+    time_limit_s: float | None = 60.0
+    chunk_rows: int = 20_000
+
+    def __post_init__(self) -> None:
+        from .kernels.bip import SOLVERS
+
+        if self.mode not in BIP_MODES:
+            raise SpecError(f"multi_sa.mode must be one of {', '.join(BIP_MODES)}, not {self.mode!r}")
+        if self.solver not in SOLVERS:
+            raise SpecError(f"multi_sa.solver must be one of {', '.join(SOLVERS)}, not {self.solver!r}")
+        if self.time_limit_s is not None and not self.time_limit_s > 0:
+            raise SpecError(f"multi_sa.time_limit_s must be positive, not {self.time_limit_s!r}")
+        if not isinstance(self.chunk_rows, int) or self.chunk_rows < 1:
+            raise SpecError(f"multi_sa.chunk_rows must be a positive integer, not {self.chunk_rows!r}")
+
+    @classmethod
+    def from_dict(cls, d: dict) -> MultiSaSettings:
+        unknown = set(d) - {"mode", "solver", "time_limit_s", "chunk_rows"}
+        if unknown:
+            raise SpecError(f"multi_sa has unknown keys {', '.join(sorted(unknown))}")
+        t = d.get("time_limit_s", 60.0)
+        return cls(str(d.get("mode", "exact")), str(d.get("solver", "cbc")), None if t is None else float(t), d.get("chunk_rows", 20_000))
 
 
 @dataclass(frozen=True)
@@ -46,6 +79,7 @@ class PublishConfig:
     overwrite: bool = False
     gd_budget_s: float | None = None  # GD's add-back stops when this is spent (None: no limit)
     gd_sample_rows: int = 100_000  # GD scores candidates by KL on a seeded sample of this many rows
+    multi_sa: MultiSaSettings = field(default_factory=MultiSaSettings)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -136,6 +170,7 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
             partitions=None if parts == "auto" else parts,
             gd_budget_s=None if gdc.get("budget_s") is None else float(gdc["budget_s"]),
             gd_sample_rows=int(gdc.get("sample_rows", 100_000)),
+            multi_sa=MultiSaSettings.from_dict(_section(d, "multi_sa")),
         )
     except SpecError as e:
         raise SpecError(f"{where}: {e}") from None

@@ -87,8 +87,8 @@ def guardian_failure(tables: Sequence[PublishedTable], t: PublishedTable, rule: 
     others = _graph(_entries(tables, skip=t.name))
     q_star = {a for a in t.attributes if a != s and any(_reachable(others, x, a) for x in q)}
     exposed = (q & set(t.attributes)) | q_star
-    if exposed and t.sensitive != s:
-        how = "a projection" if t.sensitive is None else f"anonymized for {t.sensitive}"
+    if exposed and not t.protects(s):
+        how = {"projection": "a projection", "anatomy": f"anonymized for {t.sensitive}"}.get(t.kind, f"multi-SA for {', '.join(t.sensitive_set)}")
         return (
             f"{t.name} is {how}, not for {s}, yet joins it to {', '.join(sorted(exposed))} "
             f"which the LHS reaches",

@@ -17,7 +17,7 @@ from .errors import SpecError
 ATTRIBUTE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")
 Kind = Literal["numeric", "categorical"]
 MissingPolicy = Literal["drop", "reject"]
-TableKind = Literal["anatomy", "generalized", "projection"]
+TableKind = Literal["anatomy", "generalized", "projection", "multi_sa"]
 
 
 def number_label(x: float) -> str:
@@ -169,13 +169,15 @@ class PublishedTable:
     """One table of a publication schema: its attributes and what protects it.
 
     A table anonymized for `sensitive` (anatomy) protects that attribute against every
-    other attribute of the table; a projection protects nothing.
+    other attribute of the table; a projection protects nothing. A multi-SA table (000
+    Appendix B) protects each attribute of `sensitive_set` against all the others.
     """
 
     name: str
     attributes: tuple[str, ...]
     sensitive: str | None = None
     enforces: tuple[int, ...] = field(default=())
+    sensitive_set: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
         if not self.attributes:
@@ -184,10 +186,24 @@ class PublishedTable:
             raise SpecError(f"table {self.name}: duplicate attributes")
         if self.sensitive is not None and self.sensitive not in self.attributes:
             raise SpecError(f"table {self.name}: sensitive attribute {self.sensitive} is not in the table")
+        if self.sensitive_set and (self.sensitive is not None or not set(self.sensitive_set) <= set(self.attributes)):
+            raise SpecError(f"table {self.name}: a multi-SA table's sensitive attributes must be among its attributes")
 
     @property
     def kind(self) -> TableKind:
+        if self.sensitive_set:
+            return "multi_sa"
         return "anatomy" if self.sensitive is not None else "projection"
+
+    @classmethod
+    def from_entry(cls, e: dict) -> PublishedTable:
+        """A manifest's table entry (DESIGN.md §4; a multi-SA entry lists its sensitive attributes)."""
+        if e.get("kind") == "multi_sa":
+            return cls(e["name"], tuple(e["attributes"]), None, tuple(e.get("enforces", ())), tuple(e["sensitive"]))
+        return cls(e["name"], tuple(e["attributes"]), e.get("sensitive"), tuple(e.get("enforces", ())))
+
+    def protects(self, attribute: str) -> bool:
+        return attribute == self.sensitive or attribute in self.sensitive_set
 
 
 @dataclass(frozen=True)

@@ -58,10 +58,21 @@ def release_table(manifest: dict) -> Table:
     for c in ("table", "kind", "attributes", "sensitive", "rows", "groups"):
         t.add_column(c, justify="right" if c in ("rows", "groups") else "left")
     for e in manifest["tables"]:
-        t.add_row(
-            e["name"], e["kind"], escape(", ".join(e["attributes"])), e["sensitive"] or "-", f"{e['rows']:,}", f"{e.get('groups', 0):,}" if e["kind"] == "anatomy" else "-"
-        )
+        sensitive = ", ".join(e["sensitive"]) if isinstance(e["sensitive"], list) else e["sensitive"] or "-"
+        groups = f"{e.get('groups', 0):,}" if "groups" in e else "-"
+        t.add_row(e["name"], e["kind"], escape(", ".join(e["attributes"])), escape(sensitive), f"{e['rows']:,}", groups)
     return t
+
+
+def multi_sa_line(cost: dict) -> str:
+    """The solver's account of a multi-SA release (000 Appendix B): never hides a time limit."""
+    line = (
+        f"multi-SA ({cost['mode']}, {cost['solver']}, {cost['chunks']} chunk(s)): {cost['solves']} programs solved in "
+        f"{cost['solve_seconds']:.2f} s, {cost['optimal']} proven optimal; {cost['suppressed_rows']:,} rows with suppressed sensitive values"
+    )
+    if not cost["all_optimal"]:
+        line += f"\n[yellow]warning: {cost['time_limited']} program(s) stopped at the time limit of {cost['time_limit_s']} s: groups are valid but not proven maximal[/yellow]"
+    return line
 
 
 def audit_table(report) -> Table:
@@ -91,9 +102,11 @@ def publish_summary(result) -> None:
 
     m = result.manifest
     console.print(release_table(m))
-    schema = Schema(tuple(PublishedTable(e["name"], tuple(e["attributes"]), e["sensitive"]) for e in m["tables"]))
+    schema = Schema(tuple(PublishedTable.from_entry(e) for e in m["tables"]))
     console.print(gnf_table(check_gnf(schema, parse_rules(m["rules"]))))
     l = m["privacy"]["l"]  # noqa: E741
+    if m["method"] == "multi_sa_bip":
+        console.print(multi_sa_line(m["method_cost"]))
     console.print(
         f"guarantee: for every rule Q -> S, Pr[t[S] | t[Q], release] <= 1/{l} (GNF, 000 Theorem 4.1); "
         f"audit passed ({m['audit']['checks']} checks); {m['source']['rows']:,} rows in {m['partitions']} partition(s)"

@@ -1,9 +1,15 @@
-"""Write-then-rename: an output directory appears complete or not at all."""
+"""Write-then-rename: an output directory appears complete or not at all.
+
+A run stages into a hidden sibling `.<name>.staging-<id>` holding an `owner` file
+(host and process id). A driver killed outright cannot clean up; the next run for the
+same target removes the staging directories whose owner is a process of this host
+that no longer exists (another host's are left alone: we cannot tell if it lives)."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import socket
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,16 +30,46 @@ def check_target(target: Path, overwrite: bool) -> None:
         raise VpubError(f"cannot write to {parent}: permission denied")
 
 
+OWNER = ".owner"
+
+
+def remove_stale_stages(target: Path) -> list[Path]:
+    """Remove staging directories of `target` left by dead processes of this host."""
+    removed = []
+    for stage in target.parent.glob(f".{target.name}.staging-*"):
+        try:
+            host, pid = (stage / OWNER).read_text().split()
+        except (OSError, ValueError):
+            continue
+        if host == socket.gethostname() and not _alive(int(pid)):
+            shutil.rmtree(stage, ignore_errors=True)
+            removed.append(stage)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 @contextmanager
 def staged_directory(target: str | Path, overwrite: bool = False) -> Iterator[Path]:
     """Yield a fresh staging directory beside `target`; on success rename it into place,
     on any failure delete it and leave `target` untouched."""
     target = Path(target)
     check_target(target, overwrite)
+    remove_stale_stages(target)
     stage = target.parent / f".{target.name}.staging-{uuid.uuid4().hex[:8]}"
     try:
         stage.mkdir()
+        (stage / OWNER).write_text(f"{socket.gethostname()} {os.getpid()}\n")
         yield stage
+        (stage / OWNER).unlink()
         if target.exists():
             old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
             target.rename(old)

@@ -8,9 +8,10 @@ from collections.abc import Callable, Sequence
 from ..errors import SpecError
 from ..model import Rule, Schema
 from .gd import GdCost, gd
+from .multi_sa import multi_sa_schema
 from .uad import single_attribute, uad
 
-METHODS = ("uad", "uad_plain", "gd", "single_attribute")
+METHODS = ("uad", "uad_plain", "gd", "single_attribute", "multi_sa_bip")
 
 
 def design(
@@ -29,6 +30,8 @@ def design(
         return uad(names, rules, seed, plain=True), None
     if method == "single_attribute":
         return single_attribute(names, rules), None
+    if method == "multi_sa_bip":
+        return multi_sa_schema(names, rules), None
     if method == "gd":
         return gd(names, rules, seed, gd_scorer() if gd_scorer else None, gd_budget_s)
     raise SpecError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")

@@ -104,25 +104,26 @@ class InProcessEngine:
         """A seeded sample of at most n rows as a pandas frame of codes (GD's scoring)."""
         return self.sample(loaded, n, seed).data
 
-    def shard_counts(self, loaded: LoadedTable, sensitive, seed: int):
+    def shard_counts(self, loaded: LoadedTable, sensitive, sharding):
         from ..kernels.partitioning import shard_counts
 
-        return shard_counts(loaded.data, sensitive, seed)
+        return shard_counts(loaded.data, sensitive, sharding)
+
+    def combination_counts(self, loaded: LoadedTable, columns):
+        """Rows per distinct combination of `columns` (codes + `count`), sorted."""
+        return loaded.data.groupby(list(columns), sort=True).size().rename("count").reset_index()
 
     def run_partitions(self, loaded: LoadedTable, plan, job):
         """Every partition in turn, through the same function the Spark tasks run."""
         import numpy as np
         import pandas as pd
 
-        from ..kernels.partitioning import shard_of
-        from ..release.parts import run_partition
-
         df = loaded.data
-        part = plan.part_of(shard_of(df, job.seed))
+        part = plan.part_of(job.shards(df))
         order = np.argsort(part, kind="stable")
         bounds = np.searchsorted(part[order], np.arange(plan.parts + 1))
         return pd.concat(
-            [run_partition(df.iloc[order[bounds[p] : bounds[p + 1]]].reset_index(drop=True), p, job) for p in range(plan.parts)],
+            [job.run(df.iloc[order[bounds[p] : bounds[p + 1]]].reset_index(drop=True), p) for p in range(plan.parts)],
             ignore_index=True,
         )
 

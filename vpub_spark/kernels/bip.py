@@ -16,15 +16,25 @@ never "has no solution": when the optimum selects nothing (or the solver finds n
 solution in its time limit), the residue is suppressed (its sensitive values are not
 published). A solve that stops at the time limit with a feasible, unproven solution is
 reported as `feasible (time limit)`, never as optimal.
+
+`multi_sa_chunk` runs the loop on one chunk of rows and places the rows: within each
+combination, tuples join the groups in a seeded random order (decision: Algorithm 3
+lets the solver pick among interchangeable tuples; a seeded choice makes the release
+reproducible). Rows are first put in a canonical order, so the result depends only on
+the chunk's content, the seed and the solver's answers. With a time limit, a solve may
+stop at a different point on a rerun; the manifest records every solve's status.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 import pulp
+
+from .anatomy import COUNT, GROUP
 
 SOLVERS = ("cbc", "highs")
 
@@ -59,34 +69,64 @@ def _solver(name: str, time_limit: float | None):
     raise ValueError(f"solver must be one of {', '.join(SOLVERS)}, not {name!r}")
 
 
-def constraint_cells(combos: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Every constraint of the program as (members, same): for each sensitive attribute
-    A_i and each combination v of the others, the combinations with S \\ A_i = v, and
-    among them those with one value a of A_i; the constraint is l * x(same) <= x(members)."""
+def constraint_cells(combos: np.ndarray) -> Iterator[tuple[np.ndarray, int, int]]:
+    """Every constraint of the program as (members, lo, hi): for each sensitive attribute
+    A_i and each combination v of the others, the combinations with S \\ A_i = v (sorted
+    by A_i), of which members[lo:hi] have one value a of A_i; the constraint is
+    l * x(members[lo:hi]) <= x(members). One sort per attribute (no scan per class)."""
     k, s = combos.shape
     for i in range(s):
         others = np.delete(combos, i, axis=1)
         v = np.unique(others, axis=0, return_inverse=True)[1].reshape(-1) if s > 1 else np.zeros(k, dtype=np.int64)
-        for g in np.unique(v):
-            members = np.flatnonzero(v == g)
-            a = combos[members, i]
-            for value in np.unique(a):
-                yield members, members[a == value]
+        order = np.lexsort((combos[:, i], v))
+        for members in np.split(order, np.flatnonzero(np.diff(v[order])) + 1):
+            cuts = [0, *(np.flatnonzero(np.diff(combos[members, i])) + 1).tolist(), len(members)]
+            for lo, hi in zip(cuts, cuts[1:], strict=False):
+                yield members, lo, hi
+
+
+def presolve(combos: np.ndarray, available: np.ndarray, l: int) -> np.ndarray:  # noqa: E741
+    """Combinations that can be non-zero in some solution. A constraint class (A_i, v)
+    whose live members show fewer than l distinct values of A_i forces all of them to 0
+    (each value's share is at most 1/l, so fewer than l values cannot add up to the
+    class's total unless it is 0); repeat until nothing changes. Sound, and it removes
+    most variables when the sensitive combinations are sparse."""
+    live = available > 0
+    s = combos.shape[1]
+    changed = True
+    while changed and live.any():
+        changed = False
+        for i in range(s):
+            idx = np.flatnonzero(live)
+            others = np.delete(combos[idx], i, axis=1)
+            cls = np.unique(others, axis=0, return_inverse=True)[1].reshape(-1) if s > 1 else np.zeros(len(idx), dtype=np.int64)
+            pairs = np.unique(np.stack([cls, combos[idx, i]], axis=1), axis=0)
+            distinct = np.bincount(pairs[:, 0], minlength=cls.max() + 1 if len(cls) else 0)
+            dead = distinct[cls] < l
+            if dead.any():
+                live[idx[dead]] = False
+                changed = True
+    return live
 
 
 def solve_group(combos: np.ndarray, available: np.ndarray, l: int, solver: str = "cbc", time_limit: float | None = 60.0) -> Solve:  # noqa: E741
     """One program of Algorithm 3 over the distinct sensitive combinations `combos`
-    [K, |S|] with `available` tuples each."""
+    [K, |S|] with `available` tuples each (variables only for what `presolve` keeps)."""
     import time
 
     t0 = time.perf_counter()
+    live = np.flatnonzero(presolve(combos, available, l))
+    selected = np.zeros(len(combos), dtype=np.int64)
+    if len(live) == 0:
+        return Solve(selected, "optimal", time.perf_counter() - t0)  # proven: only x = 0 is feasible
     prob = pulp.LpProblem("multi_sa", pulp.LpMaximize)
-    x = [pulp.LpVariable(f"x{k}", 0, int(available[k]), cat=pulp.LpInteger) for k in range(len(combos))]
+    x = [pulp.LpVariable(f"x{k}", 0, int(available[k]), cat=pulp.LpInteger) for k in live]
     prob += pulp.lpSum(x)
-    for members, same in constraint_cells(combos):
-        prob += l * pulp.lpSum(x[k] for k in same) <= pulp.lpSum(x[k] for k in members)
+    for members, lo, hi in constraint_cells(combos[live]):
+        if hi - lo < len(members):  # a class of one value was presolved to 0
+            terms = [(x[k], 1 - l if lo <= j < hi else 1) for j, k in enumerate(members.tolist())]
+            prob += pulp.LpAffineExpression(terms) >= 0
     prob.solve(_solver(solver, time_limit))
-    selected = np.array([int(round(var.value() or 0)) for var in x], dtype=np.int64)
     sol = prob.sol_status
     status = {
         pulp.LpSolutionOptimal: "optimal",
@@ -95,8 +135,8 @@ def solve_group(combos: np.ndarray, available: np.ndarray, l: int, solver: str =
         pulp.LpSolutionInfeasible: "infeasible",
         pulp.LpSolutionUnbounded: "unbounded",
     }.get(sol, f"unknown ({pulp.LpStatus.get(prob.status)})")
-    if status not in ("optimal", "feasible (time limit)"):
-        selected[:] = 0
+    if status in ("optimal", "feasible (time limit)"):
+        selected[live] = [int(round(var.value() or 0)) for var in x]
     return Solve(np.minimum(selected, available), status, time.perf_counter() - t0)
 
 
@@ -118,4 +158,75 @@ def multi_sa_groups(combos: np.ndarray, counts: np.ndarray, l: int, solver: str 
 
 def meets_constraints(combos: np.ndarray, selected: np.ndarray, l: int) -> bool:  # noqa: E741
     """The multi-SA condition of Algorithm 3 on one group (what the auditor will check)."""
-    return all(l * selected[same].sum() <= selected[members].sum() for members, same in constraint_cells(combos))
+    return all(l * selected[members[lo:hi]].sum() <= selected[members].sum() for members, lo, hi in constraint_cells(combos))
+
+
+def place_rows(inverse: np.ndarray, plan: MultiSaPlan, seed: int) -> np.ndarray:
+    """Each row's group index in `plan.groups` (len(groups): suppressed). Within each
+    combination k, rows in a seeded random order fill group 0's quota of k, then group
+    1's, ...; rows beyond the quotas are the suppressed residue."""
+    n = len(inverse)
+    order = np.lexsort((np.random.default_rng(seed).random(n), inverse))
+    k_sorted = inverse[order]
+    start = np.searchsorted(k_sorted, np.arange(len(plan.suppressed)))
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n) - start[k_sorted]
+    group = np.zeros(n, dtype=np.int64)
+    filled = np.zeros(len(plan.suppressed), dtype=np.int64)
+    for quota in plan.groups:  # one vectorized pass per group (groups are few)
+        filled = filled + quota
+        group += rank >= filled[inverse]
+    return group
+
+
+@dataclass(frozen=True)
+class ChunkResult:
+    qit: pd.DataFrame  # group_id + QI codes, one row per tuple
+    st: pd.DataFrame  # group_id + SA codes (null in a suppressed group) + count
+    plan: MultiSaPlan
+    suppressed_rows: int
+
+    @property
+    def groups(self) -> int:
+        return len(self.plan.groups) + (self.suppressed_rows > 0)
+
+
+def sa_combinations(chunk: pd.DataFrame, sa: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(distinct SA combinations [K, |S|] sorted, their counts, each row's combination)."""
+    combos, inverse, counts = np.unique(chunk[list(sa)].to_numpy(), axis=0, return_inverse=True, return_counts=True)
+    return combos, counts, inverse.reshape(-1)
+
+
+def multi_sa_chunk(
+    chunk: pd.DataFrame,
+    qi: Sequence[str],
+    sa: Sequence[str],
+    l: int,  # noqa: E741
+    seed: int,
+    solver: str = "cbc",
+    time_limit: float | None = 60.0,
+    first_group: int = 0,
+    plan: MultiSaPlan | None = None,
+    plan_combos: np.ndarray | None = None,
+) -> ChunkResult:
+    """Algorithm 3 on one chunk (or, with `plan`, the driver's solution for exactly this
+    chunk's combinations `plan_combos`): groups numbered from `first_group`, the
+    suppressed residue (if any) as one last group whose SA values are not published."""
+    qi, sa = list(qi), list(sa)
+    canon = chunk.sort_values([*sa, *qi], kind="stable").reset_index(drop=True)
+    combos, counts, inverse = sa_combinations(canon, sa)
+    if plan is None:
+        plan = multi_sa_groups(combos, counts, l, solver, time_limit)
+    elif plan_combos is None or not np.array_equal(plan_combos, combos):
+        raise ValueError("the given plan was solved for other SA combinations than this chunk has")
+    local = place_rows(inverse, plan, seed)
+    gid = (first_group + local).astype(np.int64)
+    suppressed = local == len(plan.groups)
+    qit = canon[qi].assign(**{GROUP: gid})[[GROUP, *qi]].sort_values([GROUP, *qi], kind="stable").reset_index(drop=True)
+    kept = canon.loc[~suppressed, sa].assign(**{GROUP: gid[~suppressed]})
+    st = kept.groupby([GROUP, *sa], sort=True).size().rename(COUNT).reset_index().astype({a: "Int32" for a in sa})
+    n_sup = int(suppressed.sum())
+    if n_sup:
+        row = {GROUP: [first_group + len(plan.groups)], **{a: pd.array([pd.NA], dtype="Int32") for a in sa}, COUNT: [n_sup]}
+        st = pd.concat([st, pd.DataFrame(row)], ignore_index=True)
+    return ChunkResult(qit, st[[GROUP, *sa, COUNT]], plan, n_sup)

@@ -57,12 +57,39 @@ def shard_of(frame: pd.DataFrame, seed: int) -> np.ndarray:
     return _shards(content_hash(frame, 0), seed)
 
 
-def shard_counts(frame: pd.DataFrame, sensitive: Sequence[str], seed: int) -> pd.DataFrame:
+@dataclass(frozen=True)
+class ContentShards:
+    """Random shards: a seeded hash of the row's content (anatomy's partitions)."""
+
+    seed: int
+
+    def of(self, frame: pd.DataFrame, h: np.ndarray | None = None) -> np.ndarray:
+        return _shards(content_hash(frame, 0) if h is None else h, self.seed)
+
+
+@dataclass(frozen=True)
+class QiShards:
+    """QI-local shards: the row's lexicographic position in the QI domain (attributes in
+    the given order, each code scaled by its domain size) cut into SHARDS equal ranges,
+    so consecutive shards hold QI-close rows (multi-SA's partitioned mode)."""
+
+    qi: tuple[str, ...]
+    sizes: tuple[int, ...]
+
+    def of(self, frame: pd.DataFrame, h: np.ndarray | None = None) -> np.ndarray:
+        pos, scale = np.zeros(len(frame)), 1.0
+        for a, d in zip(self.qi, self.sizes, strict=True):
+            scale /= d
+            pos += frame[a].to_numpy() * scale
+        return np.minimum((pos * SHARDS).astype(np.int32), SHARDS - 1)
+
+
+def shard_counts(frame: pd.DataFrame, sensitive: Sequence[str], sharding: ContentShards | QiShards) -> pd.DataFrame:
     """Partial counts of one batch: rows per shard (attr = ROWS), values of each sensitive
     attribute per shard (attr = its index in `sensitive`), and the fingerprint halves
     (attr = FINGERPRINT, value 0 and 1). Engines sum `count` by (attr, shard, value)."""
     h = content_hash(frame, 0)
-    shard = _shards(h, seed).astype(np.int64)
+    shard = sharding.of(frame, h).astype(np.int64)
     parts = [_tally(ROWS, shard, np.zeros_like(shard), 1)]
     for i, s in enumerate(sensitive):
         codes = frame[s].to_numpy().astype(np.int64)
@@ -144,6 +171,35 @@ def plan_partitions(counts: ShardCounts, l: int, target: int | None = None) -> P
             first = np.concatenate([[0], np.cumsum(rows // l)[:-1]]).astype(np.int64)
             return PartitionPlan(part.astype(np.int32), rows, first)
     raise PrivacyError(f"the table is not {l}-eligible for every sensitive attribute; no partitioning exists")
+
+
+def plan_chunks(counts: ShardCounts, l: int, chunk_rows: int) -> PartitionPlan:  # noqa: E741
+    """Contiguous runs of shards (QI-local with `QiShards`) of at least `chunk_rows` rows,
+    each l-eligible for every sensitive attribute on its own: a run closes once it is
+    both; a tail that is not eligible merges backwards. The whole table is one eligible
+    run, so a plan always exists. Group ids: a chunk's first row's index (a chunk never
+    makes more groups than rows)."""
+    if chunk_rows < 1:
+        raise PrivacyError(f"chunk_rows must be >= 1, not {chunk_rows}")
+    slack = _slack(counts, l)
+    rows = np.cumsum(counts.rows)
+    acc = np.cumsum(slack, axis=0)
+    ends: list[int] = []
+    begin_rows, begin_slack = 0, np.zeros(slack.shape[1])
+    for s in range(SHARDS):
+        if rows[s] - begin_rows >= chunk_rows and (acc[s] - begin_slack >= 0).all():
+            ends.append(s)
+            begin_rows, begin_slack = rows[s], acc[s]
+    if not ends or ends[-1] != SHARDS - 1:
+        ends.append(SHARDS - 1)
+    while len(ends) > 1:  # the tail (and what it merges into) must be eligible
+        before = ends[-2]
+        if rows[-1] - rows[before] > 0 and (acc[-1] - acc[before] >= 0).all():
+            break
+        ends.pop(-2)
+    part = np.searchsorted(np.asarray(ends), np.arange(SHARDS)).astype(np.int32)
+    sizes = np.bincount(part, weights=counts.rows, minlength=len(ends)).astype(np.int64)
+    return PartitionPlan(part, sizes, np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64))
 
 
 def _slack(counts: ShardCounts, l: int) -> np.ndarray:  # noqa: E741

@@ -3,7 +3,8 @@
 It shares no code with the writer or the anatomy kernel: it reads the manifest and the
 Parquet files with pyarrow and checks, per anatomy table, that QIT and ST agree on the
 groups and their sizes and that in every group no sensitive value has a share above
-1/l; per projection, that it is aggregated; that every table covers every row; and that
+1/l; per multi-SA table, the condition of 000 Appendix B in every group and how
+suppressed groups look; per projection, that it is aggregated; that every table covers every row; and that
 the manifest's schema is GNF for its rules (000 Definition 5) with the verdicts it
 records. With the source data it also checks that every table's multisets equal the
 source's projections (nothing lost, nothing invented), reading the source with the
@@ -79,7 +80,7 @@ def audit_release(path: str | Path, source: str | None = None, require_committed
         l = int(m["privacy"]["l"])  # noqa: E741
         rows = int(m["source"]["rows"])
         rules = parse_rules(m["rules"])
-        tables = [PublishedTable(t["name"], tuple(t["attributes"]), t.get("sensitive"), tuple(t.get("enforces", ()))) for t in m["tables"]]
+        tables = [PublishedTable.from_entry(t) for t in m["tables"]]
     except (VpubError, KeyError, TypeError, ValueError) as e:
         check("manifest schema", False, f"unreadable: {e}")
         return report
@@ -104,7 +105,7 @@ def _schema_checks(m: dict, tables: list[PublishedTable], rules, check: Callable
     recorded = m["gnf"].get("verdicts") if isinstance(m["gnf"], dict) else None
     check("GNF verdicts as recorded", recorded == [v.as_dict() for v in gnf.verdicts], "the manifest's verdicts match a fresh check")
     for entry, t in zip(m["tables"], tables, strict=True):
-        check(f"{t.name}: kind", entry.get("kind") == t.kind, f"{entry.get('kind')}; sensitive: {t.sensitive}")
+        check(f"{t.name}: kind", entry.get("kind") == t.kind, f"{entry.get('kind')}; sensitive: {t.sensitive or ', '.join(t.sensitive_set) or None}")
 
 
 def _table_checks(rel: Release, entry: dict, t: PublishedTable, l: int, rows: int, check: Callable) -> None:  # noqa: E741
@@ -118,6 +119,9 @@ def _table_checks(rel: Release, entry: dict, t: PublishedTable, l: int, rows: in
         check(f"{t.name}: covers every row", total == rows, f"counts sum to {total} of {rows}")
         distinct = counts.group_by(list(t.attributes)).aggregate([]).num_rows
         check(f"{t.name}: aggregated", distinct == counts.num_rows and pc.min(counts[COUNT]).as_py() > 0, f"{counts.num_rows} rows, {distinct} distinct")
+        return
+    if t.kind == "multi_sa":
+        _multi_sa_checks(rel, entry, t, l, rows, check)
         return
     s = t.sensitive
     qi = [a for a in t.attributes if a != s]
@@ -147,6 +151,52 @@ def _table_checks(rel: Release, entry: dict, t: PublishedTable, l: int, rows: in
     )
 
 
+def _multi_sa_checks(rel: Release, entry: dict, t: PublishedTable, l: int, rows: int, check: Callable) -> None:  # noqa: E741
+    """000 Appendix B: in every published group, for every sensitive attribute A_i, every
+    combination v of the other sensitive attributes and every value a of A_i,
+    l * count(a, v) <= count(v). Suppressed groups: one ST row, every sensitive value null."""
+    sa = list(t.sensitive_set)
+    qi = [a for a in t.attributes if a not in sa]
+    qit, st = rel.read(t.name, "qit"), rel.read(t.name, "st")
+    _columns(check, t.name, "qit", qit, [GROUP, *qi])
+    check(f"{t.name}/st: columns", sorted(st.column_names) == sorted([GROUP, *sa, COUNT]), f"{st.column_names}")
+    check(f"{t.name}: covers every row", qit.num_rows == rows, f"QIT has {qit.num_rows} rows of {rows}")
+    frame = st.to_pandas()
+    for a in sa:
+        frame[a] = frame[a].astype(object)
+    nulls = frame[sa].isna()
+    suppressed = nulls.all(axis=1)
+    check(f"{t.name}: suppression hides every sensitive value", (nulls.any(axis=1) == suppressed).all(), f"{int((nulls.any(axis=1) & ~suppressed).sum())} ST rows partly null")
+    sizes = qit.group_by(GROUP).aggregate([([], "count_all")]).to_pandas().set_index(GROUP)["count_all"]
+    st_sizes = frame.groupby(GROUP)[COUNT].sum()
+    same = sizes.sort_index().index.equals(st_sizes.sort_index().index)
+    check(f"{t.name}: same groups in QIT and ST", same, f"{len(sizes)} groups in QIT, {len(st_sizes)} in ST")
+    if not same:
+        return
+    check(f"{t.name}: group sizes agree", (sizes.sort_index() == st_sizes.sort_index()).all(), "per group, QIT rows = ST counts")
+    check(f"{t.name}: ST counts positive", (frame[COUNT] > 0).all(), f"smallest count {frame[COUNT].min()}")
+    sup_groups = frame.loc[suppressed, GROUP]
+    one_row = frame[GROUP].isin(sup_groups).sum() == len(sup_groups) and sup_groups.is_unique
+    sup_rows = int(frame.loc[suppressed, COUNT].sum())
+    check(f"{t.name}: suppressed groups", one_row, f"{len(sup_groups)} groups, {sup_rows} rows, one null ST row each")
+    check(f"{t.name}: suppressed rows as recorded", entry.get("suppressed_rows") == sup_rows, f"manifest {entry.get('suppressed_rows')}, files {sup_rows}")
+    cells = frame.loc[~suppressed].groupby([GROUP, *sa], sort=False)[COUNT].sum().reset_index()
+    worst, where, bad = 0.0, "", 0
+    for a in sa:
+        others = [b for b in sa if b != a]
+        total = cells.groupby([GROUP, *others], sort=False)[COUNT].transform("sum") if others else cells.groupby(GROUP)[COUNT].transform("sum")
+        bad += int((l * cells[COUNT] > total).sum())
+        share = (cells[COUNT] / total).to_numpy()
+        if len(share) and share.max() > worst:
+            i = int(np.argmax(share))
+            worst, where = float(share[i]), f"{a} in group {cells[GROUP].iloc[i]}"
+    check(
+        f"{t.name}: multi-SA {l}-diverse",
+        bad == 0,
+        f"{cells[GROUP].nunique()} groups; largest share of one value given the other sensitive values {worst:.3f} ({where}), limit 1/{l}",
+    )
+
+
 def _columns(check: Callable, table: str, part: str, data: pa.Table, expected: list[str]) -> None:
     names = data.column_names
     check(f"{table}/{part}: columns", sorted(names) == sorted(expected), f"{names}, expected {expected}")
@@ -163,14 +213,14 @@ def _labels(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _source_checks(rel: Release, tables: list[PublishedTable], source: str, check: Callable) -> None:
     from ..engines.inprocess import InProcessEngine
-    from ..kernels.partitioning import combine_counts, fingerprint, shard_counts
+    from ..kernels.partitioning import ContentShards, combine_counts, fingerprint, shard_counts
     from ..tablespec import table_spec_from_dict
 
     spec = table_spec_from_dict(rel.manifest["source"]["table_spec"])
     loaded = InProcessEngine().load(source, spec)
     data = loaded.data
     check("source: rows", loaded.rows == rel.manifest["source"]["rows"], f"source has {loaded.rows}, the manifest says {rel.manifest['source']['rows']}")
-    counts = combine_counts(shard_counts(data, [], 0), [], {})
+    counts = combine_counts(shard_counts(data, [], ContentShards(0)), [], {})
     same = fingerprint(counts, {a: loaded.dictionaries[a].labels for a in loaded.names}) == rel.manifest["source"].get("fingerprint")
     check("source: fingerprint", same, "the manifest's fingerprint" if same else "the source differs from the one the release was made from")
 
@@ -187,6 +237,15 @@ def _source_checks(rel: Release, tables: list[PublishedTable], source: str, chec
     for t in tables:
         if t.kind == "projection":
             pairs = [(list(t.attributes), release_counts(rel.read(t.name, "counts"), list(t.attributes), COUNT))]
+        elif t.kind == "multi_sa":
+            sa = list(t.sensitive_set)
+            qi = [a for a in t.attributes if a not in sa]
+            pairs = [(qi, release_counts(rel.read(t.name, "qit", qi), qi))] if qi else []
+            st = rel.read(t.name, "st", [*sa, COUNT]).drop_null()
+            published = release_counts(st, sa, COUNT)
+            merged = published.merge(source_counts(sa), on=sa, how="left", suffixes=("", "_source")).fillna(0)
+            invented = merged[merged[COUNT] > merged[f"{COUNT}_source"]]
+            check(f"{t.name}: ({', '.join(sa)}) within the source", invented.empty, "every published combination occurs as often in the source" if invented.empty else f"{len(invented)} combinations published more often than the source has them")
         else:
             qi = [a for a in t.attributes if a != t.sensitive]
             pairs = [

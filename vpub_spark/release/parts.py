@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from ..encoding import Dictionary, decode_batch
 from ..kernels.anatomy import anatomize
-from ..kernels.partitioning import PartitionPlan, partition_seed
+from ..kernels.partitioning import PartitionPlan, partition_seed, shard_of
 from ..model import Schema
 
 SUMMARY_COLUMNS = {"table": "string", "part": "int32", "rows": "int64", "groups": "int64", "task": "int32"}
@@ -39,6 +39,14 @@ class PartitionJob:
     seed: int
     first_group: tuple[int, ...]
     dictionaries: Mapping[str, Dictionary]
+
+    summary_schema = SUMMARY_SCHEMA
+
+    def shards(self, frame: pd.DataFrame):
+        return shard_of(frame, self.seed)
+
+    def run(self, frame: pd.DataFrame, part: int, task: int = -1) -> pd.DataFrame:
+        return run_partition(frame, part, self, task)
 
     @classmethod
     def of(cls, stage: Path, schema: Schema, l: int, seed: int, plan: PartitionPlan, dictionaries) -> PartitionJob:  # noqa: E741

@@ -13,7 +13,7 @@ from ..errors import DataError
 
 FORMAT_VERSION = 1
 MANIFEST, SUCCESS = "manifest.json", "_SUCCESS"
-PARTS = {"anatomy": ("qit", "st"), "projection": ("counts",), "generalized": ("groups", "st")}
+PARTS = {"anatomy": ("qit", "st"), "projection": ("counts",), "generalized": ("groups", "st"), "multi_sa": ("qit", "st")}
 GROUP, COUNT = "group_id", "count"
 
 

@@ -3,10 +3,12 @@
 `publish` is the one library call behind `vpub publish` and `jobs/publish.py`:
 1. read and encode the input (engine), draw or parse the rules, reduce them (000
    Theorem 3.1) and reject any rule no publication can meet;
-2. design the schema (UAD or single-attribute), which must be GNF;
-3. count shards and plan l-eligible partitions (kernels/partitioning.py);
+2. design the schema (decompose/methods.py), which must be GNF;
+3. count shards and plan l-eligible partitions (kernels/partitioning.py; the
+   multi-SA baseline plans and solves in release/multi_sa.py);
 4. in a staging directory beside the target: every anatomy table in one pass
-   (release/parts.py), every projection aggregated, then the manifest;
+   (release/parts.py) or the multi-SA table, every projection aggregated, then the
+   manifest;
 5. audit the staged files (release/audit.py); only if the audit passes, record it,
    write `_SUCCESS` and rename the staging directory into place.
 Any failure removes the staging directory; a committed release is never overwritten
@@ -30,13 +32,14 @@ from ..config import PublishConfig, RandomRules, resolve_table
 from ..decompose.methods import design
 from ..errors import PrivacyError, SpecError
 from ..gnf import check_gnf
-from ..kernels.partitioning import combine_counts, fingerprint, plan_partitions
+from ..kernels.partitioning import ContentShards, combine_counts, fingerprint, plan_partitions
 from ..model import Rule, Schema
 from ..rules import check_eligibility, ineligibility, parse_rules, random_rules, reduce_rules
 from ..staging import check_target, staged_directory
 from ..tablespec import table_spec_to_dict
 from ..utility.score import kl_scorer
 from .audit import AuditReport, audit_release
+from .multi_sa import multi_sa_cost, plan_multi_sa
 from .parts import PartitionJob, table_dir
 from .reader import COUNT, FORMAT_VERSION, GROUP, MANIFEST, PARTS, SUCCESS
 
@@ -120,19 +123,25 @@ def _publish(cfg: PublishConfig, engine, loaded, spec, release_id: str, target: 
         schema, method_cost = design_schema(cfg, engine, loaded, rules)
         gnf = check_gnf(schema, rules)
     sensitive = [t.sensitive for t in schema.tables if t.sensitive]
-    with step("plan partitions"):
-        domains = {a: loaded.dictionaries[a].size for a in loaded.names}
-        counts = combine_counts(engine.shard_counts(loaded, sensitive, cfg.seed), sensitive, domains)
-        if counts.total != loaded.rows:
-            raise PrivacyError(f"shard counts cover {counts.total} rows, the table has {loaded.rows}")
-        plan = plan_partitions(counts, cfg.l, cfg.partitions)
+    multi = next((t for t in schema.tables if t.kind == "multi_sa"), None)
     with staged_directory(target, cfg.overwrite) as stage:
+        with step("plan partitions" if multi is None else f"plan and solve ({cfg.multi_sa.mode})"):
+            if multi is not None:
+                counts, plan, job, driver_solves = plan_multi_sa(cfg, engine, loaded, multi, stage)
+            else:
+                domains = {a: loaded.dictionaries[a].size for a in loaded.names}
+                counts = combine_counts(engine.shard_counts(loaded, sensitive, ContentShards(cfg.seed)), sensitive, domains)
+                plan = plan_partitions(counts, cfg.l, cfg.partitions)
+                job = PartitionJob.of(stage, schema, cfg.l, cfg.seed, plan, loaded.dictionaries)
+            if counts.total != loaded.rows:
+                raise PrivacyError(f"shard counts cover {counts.total} rows, the table has {loaded.rows}")
         with step("anonymize and write"):
-            job = PartitionJob.of(stage, schema, cfg.l, cfg.seed, plan, loaded.dictionaries)
-            summary = engine.run_partitions(loaded, plan, job) if sensitive else None
+            summary = engine.run_partitions(loaded, plan, job) if sensitive or multi else None
             for t in schema.tables:
-                if t.sensitive is None:
+                if t.kind == "projection":
                     engine.write_projection(loaded, t.attributes, table_dir(stage, t.name, "counts"))
+        if multi is not None:
+            method_cost = multi_sa_cost(cfg.multi_sa, plan, summary, driver_solves)
         manifest = {
             "format_version": FORMAT_VERSION,
             "release_id": release_id,
@@ -186,13 +195,15 @@ def _table_entry(stage: Path, t, rows: int, l: int, summary) -> dict:  # noqa: E
         "name": t.name,
         "kind": t.kind,
         "attributes": list(t.attributes),
-        "sensitive": t.sensitive,
+        "sensitive": list(t.sensitive_set) if t.kind == "multi_sa" else t.sensitive,
         "enforces": list(t.enforces),
         "rows": rows,
         "parts": parts,
     }
-    if t.kind == "anatomy":
+    if t.kind in ("anatomy", "multi_sa"):
         entry["groups"] = int(summary.loc[summary["table"] == t.name, "groups"].sum())
+    if t.kind == "multi_sa":
+        entry["suppressed_rows"] = int(summary["suppressed"].sum())
     return entry
 
 

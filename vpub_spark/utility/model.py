@@ -133,7 +133,7 @@ def _domains(parts: Mapping[tuple[str, str], pd.DataFrame]) -> dict[str, list[st
         for a in frame.columns:
             if a not in (GROUP, COUNT):
                 col = frame[a]
-                labels.setdefault(a, set()).update(col.cat.categories if isinstance(col.dtype, pd.CategoricalDtype) else col.unique())
+                labels.setdefault(a, set()).update(col.cat.categories if isinstance(col.dtype, pd.CategoricalDtype) else col.dropna().unique())
     return {a: sort_labels(v) for a, v in labels.items()}
 
 
@@ -142,7 +142,8 @@ def to_codes(frame: pd.DataFrame, domains: Mapping[str, Sequence[str]]) -> pd.Da
     out = frame.copy()
     for a in frame.columns:
         if a in domains:
-            out[a] = pd.Categorical(frame[a].astype(str), categories=list(domains[a])).codes.astype(np.int32)
+            labels = frame[a].astype(str).where(frame[a].notna(), None)  # null (suppressed) -> -1
+            out[a] = pd.Categorical(labels, categories=list(domains[a])).codes.astype(np.int32)
     return out
 
 
@@ -158,6 +159,11 @@ def release_models(rel: Release, domains: Mapping[str, Sequence[str]] | None = N
             models.append(TableModel(t["name"], tuple(t["attributes"]), t["sensitive"], qit=coded["qit"], st=coded["st"]))
         elif t["kind"] == "projection":
             models.append(TableModel(t["name"], tuple(t["attributes"]), None, counts=coded["counts"]))
+        elif t["kind"] == "multi_sa":
+            from .multi_sa import MultiSaModel
+
+            sizes = {a: len(domains[a]) for a in t["sensitive"]}
+            models.append(MultiSaModel(t["name"], tuple(t["attributes"]), tuple(t["sensitive"]), coded["qit"], coded["st"], sizes))
         else:
             raise NotImplementedError(f"table kind {t['kind']!r} has no estimate yet")
     return models, domains

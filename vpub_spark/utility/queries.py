@@ -46,6 +46,8 @@ def exact_count(source: pd.DataFrame, query: Query) -> int:
 
 def table_estimate(m: TableModel, query: Query) -> float:
     """est_T of the query's conditions on T's attributes."""
+    if hasattr(m, "count"):  # a multi-SA table (utility/multi_sa.py)
+        return m.count(query)
     if m.sensitive is None:
         return float(m.counts.loc[_mask(m.counts, query), COUNT].sum())
     qi_q = {a: v for a, v in query.items() if a in m.qi}

@@ -166,7 +166,7 @@ class SparkEngine:
         the only rows that reach the driver, bounded by n (config gd.sample_rows)."""
         return self.sample(loaded, n, seed).data.toPandas()
 
-    def shard_counts(self, loaded: LoadedTable, sensitive, seed: int):
+    def shard_counts(self, loaded: LoadedTable, sensitive, sharding):
         """Per-batch partial counts (vectorized kernel in mapInArrow), summed by Spark."""
         import pyarrow as pa
         from pyspark.sql import functions as F
@@ -177,10 +177,16 @@ class SparkEngine:
 
         def run(batches):
             for b in batches:
-                yield pa.RecordBatch.from_pandas(shard_counts(b.to_pandas(), sensitive, seed), preserve_index=False)
+                yield pa.RecordBatch.from_pandas(shard_counts(b.to_pandas(), sensitive, sharding), preserve_index=False)
 
         partials = loaded.data.mapInArrow(run, struct_type(COUNT_SCHEMA)).groupBy("attr", "shard", "value").agg(F.sum("count").alias("count"))
         return partials.toPandas()  # small: shards x sensitive domains
+
+    def combination_counts(self, loaded: LoadedTable, columns):
+        """Rows per distinct combination of `columns` (codes + `count`), sorted: an
+        aggregate, as small as the number of combinations."""
+        cols = list(columns)
+        return loaded.data.groupBy(*cols).count().toPandas().sort_values(cols, kind="stable").reset_index(drop=True)
 
     def partition_keys(self, parts: int) -> list[int]:
         """For each partition p, a key k with pmod(hash(k), parts) = p: `repartition(parts, key)`
@@ -204,31 +210,28 @@ class SparkEngine:
 
     def run_partitions(self, loaded: LoadedTable, plan, job):
         """One shuffle: tag rows with their partition's key, `repartition(P, key)`, and run
-        `run_partition` per partition with applyInPandas; returns the summary rows."""
+        `job.run` per partition with applyInPandas; returns the summary rows (the job
+        says how rows map to shards and what a partition does: release/parts.py)."""
         import numpy as np
         import pyarrow as pa
         from pyspark import TaskContext
         from pyspark.sql import types as T
 
-        from ...kernels.partitioning import shard_of
-        from ...release.parts import SUMMARY_SCHEMA, run_partition
-
         keys = np.asarray(self.partition_keys(plan.parts), dtype=np.int64)
         key_of_shard = keys[plan.shard_part]
         part_of_key = {int(k): p for p, k in enumerate(keys)}
-        seed = job.seed
 
         def tag(batches):
             for b in batches:
                 frame = b.to_pandas()
-                yield pa.RecordBatch.from_pandas(frame.assign(__key=key_of_shard[shard_of(frame, seed)]), preserve_index=False)
+                yield pa.RecordBatch.from_pandas(frame.assign(__key=key_of_shard[job.shards(frame)]), preserve_index=False)
 
         def task(frame):
             part = part_of_key[int(frame["__key"].iloc[0])]
-            return run_partition(frame.drop(columns="__key"), part, job, TaskContext.get().partitionId())
+            return job.run(frame.drop(columns="__key"), part, TaskContext.get().partitionId())
 
         tagged = loaded.data.mapInArrow(tag, T.StructType(loaded.data.schema.fields + [T.StructField("__key", T.LongType())]))
-        return tagged.repartition(plan.parts, "__key").groupBy("__key").applyInPandas(task, struct_type(SUMMARY_SCHEMA)).toPandas()
+        return tagged.repartition(plan.parts, "__key").groupBy("__key").applyInPandas(task, struct_type(job.summary_schema)).toPandas()
 
     def write_projection(self, loaded: LoadedTable, attributes, directory: Path) -> None:
         """A duplicate-preserving projection, aggregated (`count`), decoded and written by Spark."""

@@ -119,6 +119,7 @@ def _submitted_conf() -> set[str]:
     """Keys spark-submit already set: under spark-submit the JVM (and its conf) exists first."""
     if "PYSPARK_GATEWAY_PORT" not in os.environ:
         return set()
-    from pyspark import SparkConf
+    from pyspark import SparkConf, SparkContext
 
+    SparkContext._ensure_initialized()  # connect to spark-submit's JVM: SparkConf() then reads its settings
     return {k for k, _ in SparkConf().getAll()}
