@@ -1,0 +1,137 @@
+"""The m-invariance kernels (issue 6, first part): ALGORITHMS.md §4's worked example,
+002 Theorem 2's eligibility error, 002 Tables 1-3's leak and its absence in our
+marginals, and over random tables: every group m-unique, one signature per tuple in
+every marginal, every tuple in exactly one group."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from vpub_spark.errors import PrivacyError
+from vpub_spark.kernels.minvariance import (
+    assign_buckets,
+    check_m_eligible,
+    decompose,
+    group_ncp,
+    place_leftovers,
+)
+
+
+def _bucketize(codes, s, m, extents, seed=0):
+    b, sig = assign_buckets(s, m, seed)
+    return place_leftovers(codes, s, b, sig, extents)
+
+
+def _signatures(group, s):
+    """Each row's signature: the set of sensitive values of its group."""
+    sets = pd.Series(s).groupby(group).agg(lambda x: frozenset(x))
+    return [sets[g] for g in group]
+
+
+def test_worked_example_of_algorithms_md():
+    age = np.array([10, 50, 12, 52, 14, 54, 48])
+    s = np.array([0, 0, 1, 1, 2, 2, 3])  # a a b b c c d
+    codes = pd.DataFrame({"age": age})
+    b, sig = _bucketize(codes, s, 3, {"age": 90})
+    groups = decompose(codes, s, b, {"age": 90})
+    boxes = sorted((int(age[groups == g].min()), int(age[groups == g].max()), tuple(sorted(s[groups == g]))) for g in np.unique(groups))
+    assert boxes == [(10, 14, (0, 1, 2)), (48, 54, (0, 1, 2, 3))]
+
+
+def test_not_m_eligible_names_the_value_and_its_share():
+    with pytest.raises(PrivacyError, match=r"disease = 'a' covers 3 of 6 rows \(50.0%\), more than 1/3"):
+        check_m_eligible(np.array([0, 0, 0, 1, 2, 3]), 3, "disease", ["a", "b", "c", "d"])
+
+
+def test_ncp():
+    codes = pd.DataFrame({"age": [20, 29, 30, 30], "zip": [0, 4, 2, 2]})
+    ncp = group_ncp(codes, np.array([0, 0, 1, 1]), {"age": 90, "zip": 4})
+    assert ncp[0] == pytest.approx(2 * (9 / 90 + 4 / 4)) and ncp[1] == 0
+
+
+# 002 Table 1 (Age, Zip in k, Sex M=0/F=1, Disease)
+AGE = [20, 19, 20, 24, 29, 34, 39, 45, 34]
+ZIP = [12, 20, 13, 16, 21, 24, 19, 14, 21]
+SEX = [0, 0, 1, 1, 1, 1, 0, 0, 1]
+DISEASE = ["bronchitis", "flu", "pneumonia", "gastritis", "flu", "gastritis", "bronchitis", "flu", "pneumonia"]
+
+
+def test_002_tables_2_and_3_leak_and_our_marginals_do_not():
+    s = pd.Categorical(DISEASE).codes.astype(np.int64)
+    table2 = np.array([0, 0, 1, 1, 2, 2, 3, 3, 3])  # 002 Table 2's groups (Bob, Alex | Jane, Lily | ...)
+    table3 = np.array([0, 2, 0, 1, 3, 3, 2, 1, 3])  # Table 3: Zip groups [12k-13k] [14k-16k] [19k-20k] [21k-24k]
+    bob = 0
+    leak = _signatures(table2, s)[bob] & _signatures(table3, s)[bob]
+    assert len(leak) == 1  # {bronchitis}: the attack of 002 §1
+    codes = pd.DataFrame({"age": AGE, "zip": ZIP, "sex": SEX})
+    extents = {"age": 26, "zip": 12, "sex": 1}
+    b, _ = _bucketize(codes, s, 2, extents)
+    m1 = decompose(codes, s, b, extents)  # <Age, Zip, Sex, Disease>
+    m2 = decompose(codes[["zip"]], s, b, extents)  # <Zip, Disease>
+    assert _signatures(m1, s) == _signatures(m2, s)
+    assert all(len(x) >= 2 for x in _signatures(m1, s))
+
+
+@st.composite
+def eligible_tables(draw):
+    m = draw(st.integers(2, 5))
+    values = draw(st.integers(m, m + 6))
+    n = draw(st.integers(m, 300))
+    seed = draw(st.integers(0, 10_000))
+    rng = np.random.default_rng(seed)
+    s = rng.integers(0, values, n)
+    cap = n // m
+    _, counts = np.unique(s, return_counts=True)
+    if counts.max() > cap:  # rebalance into an m-eligible table
+        s = np.resize(np.arange(values), n)
+        rng.shuffle(s)
+    assume(np.unique(s, return_counts=True)[1].max() * m <= n)
+    codes = pd.DataFrame({"a": rng.integers(0, 40, n), "b": rng.integers(0, 5, n), "c": rng.integers(0, 12, n)})
+    return codes, s.astype(np.int64), m, seed
+
+
+@settings(max_examples=60, deadline=None)
+@given(eligible_tables())
+def test_every_marginal_is_m_unique_with_one_signature_per_tuple(table):
+    codes, s, m, seed = table
+    extents = {"a": 39, "b": 4, "c": 11}
+    b, sig = _bucketize(codes, s, m, extents, seed)
+    assert (b >= 0).all()
+    for k, signature in enumerate(sig):
+        members = s[b == k]
+        vals, counts = np.unique(members, return_counts=True)
+        assert tuple(vals) == signature and len(vals) >= m and len(set(counts)) == 1
+    bucket_sig = [frozenset(sig[k]) for k in b]
+    for attrs in (["a", "b", "c"], ["b"], ["c", "a"]):
+        groups = decompose(codes[attrs], s, b, extents)
+        assert len(groups) == len(s)  # every tuple in exactly one group
+        per = pd.DataFrame({"g": groups, "s": s}).groupby("g")["s"]
+        assert (per.nunique() == per.size()).all() and (per.size() >= m).all()  # m-unique
+        assert _signatures(groups, s) == bucket_sig  # the same signature in every marginal
+
+
+@settings(max_examples=30, deadline=None)
+@given(eligible_tables(), st.sampled_from([1, 8, 32]))
+def test_partition_gives_m_eligible_sub_tables(table, blocks):
+    from vpub_spark.kernels.minvariance import partition
+
+    codes, s, m, seed = table
+    part = partition(codes, s, m, {"a": 39, "b": 4, "c": 11}, seed, blocks=blocks)
+    for p in np.unique(part):
+        members = s[part == p]
+        assert np.unique(members, return_counts=True)[1].max() * m <= len(members)
+
+
+def test_partition_keeps_close_tuples_together():
+    from vpub_spark.kernels.minvariance import partition
+
+    rng = np.random.default_rng(0)
+    age = np.concatenate([rng.integers(0, 10, 200), rng.integers(80, 90, 200)])  # two far clusters
+    s = np.resize(np.arange(4), 400)
+    part = partition(pd.DataFrame({"age": age}), s, 2, {"age": 89}, seed=1)
+    assert len(np.unique(part)) > 2
+    for p in np.unique(part):
+        ages = age[part == p]
+        assert ages.max() < 10 or ages.min() >= 80  # no sub-table straddles the two clusters
