@@ -56,6 +56,12 @@ def check_m_eligible(sensitive: np.ndarray, m: int, name: str = "the sensitive a
         )
 
 
+def top_counts(key: np.ndarray, sensitive: np.ndarray, keys: int) -> np.ndarray:
+    """Per key in [0, keys): how often its most frequent sensitive value occurs."""
+    top = pd.DataFrame({"k": key, "v": sensitive}).groupby(["k", "v"]).size().groupby(level=0).max()
+    return top.reindex(range(keys), fill_value=0).to_numpy()
+
+
 def group_ncp(codes: pd.DataFrame, group: np.ndarray, extents: Mapping[str, int]) -> pd.Series:
     """NCP(G) = |G| * sum_A (max_A - min_A) / extent_A for each group id in `group`
     (extent = |dom A| - 1; attributes with extent 0 add nothing)."""
@@ -171,57 +177,87 @@ def decompose(codes: pd.DataFrame, sensitive: np.ndarray, bucket: np.ndarray, ex
     return np.unique(node, return_inverse=True)[1].reshape(-1)
 
 
-def _eligible(s: np.ndarray, m: int) -> bool:
-    return len(s) >= m and np.unique(s, return_counts=True)[1].max() * m <= len(s)
-
-
-def _two_way(points: np.ndarray, order: np.ndarray, block: int) -> np.ndarray:
-    """002 Figure 1 lines 5-7 for one try: side 0 (the group seeded by the all-max
-    tuple) or 1 (all-min) for each point, visited in `order`, in blocks."""
-    top, bottom = points.max(0), points.min(0)  # the sub-table's own extremes (decision)
-    lo = np.stack([top, bottom])  # [2, d]: the artificial all-max and all-min tuples
+def _split_level(points: np.ndarray, node: np.ndarray, nodes: int, rng: np.random.Generator, blocks: int) -> np.ndarray:
+    """One try of 002 Figure 1 lines 4-7 for every node at once: side 0 (the group seeded
+    by the node's all-max artificial tuple) or 1 (all-min) per row. Each node's rows are
+    visited in a random order in `blocks` blocks; a row is decided against the two
+    groups as they were at its block's start (blocks = rows: the paper's greedy)."""
+    n, d = points.shape
+    key = rng.random(n)
+    order = np.lexsort((key, node))
+    size_of = np.bincount(node, minlength=nodes)
+    start = np.concatenate([[0], np.cumsum(size_of)[:-1]])
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n) - start[node[order]]
+    block = rank * blocks // np.maximum(size_of[node], 1)
+    sorted_pts = points[order]
+    top = np.maximum.reduceat(sorted_pts, start, axis=0)  # every node has rows, so start is strictly increasing
+    bottom = np.minimum.reduceat(sorted_pts, start, axis=0)
+    lo = np.stack([top, bottom], axis=1)  # [nodes, 2, d]: the artificial tuples (the node's own extremes)
     hi = lo.copy()
-    size = np.ones(2)
-    side = np.empty(len(order), dtype=np.int64)
-    for b0 in range(0, len(order), block):
-        rows = order[b0 : b0 + block]
-        x = points[rows]
-        width = (hi - lo).sum(1)  # [2]
-        grown = np.stack([(np.maximum(hi[g], x) - np.minimum(lo[g], x)).sum(1) for g in (0, 1)], axis=1)  # [b, 2]
-        delta = (size + 1) * grown - size * width
-        pick = (delta[:, 1] <= delta[:, 0]).astype(np.int64)  # the paper: G1 if delta1 < delta2, else G2
-        side[b0 : b0 + block] = pick
-        for g in (0, 1):
-            sel = x[pick == g]
-            if len(sel):
-                lo[g], hi[g] = np.minimum(lo[g], sel.min(0)), np.maximum(hi[g], sel.max(0))
-                size[g] += len(sel)
-    out = np.empty(len(order), dtype=np.int64)
-    out[order] = side
-    return out
+    size = np.ones((nodes, 2))
+    side = np.zeros(n, dtype=np.int64)
+    by_block = np.argsort(block, kind="stable")
+    bounds = np.searchsorted(block[by_block], np.arange(blocks + 1))
+    for j in range(blocks):
+        rows = by_block[bounds[j] : bounds[j + 1]]
+        if len(rows) == 0:
+            continue
+        x, g = points[rows], node[rows]
+        width = (hi[g] - lo[g]).sum(2)  # [r, 2]
+        grown = (np.maximum(hi[g], x[:, None, :]) - np.minimum(lo[g], x[:, None, :])).sum(2)
+        delta = (size[g] + 1) * grown - size[g] * width
+        pick = (delta[:, 1] <= delta[:, 0]).astype(np.int64)  # G1 if delta1 < delta2, else G2
+        side[rows] = pick
+        cell = g * 2 + pick  # fold the block into the boxes: one sort, one reduceat per bound
+        by = np.argsort(cell, kind="stable")
+        first = np.flatnonzero(np.concatenate([[True], np.diff(cell[by]) != 0]))
+        cg, cp = g[by][first], pick[by][first]
+        lo[cg, cp] = np.minimum(lo[cg, cp], np.minimum.reduceat(x[by], first, axis=0))
+        hi[cg, cp] = np.maximum(hi[cg, cp], np.maximum.reduceat(x[by], first, axis=0))
+        size[cg, cp] += np.diff(np.append(first, len(by)))
+    return side
+
+
+def _eligible_halves(node: np.ndarray, side: np.ndarray, sensitive: np.ndarray, nodes: int, m: int) -> np.ndarray:
+    """Per node: both halves non-empty and m-eligible."""
+    half = node * 2 + side
+    sizes = np.bincount(half, minlength=2 * nodes)
+    top = top_counts(half, sensitive, 2 * nodes)
+    ok = (sizes >= m) & (top * m <= sizes)
+    return ok[0::2] & ok[1::2]
 
 
 def partition(codes: pd.DataFrame, sensitive: np.ndarray, m: int, extents: Mapping[str, int], seed: int, tries: int = 5, blocks: int = 32) -> np.ndarray:
     """002 Figure 1: m-eligible sub-tables of QI-close tuples; returns a sub-table id per
-    row. A sub-table is split in two by `_two_way` (blocks of about size/`blocks`
-    tuples), at most `tries` shuffles, while both halves stay m-eligible."""
+    row. Every sub-table of a level is split at once (`_split_level`); a node whose
+    halves are not both m-eligible gets up to `tries` shuffles, then stays whole."""
     check_m_eligible(sensitive, m)
     scale = np.array([1.0 / extents[a] if extents[a] > 0 else 0.0 for a in codes.columns])
     points = codes.to_numpy(dtype=np.float64) * scale
     rng = np.random.default_rng(seed)
-    part = np.zeros(len(sensitive), dtype=np.int64)
-    todo, done = [np.arange(len(sensitive))], 0
-    while todo:
-        rows = todo.pop()
-        if len(rows) >= 2 * m:
-            for _ in range(tries):
-                side = _two_way(points[rows], rng.permutation(len(rows)), max(1, len(rows) // blocks))
-                left, right = rows[side == 0], rows[side == 1]
-                if _eligible(sensitive[left], m) and _eligible(sensitive[right], m):
-                    todo += [left, right]
-                    break
-            else:
-                part[rows], done = done, done + 1
-            continue
-        part[rows], done = done, done + 1
-    return part
+    node = np.zeros(len(sensitive), dtype=np.int64)
+    final = np.zeros(1, dtype=bool)
+    while not final.all():
+        nodes = len(final)
+        active = ~final & (np.bincount(node, minlength=nodes) >= 2 * m)
+        side = np.zeros(len(node), dtype=np.int64)
+        split = np.zeros(nodes, dtype=bool)
+        for _ in range(tries):
+            pending = active & ~split
+            rows = np.flatnonzero(pending[node])
+            if len(rows) == 0:
+                break
+            sub, local = np.unique(node[rows], return_inverse=True)
+            trial = _split_level(points[rows], local.reshape(-1), len(sub), rng, blocks)
+            good = _eligible_halves(local.reshape(-1), trial, sensitive[rows], len(sub), m)
+            accept = good[local.reshape(-1)]
+            side[rows[accept]] = trial[accept]
+            split[sub[good]] = True
+        child = np.where(split[node], node * 2 + side, node * 2)
+        was_final = np.where(split, False, True)[node]  # unsplit nodes become final
+        ids, node = np.unique(child, return_inverse=True)
+        node = node.reshape(-1)
+        final = np.zeros(len(ids), dtype=bool)
+        final[node[was_final]] = True
+    return node
