@@ -69,15 +69,21 @@ def _solver(name: str, time_limit: float | None):
     raise ValueError(f"solver must be one of {', '.join(SOLVERS)}, not {name!r}")
 
 
+def _classes(combos: np.ndarray, i: int) -> np.ndarray:
+    """Each combination's constraint class for attribute i: the id of its values on the
+    other sensitive attributes (all in one class when there is no other)."""
+    if combos.shape[1] == 1:
+        return np.zeros(len(combos), dtype=np.int64)
+    return np.unique(np.delete(combos, i, axis=1), axis=0, return_inverse=True)[1].reshape(-1)
+
+
 def constraint_cells(combos: np.ndarray) -> Iterator[tuple[np.ndarray, int, int]]:
     """Every constraint of the program as (members, lo, hi): for each sensitive attribute
     A_i and each combination v of the others, the combinations with S \\ A_i = v (sorted
     by A_i), of which members[lo:hi] have one value a of A_i; the constraint is
     l * x(members[lo:hi]) <= x(members). One sort per attribute (no scan per class)."""
-    k, s = combos.shape
-    for i in range(s):
-        others = np.delete(combos, i, axis=1)
-        v = np.unique(others, axis=0, return_inverse=True)[1].reshape(-1) if s > 1 else np.zeros(k, dtype=np.int64)
+    for i in range(combos.shape[1]):
+        v = _classes(combos, i)
         order = np.lexsort((combos[:, i], v))
         for members in np.split(order, np.flatnonzero(np.diff(v[order])) + 1):
             cuts = [0, *(np.flatnonzero(np.diff(combos[members, i])) + 1).tolist(), len(members)]
@@ -98,8 +104,7 @@ def presolve(combos: np.ndarray, available: np.ndarray, l: int) -> np.ndarray:  
         changed = False
         for i in range(s):
             idx = np.flatnonzero(live)
-            others = np.delete(combos[idx], i, axis=1)
-            cls = np.unique(others, axis=0, return_inverse=True)[1].reshape(-1) if s > 1 else np.zeros(len(idx), dtype=np.int64)
+            cls = _classes(combos[idx], i)
             pairs = np.unique(np.stack([cls, combos[idx, i]], axis=1), axis=0)
             distinct = np.bincount(pairs[:, 0], minlength=cls.max() + 1 if len(cls) else 0)
             dead = distinct[cls] < l

@@ -228,6 +228,18 @@ def _eligible_halves(node: np.ndarray, side: np.ndarray, sensitive: np.ndarray, 
     return ok[0::2] & ok[1::2]
 
 
+def next_level(node: np.ndarray, split: np.ndarray, side: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One level of a binary split of every node at once: rows of a `split` node go to
+    its child `side` (0/1), other nodes stay whole and become final. Returns the rows'
+    new dense node ids and which new nodes are final."""
+    child = np.where(split[node], node * 2 + side, node * 2)
+    ids, new = np.unique(child, return_inverse=True)
+    new = new.reshape(-1)
+    final = np.zeros(len(ids), dtype=bool)
+    final[new[~split[node]]] = True
+    return new, final
+
+
 def partition(codes: pd.DataFrame, sensitive: np.ndarray, m: int, extents: Mapping[str, int], seed: int, tries: int = 5, blocks: int = 32) -> np.ndarray:
     """002 Figure 1: m-eligible sub-tables of QI-close tuples; returns a sub-table id per
     row. Every sub-table of a level is split at once (`_split_level`); a node whose
@@ -254,10 +266,5 @@ def partition(codes: pd.DataFrame, sensitive: np.ndarray, m: int, extents: Mappi
             accept = good[local.reshape(-1)]
             side[rows[accept]] = trial[accept]
             split[sub[good]] = True
-        child = np.where(split[node], node * 2 + side, node * 2)
-        was_final = np.where(split, False, True)[node]  # unsplit nodes become final
-        ids, node = np.unique(child, return_inverse=True)
-        node = node.reshape(-1)
-        final = np.zeros(len(ids), dtype=bool)
-        final[node[was_final]] = True
+        node, final = next_level(node, split, side)
     return node

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from .minvariance import top_counts
+from .minvariance import next_level, top_counts
 
 
 def _allowed(node: np.ndarray, left: np.ndarray, sensitive: np.ndarray | None, l: int | None, k: int | None, nodes: int) -> np.ndarray:  # noqa: E741
@@ -58,11 +58,5 @@ def mondrian(codes: pd.DataFrame, extents: Mapping[str, int], sensitive: np.ndar
             take = ok[node]
             left[take] = trial[take]
             decided |= ok
-        split = decided & ~final
-        child = np.where(split[node], node * 2 + (~left).astype(np.int64), node * 2)
-        was_final = (~split)[node]
-        ids, node = np.unique(child, return_inverse=True)
-        node = node.reshape(-1)
-        final = np.zeros(len(ids), dtype=bool)
-        final[node[was_final]] = True
+        node, final = next_level(node, decided & ~final, (~left).astype(np.int64))
     return node

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from ..config import MultiSaSettings
 from ..decompose.multi_sa import split
@@ -45,13 +44,13 @@ from ..kernels.partitioning import (
     plan_chunks,
 )
 from ..model import PublishedTable
-from .parts import table_dir, write_parquet
+from .parts import arrow_schema, table_dir, write_parquet
 
 SUMMARY_COLUMNS = {
     "table": "string", "part": "int32", "rows": "int64", "groups": "int64", "suppressed": "int64",
     "solves": "int32", "optimal": "int32", "time_limited": "int32", "solve_s": "float64", "task": "int32",
 }  # fmt: skip
-SUMMARY_SCHEMA = pa.schema([(n, pa.string() if t == "string" else getattr(pa, t)()) for n, t in SUMMARY_COLUMNS.items()])
+SUMMARY_SCHEMA = arrow_schema(SUMMARY_COLUMNS)
 
 
 @dataclass(frozen=True)

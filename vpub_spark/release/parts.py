@@ -26,7 +26,14 @@ from ..kernels.partitioning import PartitionPlan, partition_seed, shard_of
 from ..model import Schema
 
 SUMMARY_COLUMNS = {"table": "string", "part": "int32", "rows": "int64", "groups": "int64", "task": "int32"}
-SUMMARY_SCHEMA = pa.schema([(n, pa.string() if t == "string" else getattr(pa, t)()) for n, t in SUMMARY_COLUMNS.items()])
+
+
+def arrow_schema(columns: Mapping[str, str]) -> pa.Schema:
+    """The Arrow schema of a summary frame's {column: dtype} (string or a numeric type)."""
+    return pa.schema([(n, pa.string() if t == "string" else getattr(pa, t)()) for n, t in columns.items()])
+
+
+SUMMARY_SCHEMA = arrow_schema(SUMMARY_COLUMNS)
 
 
 @dataclass(frozen=True)
