@@ -16,12 +16,14 @@ from vpub_spark.kernels.minvariance import (
     decompose,
     group_ncp,
     place_leftovers,
+    signatures,
 )
 
 
-def _bucketize(codes, s, m, extents, seed=0):
-    b, sig = assign_buckets(s, m, seed)
-    return place_leftovers(codes, s, b, sig, extents)
+def _bucketize(codes, s, m, extents, seed=0, sub=None):
+    b = place_leftovers(codes, s, assign_buckets(s, m, seed, sub), extents, sub)
+    sig = signatures(b, s)
+    return b, [sig[k] for k in range(len(sig))]
 
 
 def _signatures(group, s):
@@ -97,8 +99,13 @@ def eligible_tables(draw):
 def test_every_marginal_is_m_unique_with_one_signature_per_tuple(table):
     codes, s, m, seed = table
     extents = {"a": 39, "b": 4, "c": 11}
-    b, sig = _bucketize(codes, s, m, extents, seed)
+    sub = np.random.default_rng(seed).integers(0, 2, len(s)) if len(s) >= 4 * m and seed % 2 else None
+    if sub is not None and any(np.unique(s[sub == k], return_counts=True)[1].max() * m > (sub == k).sum() for k in (0, 1)):
+        sub = None  # the random split is not m-eligible on both sides: one sub-table
+    b, sig = _bucketize(codes, s, m, extents, seed, sub)
     assert (b >= 0).all()
+    if sub is not None:  # a bucket never spans two sub-tables
+        assert (pd.Series(sub).groupby(b).nunique() == 1).all()
     for k, signature in enumerate(sig):
         members = s[b == k]
         vals, counts = np.unique(members, return_counts=True)

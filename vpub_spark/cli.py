@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from . import __version__
-from .errors import VpubError
+from .errors import SpecError, VpubError
 
 
 def _engine(args):
@@ -156,6 +156,12 @@ def publish_config(args):
     )
     if args.l is not None:
         cfg = replace(cfg, privacy=PrivacySpec("l-diversity", args.l))
+    if args.m is not None:
+        cfg = replace(cfg, privacy=PrivacySpec("m-invariance", None, args.m))
+    if args.state is not None:
+        if cfg.marginals is None:
+            raise SpecError("--state needs method marginals and a `marginals:` section")
+        cfg = replace(cfg, marginals=replace(cfg.marginals, state=args.state))
     return replace(cfg, overwrite=args.overwrite) if args.overwrite else cfg
 
 
@@ -167,7 +173,7 @@ def cmd_publish(args) -> int:
 
     cfg = publish_config(args)
     engine = make_engine(cfg.engine, SparkSettings.load(cfg.spark))
-    console.print(f"publishing {cfg.input_path} with {cfg.method} on the {cfg.engine} engine (l = {cfg.l}, seed = {cfg.seed})")
+    console.print(f"publishing {cfg.input_path} with {cfg.method} on the {cfg.engine} engine ({'m' if cfg.method == 'marginals' else 'l'} = {cfg.l}, seed = {cfg.seed})")
     t0 = time.perf_counter()
     if cfg.engine == "spark":
         with progress_step("start Spark"):
@@ -180,10 +186,13 @@ def cmd_publish(args) -> int:
 
 def cmd_audit(args) -> int:
     from .release.audit import audit_release
+    from .release.private_audit import audit_store
     from .report import audit_table, console
 
+    if (args.release is None) == (args.state is None):
+        raise SpecError("give a release directory, or --state STORE for the private audit of a bucket store")
     with console.status("auditing ..."):
-        report = audit_release(args.release, source=args.source)
+        report = audit_store(args.state) if args.state else audit_release(args.release, source=args.source)
     if args.json:
         import json
 
@@ -191,6 +200,19 @@ def cmd_audit(args) -> int:
     else:
         console.print(audit_table(report))
     return 0 if report.passed else 1
+
+
+def cmd_marginals_add(args) -> int:
+    from .release.marginals import add_marginal
+    from .release.writer import Steps
+    from .report import console, progress_step, publish_summary
+
+    attrs = [a.strip() for a in args.attributes.split(",") if a.strip()]
+    t0 = time.perf_counter()
+    result = add_marginal(args.state, attrs, args.out, args.release_id, args.overwrite, Steps(progress_step))
+    publish_summary(result)
+    console.print(f"[green]release committed[/green] at {result.path} in {time.perf_counter() - t0:.1f} s")
+    return 0
 
 
 def cmd_bench_publish(args) -> int:
@@ -358,12 +380,25 @@ def build_parser() -> argparse.ArgumentParser:
     pb.add_argument("--spark-conf", default=None, help="override spark (settings YAML)")
     pb.add_argument("--seed", type=int, default=None)
     pb.add_argument("--l", type=int, default=None, help="override privacy.l")
+    pb.add_argument("--m", type=int, default=None, help="override privacy: m-invariance with this m (method marginals)")
+    pb.add_argument("--state", default=None, help="override marginals.state (the private bucket store)")
     pb.add_argument("--partitions", type=int, default=None, help="override partitions (default: auto)")
     pb.add_argument("--overwrite", action="store_true", help="replace a committed release with the same id")
     pb.set_defaults(func=cmd_publish)
 
+    mg = sub.add_parser("marginals", help="m-invariant marginals (002): add one from a private bucket store")
+    mgs = mg.add_subparsers(dest="marginals_cmd", required=True)
+    ma = mgs.add_parser("add", help="decompose the stored buckets for new attributes and publish them as a new release")
+    ma.add_argument("--state", required=True, help="the private bucket store (marginals.state of the first release)")
+    ma.add_argument("--attributes", required=True, help="the marginal's QI attributes, e.g. age,education")
+    ma.add_argument("--out", required=True, help="the output directory (the release goes to <out>/<release_id>)")
+    ma.add_argument("--release-id", default=None)
+    ma.add_argument("--overwrite", action="store_true")
+    ma.set_defaults(func=cmd_marginals_add)
+
     au = sub.add_parser("audit", help="re-check a release from its files alone")
-    au.add_argument("release", help="the release directory (<output>/<release_id>)")
+    au.add_argument("release", nargs="?", default=None, help="the release directory (<output>/<release_id>)")
+    au.add_argument("--state", default=None, help="instead: the private audit of a bucket store and every release made from it")
     au.add_argument("--source", default=None, help="also check every table against the source data")
     au.add_argument("--json", action="store_true", help="print the result as JSON")
     au.set_defaults(func=cmd_audit)

@@ -17,10 +17,10 @@ from typing import Any
 from .errors import SpecError
 from .model import PrivacySpec, TableSpec
 
-METHODS = ("uad", "gd", "single_attribute", "multi_sa_bip")
+METHODS = ("uad", "gd", "single_attribute", "multi_sa_bip", "marginals")
 BIP_MODES = ("exact", "partitioned")
 ENGINES = ("spark", "inprocess")
-KEYS = {"engine", "spark", "input", "privacy", "rules", "method", "output", "seed", "partitions", "gd", "multi_sa"}
+KEYS = {"engine", "spark", "input", "privacy", "rules", "method", "output", "seed", "partitions", "gd", "multi_sa", "marginals"}
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,57 @@ class MultiSaSettings:
         return cls(str(d.get("mode", "exact")), str(d.get("solver", "cbc")), None if t is None else float(t), d.get("chunk_rows", 20_000))
 
 
+def _names(v: Any, what: str) -> tuple[str, ...]:
+    items = [x.strip() for x in v.split(",")] if isinstance(v, str) else v
+    if not isinstance(items, list | tuple) or not items or not all(isinstance(x, str) and x for x in items):
+        raise SpecError(f"{what} must be a non-empty list of attribute names, not {v!r}")
+    return tuple(items)
+
+
+@dataclass(frozen=True)
+class MarginalSettings:
+    """`marginals:` of a config (002): the sensitive attribute, the QI attributes of each
+    marginal to publish now (the sensitive attribute is added to each), the private
+    bucket store (DESIGN.md §9; later marginals are added from it with `vpub marginals
+    add`), and the bucketization's knobs: `qi` (default: every other attribute: the
+    buckets are made once over all of them, so any later marginal can be decomposed),
+    Spark chunks of at least `chunk_rows` rows, 002 Figure 1's `tries` and `blocks`."""
+
+    sensitive: str = ""
+    schemas: tuple[tuple[str, ...], ...] = ()
+    state: str = ""
+    qi: tuple[str, ...] | None = None
+    chunk_rows: int = 50_000
+    tries: int = 5
+    blocks: int = 32
+
+    KEYS = ("sensitive", "schemas", "state", "qi", "chunk_rows", "tries", "blocks")
+
+    def __post_init__(self) -> None:
+        for k in ("chunk_rows", "tries", "blocks"):
+            v = getattr(self, k)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise SpecError(f"marginals.{k} must be a positive integer, not {v!r}")
+
+    @classmethod
+    def from_dict(cls, d: dict) -> MarginalSettings | None:
+        if not d:
+            return None
+        unknown = set(d) - set(cls.KEYS)
+        if unknown:
+            raise SpecError(f"marginals has unknown keys {', '.join(sorted(unknown))}; known: {', '.join(cls.KEYS)}")
+        for k in ("sensitive", "schemas", "state"):
+            if not d.get(k):
+                raise SpecError(f"marginals.{k} is required")
+        if not isinstance(d["schemas"], list):
+            raise SpecError("marginals.schemas must be a list of attribute lists, e.g. [[age], [age, gender]]")
+        return cls(
+            str(d["sensitive"]), tuple(_names(x, "each of marginals.schemas") for x in d["schemas"]), str(d["state"]),
+            None if d.get("qi") is None else _names(d["qi"], "marginals.qi"),
+            d.get("chunk_rows", 50_000), d.get("tries", 5), d.get("blocks", 32),
+        )  # fmt: skip
+
+
 @dataclass(frozen=True)
 class RandomRules:
     c: int = 5
@@ -80,14 +131,20 @@ class PublishConfig:
     gd_budget_s: float | None = None  # GD's add-back stops when this is spent (None: no limit)
     gd_sample_rows: int = 100_000  # GD scores candidates by KL on a seeded sample of this many rows
     multi_sa: MultiSaSettings = field(default_factory=MultiSaSettings)
+    marginals: MarginalSettings | None = None
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise SpecError(f"method must be one of {', '.join(METHODS)}, not {self.method!r}")
         if self.engine not in ENGINES:
             raise SpecError(f"engine must be spark or inprocess, not {self.engine!r}")
-        if self.privacy.model != "l-diversity":
-            raise SpecError(f"publish needs privacy model l-diversity, not {self.privacy.model}")
+        if self.method == "marginals":
+            if self.privacy.model != "m-invariance":
+                raise SpecError(f"method marginals needs privacy model m-invariance (privacy: {{model: m-invariance, m: 6}}), not {self.privacy.model}")
+            if self.marginals is None:
+                raise SpecError("method marginals needs a `marginals:` section with sensitive, schemas and state")
+        elif self.privacy.model != "l-diversity":
+            raise SpecError(f"method {self.method} needs privacy model l-diversity, not {self.privacy.model}")
         if self.partitions is not None and (not isinstance(self.partitions, int) or self.partitions < 1):
             raise SpecError(f"partitions must be a positive integer or auto, not {self.partitions!r}")
         if not isinstance(self.seed, int):
@@ -97,7 +154,7 @@ class PublishConfig:
 
     @property
     def l(self) -> int:  # noqa: E743
-        return int(self.privacy.l)  # type: ignore[arg-type]
+        return self.privacy.parameter  # m for the marginal publisher
 
     def with_overrides(self, **kw: Any) -> PublishConfig:
         return replace(self, **{k: v for k, v in kw.items() if v is not None})
@@ -160,7 +217,7 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
             table=None if inp.get("table") is None else str(inp["table"]),
             input_format=inp.get("format"),
             privacy=_privacy(_section(d, "privacy")),
-            rules=_rules(d.get("rules")),
+            rules=() if d.get("method") == "marginals" and d.get("rules") is None else _rules(d.get("rules")),
             method=str(d.get("method", "uad")),
             output_path=str(out.get("path", "releases")),
             release_id=None if out.get("release_id") is None else str(out["release_id"]),
@@ -171,6 +228,7 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
             gd_budget_s=None if gdc.get("budget_s") is None else float(gdc["budget_s"]),
             gd_sample_rows=int(gdc.get("sample_rows", 100_000)),
             multi_sa=MultiSaSettings.from_dict(_section(d, "multi_sa")),
+            marginals=MarginalSettings.from_dict(_section(d, "marginals")),
         )
     except SpecError as e:
         raise SpecError(f"{where}: {e}") from None

@@ -178,6 +178,7 @@ class PublishedTable:
     sensitive: str | None = None
     enforces: tuple[int, ...] = field(default=())
     sensitive_set: tuple[str, ...] = field(default=())
+    generalized: bool = False  # an m-unique generalized marginal (002) of `sensitive`
 
     def __post_init__(self) -> None:
         if not self.attributes:
@@ -193,6 +194,8 @@ class PublishedTable:
     def kind(self) -> TableKind:
         if self.sensitive_set:
             return "multi_sa"
+        if self.generalized:
+            return "generalized"
         return "anatomy" if self.sensitive is not None else "projection"
 
     @classmethod
@@ -200,7 +203,7 @@ class PublishedTable:
         """A manifest's table entry (DESIGN.md §4; a multi-SA entry lists its sensitive attributes)."""
         if e.get("kind") == "multi_sa":
             return cls(e["name"], tuple(e["attributes"]), None, tuple(e.get("enforces", ())), tuple(e["sensitive"]))
-        return cls(e["name"], tuple(e["attributes"]), e.get("sensitive"), tuple(e.get("enforces", ())))
+        return cls(e["name"], tuple(e["attributes"]), e.get("sensitive"), tuple(e.get("enforces", ())), generalized=e.get("kind") == "generalized")
 
     def protects(self, attribute: str) -> bool:
         return attribute == self.sensitive or attribute in self.sensitive_set

@@ -58,15 +58,18 @@ def _alive(pid: int) -> bool:
 
 
 @contextmanager
-def staged_directory(target: str | Path, overwrite: bool = False) -> Iterator[Path]:
+def staged_directory(target: str | Path, overwrite: bool = False, private: bool = False) -> Iterator[Path]:
     """Yield a fresh staging directory beside `target`; on success rename it into place,
-    on any failure delete it and leave `target` untouched."""
+    on any failure delete it and leave `target` untouched. `private`: owner-only
+    permissions (DESIGN.md §9), set before anything is written into it."""
     target = Path(target)
     check_target(target, overwrite)
     remove_stale_stages(target)
     stage = target.parent / f".{target.name}.staging-{uuid.uuid4().hex[:8]}"
     try:
-        stage.mkdir()
+        stage.mkdir(mode=0o700 if private else 0o777)
+        if private:
+            stage.chmod(0o700)  # mkdir's mode is filtered by the umask
         (stage / OWNER).write_text(f"{socket.gethostname()} {os.getpid()}\n")
         yield stage
         (stage / OWNER).unlink()

@@ -72,71 +72,159 @@ def group_ncp(codes: pd.DataFrame, group: np.ndarray, extents: Mapping[str, int]
     return width.sum(axis=1) * agg.size()
 
 
-def _runs(counts: np.ndarray, m: int) -> list[tuple[tuple[int, ...], int]]:
-    """(indices of the m pools taken, times) of the assigning step, from pool sizes alone."""
-    counts = counts.astype(np.int64).copy()
-    idx = np.arange(len(counts))
-    runs = []
-    while (counts > 0).sum() >= m:
-        order = np.lexsort((idx, -counts))
-        top = order[:m]
-        nxt = int(counts[order[m]]) if len(order) > m else 0
-        k = max(int(counts[top[-1]]) - nxt, 1)
-        runs.append((tuple(sorted(int(i) for i in top)), k))
-        counts[top] -= k
-    return runs
+def _runs(pool_sub: np.ndarray, pool_count: np.ndarray, m: int, subs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The assigning step's runs of every sub-table at once, from pool sizes alone. Pools
+    are sorted by (sub-table, value). Each round, every sub-table with at least m
+    non-empty pools takes one tuple from each of its m largest pools (ties to the smaller
+    value), k times, k = the m-th largest minus the (m+1)-th (at least 1): the same m
+    pools stay the largest that long. Returns (pool, run, k) per pool a run takes from;
+    runs are numbered in round order."""
+    counts = pool_count.astype(np.int64).copy()
+    out_pool, out_run, out_k = [], [], []
+    runs = 0
+    while True:
+        nonempty = np.bincount(pool_sub, weights=counts > 0, minlength=subs)
+        cand = np.flatnonzero((counts > 0) & (nonempty[pool_sub] >= m))
+        if len(cand) == 0:
+            break
+        order = cand[np.lexsort((cand, -counts[cand], pool_sub[cand]))]
+        sub_o = pool_sub[order]
+        first = np.flatnonzero(np.concatenate([[True], sub_o[1:] != sub_o[:-1]]))
+        size = np.diff(np.append(first, len(order)))
+        start = np.repeat(first, size)
+        rank = np.arange(len(order)) - start
+        mth = counts[order[first + m - 1]]
+        nxt = np.where(size > m, counts[order[np.minimum(first + m, len(order) - 1)]], 0)
+        k = np.maximum(mth - nxt, 1)
+        take = rank < m
+        run = runs + np.repeat(np.arange(len(first)), size)
+        out_pool.append(order[take])
+        out_run.append(run[take])
+        out_k.append(np.repeat(k, size)[take])
+        counts[order[take]] -= np.repeat(k, size)[take]
+        runs += len(first)
+    if not out_pool:
+        e = np.zeros(0, dtype=np.int64)
+        return e, e, e
+    return np.concatenate(out_pool), np.concatenate(out_run), np.concatenate(out_k)
 
 
-def assign_buckets(sensitive: np.ndarray, m: int, seed: int) -> tuple[np.ndarray, list[tuple[int, ...]]]:
-    """Each row's bucket (-1: a leftover) and each bucket's signature (sorted codes)."""
-    check_m_eligible(sensitive, m)
-    values, inverse, counts = np.unique(sensitive, return_inverse=True, return_counts=True)
-    runs = _runs(counts, m)
-    keys = sorted({sig for sig, _ in runs})
-    bucket_of = {sig: b for b, sig in enumerate(keys)}
-    bucket = np.full(len(sensitive), -1, dtype=np.int64)
-    order = np.lexsort((np.random.default_rng(seed).random(len(sensitive)), inverse))  # each pool, seeded
-    start = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    taken = np.zeros(len(values), dtype=np.int64)
-    for sig, k in runs:
-        for v in sig:
-            rows = order[start[v] + taken[v] : start[v] + taken[v] + k]
-            bucket[rows] = bucket_of[sig]
-            taken[v] += k
-    return bucket, [tuple(int(values[i]) for i in sig) for sig in keys]
+def _subs(sub: np.ndarray | None, n: int) -> np.ndarray:
+    return np.zeros(n, dtype=np.int64) if sub is None else np.unique(sub, return_inverse=True)[1].reshape(-1)
 
 
-def place_leftovers(
-    qi: pd.DataFrame, sensitive: np.ndarray, bucket: np.ndarray, signatures: list[tuple[int, ...]], extents: Mapping[str, int]
-) -> tuple[np.ndarray, list[tuple[int, ...]]]:
+def assign_buckets(sensitive: np.ndarray, m: int, seed: int, sub: np.ndarray | None = None) -> np.ndarray:
+    """Each row's bucket (-1: a leftover), for every sub-table (`sub`, default one) at
+    once. Buckets are keyed by (sub-table, signature) and numbered in that order; a
+    pool's tuples, in a seeded order, are dealt to the runs that take from it."""
+    n = len(sensitive)
+    sub = _subs(sub, n)
+    subs = int(sub.max()) + 1 if n else 0
+    if n == 0:
+        check_m_eligible(sensitive, m)
+    sizes, top = np.bincount(sub, minlength=subs), top_counts(sub, sensitive, subs)
+    if (top * m > sizes).any():
+        bad = int(np.argmax(top * m > sizes))
+        check_m_eligible(sensitive[sub == bad], m, "a sub-table's sensitive attribute")
+    width = int(sensitive.max()) + 1
+    pool_key = sub * width + sensitive
+    keys, pool_of, pool_count = np.unique(pool_key, return_inverse=True, return_counts=True)
+    pool_of = pool_of.reshape(-1)
+    pool_sub, pool_val = keys // width, keys % width
+    rp_pool, rp_run, rp_k = _runs(pool_sub, pool_count, m, subs)
+    runs = int(rp_run.max()) + 1 if len(rp_run) else 0
+    words = (width + 63) // 64  # the signature of a run as a bit set of its values
+    bits = np.zeros((runs, words), dtype=np.uint64)
+    v = pool_val[rp_pool]
+    np.bitwise_or.at(bits, (rp_run, v // 64), np.left_shift(np.uint64(1), (v % 64).astype(np.uint64)))
+    run_sub = np.zeros(runs, dtype=np.int64)
+    run_sub[rp_run] = pool_sub[rp_pool]
+    key = np.concatenate([run_sub[:, None].astype(np.uint64), bits], axis=1)
+    run_bucket = np.unique(key, axis=0, return_inverse=True)[1].reshape(-1) if runs else np.zeros(0, dtype=np.int64)
+    by = np.lexsort((rp_run, rp_pool))  # each pool's runs in round order
+    rp_pool, rp_run, rp_k = rp_pool[by], rp_run[by], rp_k[by]
+    pool_start = np.concatenate([[0], np.cumsum(pool_count)[:-1]])
+    csum = np.cumsum(rp_k)
+    block = np.flatnonzero(np.concatenate([[True], rp_pool[1:] != rp_pool[:-1]])) if len(rp_pool) else np.zeros(0, dtype=np.int64)
+    base = np.repeat(csum[block] - rp_k[block], np.diff(np.append(block, len(rp_pool))))
+    end = pool_start[rp_pool] + csum - base  # global sorted position where each (pool, run) share ends
+    order = np.lexsort((np.random.default_rng(seed).random(n), pool_of))  # each pool, seeded
+    j = np.searchsorted(end, np.arange(n), side="right")
+    ok = (j < len(end)) & (rp_pool[np.minimum(j, max(len(end) - 1, 0))] == pool_of[order]) if len(end) else np.zeros(n, dtype=bool)
+    bucket = np.full(n, -1, dtype=np.int64)
+    bucket[order[ok]] = run_bucket[rp_run[j[ok]]]
+    return bucket
+
+
+def signatures(bucket: np.ndarray, sensitive: np.ndarray) -> dict[int, tuple[int, ...]]:
+    """Each bucket's (or group's) signature: its sorted distinct sensitive values."""
+    pairs = np.unique(np.stack([bucket, sensitive], axis=1), axis=0)
+    out: dict[int, list[int]] = {}
+    for b, v in pairs:
+        out.setdefault(int(b), []).append(int(v))
+    return {b: tuple(v) for b, v in out.items()}
+
+
+def _boxes(pts: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(keys, min, max) of the points per key."""
+    order = np.argsort(key, kind="stable")
+    k = key[order]
+    first = np.flatnonzero(np.concatenate([[True], k[1:] != k[:-1]]))
+    return k[first], np.minimum.reduceat(pts[order], first, axis=0), np.maximum.reduceat(pts[order], first, axis=0)
+
+
+def place_leftovers(qi: pd.DataFrame, sensitive: np.ndarray, bucket: np.ndarray, extents: Mapping[str, int], sub: np.ndarray | None = None) -> np.ndarray:
     """Give every leftover (bucket -1) a bucket of its own built with one tuple per value
-    of the nearest bucket lacking its value (see the module's decision)."""
-    bucket, signatures = bucket.copy(), list(signatures)
+    of the nearest bucket of its sub-table lacking its value (see the module's decision).
+    Leftovers are handled in waves, the first pending one of every sub-table at once;
+    ties go to the lower bucket id and the lower row. Returns dense bucket ids."""
+    n = len(bucket)
+    sub = _subs(sub, n)
+    bucket = bucket.copy()
     scale = np.array([1.0 / extents[a] if extents[a] > 0 else 0.0 for a in qi.columns])
-    pts = qi.to_numpy(dtype=np.float64) * scale
-    for row in np.flatnonzero(bucket < 0):
-        v = int(sensitive[row])
-        best, best_growth = -1, np.inf
-        for b, sig in enumerate(signatures):
-            members = np.flatnonzero(bucket == b)
-            if v in sig or len(members) == 0:
-                continue
-            lo, hi = pts[members].min(0), pts[members].max(0)
-            growth = float((np.maximum(hi, pts[row]) - np.minimum(lo, pts[row])).sum() - (hi - lo).sum())
-            if growth < best_growth:
-                best, best_growth = b, growth
-        if best < 0:
-            raise PrivacyError(f"a leftover tuple with sensitive code {v} found no bucket without that value")
-        members = np.flatnonzero(bucket == best)
-        new = len(signatures)
-        for value in signatures[best]:
-            same = members[sensitive[members] == value]
-            nearest = same[np.argmin(np.abs(pts[same] - pts[row]).sum(1))]
-            bucket[nearest] = new
-        bucket[row] = new
-        signatures.append(tuple(sorted((*signatures[best], v))))
-    used, bucket = np.unique(bucket, return_inverse=True)  # drop buckets emptied above
-    return bucket.reshape(-1), [signatures[k] for k in used]
+    pts = qi.to_numpy(dtype=np.float64) * scale if len(qi.columns) else np.zeros((n, 1))
+    width = int(sensitive.max()) + 1 if n else 1
+    while (bucket < 0).any():
+        left = np.flatnonzero(bucket < 0)
+        _, first = np.unique(sub[left], return_index=True)
+        rows = left[first]  # one leftover per sub-table with any
+        members = np.flatnonzero((bucket >= 0) & np.isin(sub, sub[rows]))
+        ids, lo, hi = _boxes(pts[members], bucket[members])
+        b_sub = np.zeros(len(ids), dtype=np.int64)
+        b_sub[np.searchsorted(ids, bucket[members])] = sub[members]
+        has = np.unique(bucket[members] * width + sensitive[members])
+        pair = pd.DataFrame({"i": np.arange(len(rows)), "sub": sub[rows]}).merge(pd.DataFrame({"b": np.arange(len(ids)), "sub": b_sub}), on="sub")
+        i, b = pair["i"].to_numpy(), pair["b"].to_numpy()
+        keep = ~np.isin(ids[b] * width + sensitive[rows[i]], has)
+        i, b = i[keep], b[keep]
+        x = pts[rows[i]]
+        growth = (np.maximum(hi[b], x) - np.minimum(lo[b], x)).sum(1) - (hi[b] - lo[b]).sum(1)
+        pick = np.lexsort((b, growth, i))
+        i, b = i[pick], b[pick]
+        firsts = np.flatnonzero(np.concatenate([[True], i[1:] != i[:-1]])) if len(i) else np.zeros(0, dtype=np.int64)
+        if len(firsts) < len(rows):
+            lost = rows[np.setdiff1d(np.arange(len(rows)), i[firsts])[0]]
+            raise PrivacyError(f"a leftover tuple with sensitive code {int(sensitive[lost])} found no bucket of its sub-table without that value")
+        chosen = np.full(len(ids), -1, dtype=np.int64)
+        chosen[b[firsts]] = i[firsts]  # bucket -> the leftover it serves
+        mine = members[chosen[np.searchsorted(ids, bucket[members])] >= 0]
+        owner = chosen[np.searchsorted(ids, bucket[mine])]
+        dist = np.abs(pts[mine] - pts[rows[owner]]).sum(1)
+        near = mine[np.lexsort((mine, dist, sensitive[mine], owner))]
+        o = chosen[np.searchsorted(ids, bucket[near])]
+        firstv = np.concatenate([[True], (o[1:] != o[:-1]) | (sensitive[near][1:] != sensitive[near][:-1])])
+        new = bucket.max() + 1 + np.arange(len(rows))
+        bucket[near[firstv]] = new[o[firstv]]
+        bucket[rows] = new
+    return np.unique(bucket, return_inverse=True)[1].reshape(-1)
+
+
+def bucketize(qi: pd.DataFrame, sensitive: np.ndarray, m: int, extents: Mapping[str, int], seed: int, tries: int = 5, blocks: int = 32) -> tuple[np.ndarray, np.ndarray]:
+    """002's partitioning and assigning steps: (sub-table, bucket) per row. The rows'
+    order matters for ties: callers put them in a canonical order first."""
+    sub = partition(qi, sensitive, m, extents, seed, tries, blocks)
+    bucket = assign_buckets(sensitive, m, seed + 1, sub)
+    return sub, place_leftovers(qi, sensitive, bucket, extents, sub)
 
 
 def decompose(codes: pd.DataFrame, sensitive: np.ndarray, bucket: np.ndarray, extents: Mapping[str, int]) -> np.ndarray:
@@ -151,30 +239,38 @@ def decompose(codes: pd.DataFrame, sensitive: np.ndarray, bucket: np.ndarray, ex
         per = pd.DataFrame({"n": node, "s": sensitive}).groupby(["n", "s"]).size()
         c = per.groupby(level=0).max()  # every value of a bucket appears c times
         c_row = c.reindex(node).to_numpy()
-        if (c_row <= 1).all():
+        act = np.flatnonzero(c_row > 1)  # only nodes still to split do any work
+        if len(act) == 0:
             break
-        half = c_row // 2
-        best_side, best_cost = None, np.full(n, np.inf)
-        for j, _ in enumerate(attrs or [None]):
-            key = cols[:, j] if attrs else np.zeros(n, dtype=np.int64)
-            order = np.lexsort((np.arange(n), key, sensitive, node))
-            grp = np.stack([node[order], sensitive[order]], axis=1)
-            first = np.concatenate([[True], (grp[1:] != grp[:-1]).any(axis=1)])
-            start = np.maximum.accumulate(np.where(first, np.arange(n), 0))
-            rank = np.empty(n, dtype=np.int64)
-            rank[order] = np.arange(n) - start
-            side = (rank >= half).astype(np.int64)  # 0: left
-            split = node * 2 + side
-            cost = group_ncp(codes, split, extents) if attrs else pd.Series(0.0, index=np.unique(split))
-            node_cost = cost.groupby(cost.index // 2).sum().reindex(node).to_numpy()
-            better = (node_cost < best_cost) & (c_row > 1)
-            if best_side is None:
-                best_side = side
-            best_side = np.where(better, side, best_side)
-            best_cost = np.where(better, node_cost, best_cost)
-        new = np.where(c_row > 1, node * 2 + best_side, node * 2)
+        side = _halve(codes.iloc[act], cols[act], node[act], sensitive[act], c_row[act] // 2, extents)
+        new = node * 2
+        new[act] += side
         node = np.unique(new, return_inverse=True)[1].reshape(-1)
     return np.unique(node, return_inverse=True)[1].reshape(-1)
+
+
+def _halve(codes: pd.DataFrame, cols: np.ndarray, node: np.ndarray, sensitive: np.ndarray, half: np.ndarray, extents: Mapping[str, int]) -> np.ndarray:
+    """One level of `decompose` on the rows of nodes to split: per node, the side (0: left,
+    the first `half` tuples of each value in the order of one attribute) of the attribute
+    with the least NCP(B1) + NCP(B2) (ties: the first attribute)."""
+    n, attrs = len(node), list(codes.columns)
+    best_side, best_cost = None, np.full(n, np.inf)
+    for j in range(max(len(attrs), 1)):
+        key = cols[:, j] if attrs else np.zeros(n, dtype=np.int64)
+        order = np.lexsort((np.arange(n), key, sensitive, node))
+        grp = np.stack([node[order], sensitive[order]], axis=1)
+        first = np.concatenate([[True], (grp[1:] != grp[:-1]).any(axis=1)])
+        start = np.maximum.accumulate(np.where(first, np.arange(n), 0))
+        rank = np.empty(n, dtype=np.int64)
+        rank[order] = np.arange(n) - start
+        side = (rank >= half).astype(np.int64)
+        split = node * 2 + side
+        cost = group_ncp(codes, split, extents) if attrs else pd.Series(0.0, index=np.unique(split))
+        node_cost = cost.groupby(cost.index // 2).sum().reindex(node).to_numpy()
+        better = node_cost < best_cost
+        best_side = side if best_side is None else np.where(better, side, best_side)
+        best_cost = np.where(better, node_cost, best_cost)
+    return best_side
 
 
 def _split_level(points: np.ndarray, node: np.ndarray, nodes: int, rng: np.random.Generator, blocks: int) -> np.ndarray:

@@ -4,7 +4,8 @@ It shares no code with the writer or the anatomy kernel: it reads the manifest a
 Parquet files with pyarrow and checks, per anatomy table, that QIT and ST agree on the
 groups and their sizes and that in every group no sensitive value has a share above
 1/l; per multi-SA table, the condition of 000 Appendix B in every group and how
-suppressed groups look; per projection, that it is aggregated; that every table covers every row; and that
+suppressed groups look; per generalized marginal (002), that every group is m-unique and its box an interval
+of the published domain; per projection, that it is aggregated; that every table covers every row; and that
 the manifest's schema is GNF for its rules (000 Definition 5) with the verdicts it
 records. With the source data it also checks that every table's multisets equal the
 source's projections (nothing lost, nothing invented), reading the source with the
@@ -77,14 +78,17 @@ def audit_release(path: str | Path, source: str | None = None, require_committed
     if require_committed:
         check("committed", rel.committed, "_SUCCESS present" if rel.committed else "no _SUCCESS: the release was never committed")
     try:
-        l = int(m["privacy"]["l"])  # noqa: E741
+        l = int(m["privacy"]["l"] if m["privacy"].get("model", "l-diversity") == "l-diversity" else m["privacy"]["m"])  # noqa: E741
         rows = int(m["source"]["rows"])
         rules = parse_rules(m["rules"])
         tables = [PublishedTable.from_entry(t) for t in m["tables"]]
     except (VpubError, KeyError, TypeError, ValueError) as e:
         check("manifest schema", False, f"unreadable: {e}")
         return report
-    _schema_checks(m, tables, rules, check)
+    if m["privacy"].get("model") == "m-invariance":
+        _invariance_checks(rel, tables, check)
+    else:
+        _schema_checks(m, tables, rules, check)
     on_disk = {d.name for d in (rel.path / "tables").iterdir() if d.is_dir()} if (rel.path / "tables").is_dir() else set()
     listed = {t.name for t in tables}
     check("tables on disk", on_disk == listed, f"on disk {sorted(on_disk)}, in the manifest {sorted(listed)}")
@@ -96,6 +100,30 @@ def audit_release(path: str | Path, source: str | None = None, require_committed
     if source is not None:
         _source_checks(rel, tables, source, check)
     return report
+
+
+def _invariance_checks(rel: Release, tables: list[PublishedTable], check: Callable) -> None:
+    """m-invariant marginals (002 Theorems 3-4) are not judged by GNF (000), which would
+    flag any two tables sharing the sensitive attribute: they are safe together because
+    every tuple keeps its signature. From the files: every table is a generalized
+    marginal of one sensitive attribute, and every marginal shows the same multiset of
+    group signatures (a bucket with c tuples per value becomes c groups with its
+    signature in every marginal). Which tuple has which signature is checked by the
+    private audit (`vpub audit --state`)."""
+    kinds = {t.kind for t in tables}
+    sens = {t.sensitive for t in tables}
+    check("m-invariance: one sensitive attribute, generalized marginals", kinds == {"generalized"} and len(sens) == 1, f"kinds {sorted(kinds)}, sensitive {sorted(map(str, sens))}")
+    if kinds != {"generalized"} or len(sens) != 1:
+        return
+    s = next(iter(sens))
+    multisets = {}
+    for t in tables:
+        st = rel.read(t.name, "st", [GROUP, s]).to_pandas()
+        sig = st.assign(**{s: st[s].astype(str)}).sort_values([GROUP, s]).groupby(GROUP)[s].agg("\x1f".join)
+        multisets[t.name] = sig.value_counts().sort_index()
+    first = next(iter(multisets.values()))
+    differ = [n for n, v in multisets.items() if not v.equals(first)]
+    check("m-invariance: the same signatures in every marginal", not differ, f"{len(first)} distinct signatures in {len(tables)} marginals" if not differ else f"{', '.join(differ)} differ from {tables[0].name}")
 
 
 def _schema_checks(m: dict, tables: list[PublishedTable], rules, check: Callable) -> None:
@@ -123,6 +151,9 @@ def _table_checks(rel: Release, entry: dict, t: PublishedTable, l: int, rows: in
     if t.kind == "multi_sa":
         _multi_sa_checks(rel, entry, t, l, rows, check)
         return
+    if t.kind == "generalized":
+        _generalized_checks(rel, entry, t, l, rows, check)
+        return
     s = t.sensitive
     qi = [a for a in t.attributes if a != s]
     qit, st = rel.read(t.name, "qit"), rel.read(t.name, "st")
@@ -149,6 +180,39 @@ def _table_checks(rel: Release, entry: dict, t: PublishedTable, l: int, rows: in
         (top * l <= st_size).all(),
         f"{sizes.num_rows} groups; largest share {share[worst]:.3f} (group {joined[GROUP][worst].as_py()}), limit 1/{l} = {1 / l:.3f}",
     )
+
+
+def _generalized_checks(rel: Release, entry: dict, t: PublishedTable, m: int, rows: int, check: Callable) -> None:
+    """A marginal of the m-invariant publisher (002): GROUPS and ST agree on the groups and
+    their sizes, every group is m-unique (at least m sensitive values, each once) and
+    every box is an interval of the attribute's published domain (min <= max)."""
+    s = t.sensitive
+    qi = [a for a in t.attributes if a != s]
+    groups, st = rel.read(t.name, "groups"), rel.read(t.name, "st")
+    _columns(check, t.name, "groups", groups, [GROUP, *[f"{a}_{e}" for a in qi for e in ("min", "max")], "size"])
+    _columns(check, t.name, "st", st, [GROUP, s, COUNT])
+    g = groups.to_pandas()
+    per = st.group_by(GROUP).aggregate([(COUNT, "sum"), (COUNT, "max"), (s, "count_distinct")]).to_pandas()
+    per = per.rename(columns={f"{COUNT}_sum": "st_size", f"{COUNT}_max": "top", f"{s}_count_distinct": "values"})
+    joined = g.merge(per, on=GROUP, how="outer")
+    both = len(joined) == len(g) == len(per) and g[GROUP].is_unique
+    check(f"{t.name}: same groups in GROUPS and ST", both, f"{len(g)} groups in GROUPS, {len(per)} in ST")
+    if not both:
+        return
+    check(f"{t.name}: covers every row", int(g["size"].sum()) == rows, f"group sizes sum to {int(g['size'].sum())} of {rows}")
+    check(f"{t.name}: group sizes agree", (joined["size"] == joined["st_size"]).all(), f"{int((joined['size'] != joined['st_size']).sum())} groups differ")
+    unique = (joined["top"] == 1) & (joined["values"] == joined["st_size"]) & (joined["values"] >= m)
+    worst = joined.loc[~unique, GROUP].head(3).tolist()
+    check(f"{t.name}: {m}-unique", unique.all(), f"{len(joined)} groups, each with >= {m} distinct sensitive values, once each" if unique.all() else f"{int((~unique).sum())} groups are not, e.g. {worst}")
+    domains = entry.get("domains") or {}
+    for a in qi:
+        if a not in domains:
+            check(f"{t.name}: domain of {a}", False, "the manifest lists no domain")
+            continue
+        pos = {v: i for i, v in enumerate(domains[a])}
+        lo, hi = g[f"{a}_min"].astype(str).map(pos), g[f"{a}_max"].astype(str).map(pos)
+        ok = lo.notna().all() and hi.notna().all() and (lo <= hi).all()
+        check(f"{t.name}: boxes on {a}", ok, "every box an interval of the domain" if ok else "a box end is not a domain value or min > max")
 
 
 def _multi_sa_checks(rel: Release, entry: dict, t: PublishedTable, l: int, rows: int, check: Callable) -> None:  # noqa: E741
@@ -246,6 +310,8 @@ def _source_checks(rel: Release, tables: list[PublishedTable], source: str, chec
             merged = published.merge(source_counts(sa), on=sa, how="left", suffixes=("", "_source")).fillna(0)
             invented = merged[merged[COUNT] > merged[f"{COUNT}_source"]]
             check(f"{t.name}: ({', '.join(sa)}) within the source", invented.empty, "every published combination occurs as often in the source" if invented.empty else f"{len(invented)} combinations published more often than the source has them")
+        elif t.kind == "generalized":  # boxes hide QI values; the sensitive multiset must be the source's
+            pairs = [([t.sensitive], release_counts(rel.read(t.name, "st", [t.sensitive, COUNT]), [t.sensitive], COUNT))]
         else:
             qi = [a for a in t.attributes if a != t.sensitive]
             pairs = [

@@ -103,7 +103,8 @@ def publish(cfg: PublishConfig, engine, observer: Callable[[str], object] | None
     step = Steps(observer)
     t_start = time.perf_counter()
     path, spec = resolve_table(cfg)
-    release_id = cfg.release_id or f"{spec.name}-{cfg.method}-l{cfg.l}-seed{cfg.seed}"
+    letter = "m" if cfg.method == "marginals" else "l"
+    release_id = cfg.release_id or f"{spec.name}-{cfg.method}-{letter}{cfg.l}-seed{cfg.seed}"
     target = Path(cfg.output_path) / release_id
     check_target(target, cfg.overwrite)  # fail before any work: committed release, unwritable output
     reserved = [a for a in spec.names if a in RESERVED]
@@ -112,6 +113,10 @@ def publish(cfg: PublishConfig, engine, observer: Callable[[str], object] | None
     with step("read and encode"):
         loaded = engine.persist(engine.load(path, spec, cfg.input_format))
     try:
+        if cfg.method == "marginals":
+            from .marginals import publish_marginals
+
+            return publish_marginals(cfg, engine, loaded, release_id, target, step, _source(cfg, loaded, spec), t_start)
         return _publish(cfg, engine, loaded, spec, release_id, target, step, t_start)
     finally:
         engine.unpersist(loaded)
@@ -149,15 +154,7 @@ def _publish(cfg: PublishConfig, engine, loaded, spec, release_id: str, target: 
             "software_version": __version__,
             "seed": cfg.seed,
             "engine": engine.name,
-            "source": {
-                "path": str(cfg.input_path),
-                "rows": loaded.rows,
-                "rows_read": loaded.rows_read,
-                "rows_dropped": loaded.rows_dropped,
-                "columns": list(loaded.names),
-                "fingerprint": fingerprint(counts, {a: loaded.dictionaries[a].labels for a in loaded.names}),
-                "table_spec": table_spec_to_dict(spec),
-            },
+            "source": _source(cfg, loaded, spec) | {"fingerprint": fingerprint(counts, {a: loaded.dictionaries[a].labels for a in loaded.names})},
             "privacy": cfg.privacy.as_dict(),
             "rules": [r.as_dict() for r in rules],
             "rules_dropped": dropped,
@@ -169,16 +166,27 @@ def _publish(cfg: PublishConfig, engine, loaded, spec, release_id: str, target: 
             "config": cfg.effective(),
             "audit": None,
         }
-        _write_manifest(stage, manifest)
+        write_manifest(stage, manifest)
         with step("audit"):
             report = audit_release(stage, require_committed=False)
         if not report.passed:
             raise PrivacyError("the audit of the staged release failed, nothing was committed: " + "; ".join(report.as_dict()["failures"][:5]))
         manifest["audit"] = report.as_dict()
         manifest["timings_s"] = {k: round(v, 3) for k, v in step.timings.items()} | {"total": round(time.perf_counter() - t_start, 3)}
-        _write_manifest(stage, manifest)
+        write_manifest(stage, manifest)
         (stage / SUCCESS).write_text("")
     return PublishResult(target, manifest, report, dict(step.timings), summary)
+
+
+def _source(cfg: PublishConfig, loaded, spec) -> dict:
+    return {
+        "path": str(cfg.input_path),
+        "rows": loaded.rows,
+        "rows_read": loaded.rows_read,
+        "rows_dropped": loaded.rows_dropped,
+        "columns": list(loaded.names),
+        "table_spec": table_spec_to_dict(spec),
+    }
 
 
 def _table_entry(stage: Path, t, rows: int, l: int, summary) -> dict:  # noqa: E741
@@ -207,7 +215,7 @@ def _table_entry(stage: Path, t, rows: int, l: int, summary) -> dict:  # noqa: E
     return entry
 
 
-def _write_manifest(stage: Path, manifest: dict) -> None:
+def write_manifest(stage: Path, manifest: dict) -> None:
     tmp = stage / f".{MANIFEST}.tmp"
     tmp.write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
     tmp.replace(stage / MANIFEST)
