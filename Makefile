@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 PY      = $(BIN)/python
 
-.PHONY: demo test lint bench-generate bench-publish bench-publish-10m bench-texas bench-utility bench-multi-sa bench-bip-adult bench-cluster clean check-java
+.PHONY: demo test lint bench-generate bench-publish bench-publish-10m bench-texas bench-utility bench-multi-sa bench-marginals compare-marginals bench-bip-adult bench-cluster clean check-java
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,16 @@ bench-texas: check-java $(VENV)/.installed
 # 000 Appendix B: partitioned multi-SA on 1M sal rows per engine; exact vs partitioned vs UAD on a 50k sample
 bench-multi-sa: check-java $(VENV)/.installed
 	$(BIN)/vpub bench multi-sa --rows 1000000 --out out/bench-1m
+
+# issue 6: M1..M5 of 1M census rows at m = 6 (Spark and in-process) and ANGEL, one run
+bench-marginals: check-java $(VENV)/.installed
+	$(BIN)/vpub bench marginals --rows 1000000 --m 6 --out out/bench-1m
+
+# issue 6: 002 Figures 2-5 on census (200k rows) and on Adult
+compare-marginals: check-java $(VENV)/.installed
+	test -f out/census-200k/table.yaml || $(BIN)/vpub datasets generate census --rows 200000 --seed 1 --out out/census-200k
+	$(BIN)/vpub compare --config conf/compare_marginals.yaml
+	$(BIN)/vpub compare --config conf/compare_marginals_adult.yaml
 
 # issue 7: 10M sal and 1M texas on a local standalone cluster, 1 vs 2 one-core workers
 bench-cluster: check-java $(VENV)/.installed

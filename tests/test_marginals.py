@@ -23,6 +23,7 @@ from vpub_spark.release.private_audit import audit_store
 from vpub_spark.release.writer import publish
 
 SCHEMAS = [["age"], ["age", "sex"], ["age", "sex", "edu"]]
+QI = ["age", "sex", "edu", "marital"]  # marital only for marginals added later
 
 
 def _table(n: int, seed: int = 0) -> pd.DataFrame:
@@ -42,7 +43,7 @@ def data(tmp_path_factory):
 def _config(data, tmp, m=4, engine="inprocess", **kw):
     d = {
         "input": {"path": str(data)}, "privacy": {"model": "m-invariance", "m": m}, "method": "marginals",
-        "marginals": {"sensitive": "job", "schemas": SCHEMAS, "state": str(tmp / "private" / "store"), "chunk_rows": 700} | kw,
+        "marginals": {"sensitive": "job", "schemas": SCHEMAS, "state": str(tmp / "private" / "store"), "chunk_rows": 700, "qi": QI} | kw,
         "output": {"path": str(tmp / "out"), "release_id": "r1"}, "engine": engine, "seed": 5,
     }  # fmt: skip
     return config_from_dict(d)
@@ -117,7 +118,7 @@ def test_errors_are_clear_and_leave_nothing(data, tmp_path):
 def _config_dict(data, tmp, **marg):
     d = {
         "input": {"path": str(data)}, "privacy": {"model": "m-invariance", "m": 4}, "method": "marginals",
-        "marginals": {"sensitive": "job", "schemas": SCHEMAS, "state": str(tmp / "private" / "store"), "chunk_rows": 700} | marg,
+        "marginals": {"sensitive": "job", "schemas": SCHEMAS, "state": str(tmp / "private" / "store"), "chunk_rows": 700, "qi": QI} | marg,
         "output": {"path": str(tmp / "out"), "release_id": "r1"}, "engine": "inprocess", "seed": 5,
     }  # fmt: skip
     return d

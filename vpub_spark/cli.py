@@ -276,32 +276,47 @@ def cmd_utility(args) -> int:
 
 
 def cmd_compare(args) -> int:
+    """000 §6 (rule-based methods) or, for a config with `marginals:`, 002 §4 (m-invariant
+    marginals against ANGEL): run the sweeps, write results and plots, print the means."""
     from dataclasses import replace
 
     from rich.progress import Progress
+    from rich.table import Table
 
-    from .compare import compare_config_from_dict, run_compare, write_results
+    from .compare import MEASURES, compare_config_from_dict, run_compare, write_results
+    from .compare_marginals import marginals_compare_config_from_dict, run_marginals_compare
     from .report import console
     from .tablespec import load_yaml
 
-    cfg = compare_config_from_dict(load_yaml(args.config), args.config)
+    raw = load_yaml(args.config)
+    if isinstance(raw, dict) and "marginals" in raw:
+        cfg, run, unit = marginals_compare_config_from_dict(raw, args.config), run_marginals_compare, "points"
+        measures, columns = {"relative_error": "mean relative error", "time_s": "time for M1..Mk (s)"}, ["relative_error", "median_error", "time_s"]
+    else:
+        cfg, run, unit = compare_config_from_dict(raw, args.config), run_compare, "rule sets"
+        measures, columns = MEASURES, ["kl", "relative_error", "time_s"]
     cfg = replace(cfg, **{k: v for k, v in {"repeats": args.repeats, "out": args.out, "queries": args.queries}.items() if v is not None})
     total = sum(len(values) for _, values in cfg.sweeps) * cfg.repeats
     t0 = time.perf_counter()
     with Progress(console=console) as bar:
-        task = bar.add_task(f"{len(cfg.methods)} methods x {total} rule sets", total=total)
-        results = run_compare(cfg, lambda k: bar.advance(task, k))
-    files = write_results(results, cfg, Path(cfg.input_path).name)
-    from rich.table import Table
-
-    summary = results.groupby(["sweep", "value", "method"], sort=True)[["kl", "relative_error", "time_s"]].mean().reset_index()
-    t = Table(title=f"means over {cfg.repeats} rule sets (seed {cfg.seed})")
+        task = bar.add_task(f"{', '.join(cfg.methods)}: {total} {unit}", total=total)
+        results = run(cfg, lambda k: bar.advance(task, k))
+    files = write_results(results, cfg, Path(cfg.input_path).name, measures)
+    summary = results.groupby(["sweep", "value", "method"], sort=False)[columns].mean().reset_index()
+    t = Table(title=f"means over {cfg.repeats} repeat(s) of {cfg.queries} queries (seed {cfg.seed})")
     for c in summary.columns:
         t.add_column(c, justify="left" if c in ("sweep", "method") else "right")
     for row in summary.itertuples(index=False):
-        t.add_row(row.sweep, str(row.value), row.method, f"{row.kl:.4f}", f"{row.relative_error:.4f}", f"{row.time_s:.3f}")
+        t.add_row(row.sweep, str(row.value), row.method, *(f"{getattr(row, c):.4f}" for c in columns))
     console.print(t)
-    console.print(f"{len(results)} runs in {time.perf_counter() - t0:.0f} s; results and {len(files)} plots in {cfg.out}")
+    console.print(f"{len(results)} results in {time.perf_counter() - t0:.0f} s; results and {len(files)} plots in {cfg.out}")
+    return 0
+
+
+def cmd_bench_marginals(args) -> int:
+    from .bench import bench_marginals
+
+    bench_marginals(args)
     return 0
 
 
@@ -458,6 +473,16 @@ def build_parser() -> argparse.ArgumentParser:
     bm.add_argument("--spark-conf", default=None)
     bm.add_argument("--out", default="out/bench-1m")
     bm.set_defaults(func=cmd_bench_multi_sa)
+
+    bg = bn.add_parser("marginals", help="002 §4: M1..M5 of census at m, per engine, and ANGEL in the same run")
+    bg.add_argument("--rows", type=int, default=1_000_000)
+    bg.add_argument("--m", type=int, default=6)
+    bg.add_argument("--seed", type=int, default=7)
+    bg.add_argument("--chunk-rows", type=int, default=50_000)
+    bg.add_argument("--engines", default="spark,inprocess")
+    bg.add_argument("--spark-conf", default=None)
+    bg.add_argument("--out", default="out/bench-1m")
+    bg.set_defaults(func=cmd_bench_marginals)
 
     bu = bn.add_parser("utility", help="KL and query-workload time on a release")
     bu.add_argument("release")

@@ -156,9 +156,12 @@ def run_compare(cfg: CompareConfig, progress=None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def write_results(results: pd.DataFrame, cfg: CompareConfig, title: str) -> list[Path]:
+MEASURES = {"kl": "KL-divergence", "relative_error": "relative error", "time_s": "time (s)"}
+
+
+def write_results(results: pd.DataFrame, cfg, title: str, measures: dict[str, str] = MEASURES) -> list[Path]:
     """results.parquet, results.csv, summary.csv (means per method and value) and one
-    PNG per sweep and measure, shaped like 000 Figures 1-3 and 5-10."""
+    PNG per sweep and measure, shaped like 000 Figures 1-3 and 5-10 (002 Figures 2-5)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -168,10 +171,11 @@ def write_results(results: pd.DataFrame, cfg: CompareConfig, title: str) -> list
     out.mkdir(parents=True, exist_ok=True)
     results.to_parquet(out / "results.parquet", index=False)
     results.to_csv(out / "results.csv", index=False)
-    summary = results.groupby(["sweep", "value", "method"], sort=True)[["kl", "relative_error", "time_s", "tables"]].mean().reset_index()
+    extra = [c for c in ("tables", "median_error") if c in results.columns]
+    summary = results.groupby(["sweep", "value", "method"], sort=False)[[*measures, *extra]].mean().reset_index()
     summary.to_csv(out / "summary.csv", index=False)
     files = []
-    labels = {"kl": "KL-divergence", "relative_error": "relative error", "time_s": "time (s)"}
+    labels = measures
     for vary in summary["sweep"].unique():
         part = summary[summary["sweep"] == vary]
         for measure, label in labels.items():

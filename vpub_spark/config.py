@@ -67,9 +67,12 @@ class MarginalSettings:
     """`marginals:` of a config (002): the sensitive attribute, the QI attributes of each
     marginal to publish now (the sensitive attribute is added to each), the private
     bucket store (DESIGN.md §9; later marginals are added from it with `vpub marginals
-    add`), and the bucketization's knobs: `qi` (default: every other attribute: the
-    buckets are made once over all of them, so any later marginal can be decomposed),
-    Spark chunks of at least `chunk_rows` rows, 002 Figure 1's `tries` and `blocks`."""
+    add`), and the bucketization's knobs: `qi` (the attributes the buckets are made on),
+    Spark chunks of at least `chunk_rows` rows, 002 Figure 1's `tries` and `blocks`.
+    Decision: `qi` defaults to the attributes of the listed marginals (002 §4's setup:
+    the bucketization is made close on exactly those, which is what the queries see);
+    list more in `qi` to be able to add marginals on them later (`vpub marginals add`
+    can only use attributes the buckets were made on), at some cost in utility."""
 
     sensitive: str = ""
     schemas: tuple[tuple[str, ...], ...] = ()

@@ -99,6 +99,22 @@ def write_marginal(stage: str | Path, groups_dir: Path, table: str, codes: pd.Da
     return len(groups)
 
 
+def bucketize_chunk(frame: pd.DataFrame, qi, sensitive: str, m: int, extents, seed: int, part: int, tries: int, blocks: int):
+    """One chunk's rows in canonical order, their sub-tables and buckets (seeded by part)."""
+    canon = canonical(frame[[*qi, sensitive]])
+    sub, bucket = bucketize(canon[list(qi)], canon[sensitive].to_numpy(dtype=np.int64), m, extents, partition_seed(seed, 0, part), tries, blocks)
+    return canon, sub, bucket
+
+
+def plan_marginal_chunks(shard_counts_of, sizes: Mapping[str, int], qi, sensitive: str, m: int, chunk_rows: int):
+    """(sharding, shard counts, plan): QI-local m-eligible chunks of >= chunk_rows rows.
+    `shard_counts_of(sharding)` is the engine's count of the rows per shard and value."""
+    order = tuple(sorted(qi, key=lambda a: (-sizes[a], a)))  # the finest attribute first: finer cuts
+    sharding = QiShards(order, tuple(sizes[a] for a in order))
+    counts = combine_counts(shard_counts_of(sharding), [sensitive], sizes)
+    return sharding, counts, plan_chunks(counts, m, chunk_rows)
+
+
 @dataclass(frozen=True)
 class Marginal:
     name: str
@@ -128,10 +144,9 @@ class MarginalsJob:
         return self.sharding.of(frame)
 
     def run(self, frame: pd.DataFrame, part: int, task: int = -1) -> pd.DataFrame:
-        canon = canonical(frame[[*self.qi, self.sensitive]])
-        codes, s = canon[list(self.qi)], canon[self.sensitive].to_numpy(dtype=np.int64)
         extents = {a: self.dictionaries[a].size - 1 for a in self.qi}
-        sub, bucket = bucketize(codes, s, self.m, extents, partition_seed(self.seed, 0, part), self.tries, self.blocks)
+        canon, sub, bucket = bucketize_chunk(frame, self.qi, self.sensitive, self.m, extents, self.seed, part, self.tries, self.blocks)
+        codes, s = canon[list(self.qi)], canon[self.sensitive].to_numpy(dtype=np.int64)
         first = self.first_id[part]
         rows = first + np.arange(len(canon), dtype=np.int64)
         store = canon.assign(**{ROW: rows, SUB: first + sub, BUCKET: first + bucket})
@@ -221,7 +236,7 @@ def publish_marginals(cfg, engine, loaded, release_id: str, target: Path, step, 
     names = loaded.names
     if s.sensitive not in names:
         raise SpecError(f"marginals.sensitive {s.sensitive!r} is not an attribute; the table has {', '.join(names)}")
-    qi = tuple(s.qi or [a for a in names if a != s.sensitive])
+    qi = tuple(s.qi or [a for a in names if any(a in attrs for attrs in s.schemas)])
     unknown = [a for a in qi if a not in names or a == s.sensitive]
     if unknown:
         raise SpecError(f"marginals.qi: {', '.join(unknown)} not a QI attribute of the table ({', '.join(a for a in names if a != s.sensitive)})")
@@ -232,10 +247,7 @@ def publish_marginals(cfg, engine, loaded, release_id: str, target: Path, step, 
     check_eligible(labels, np.asarray(counts), m, s.sensitive)
     sizes = {a: loaded.dictionaries[a].size for a in names}
     with step("plan chunks"):
-        order = tuple(sorted(qi, key=lambda a: (-sizes[a], a)))  # the finest attribute first: finer cuts
-        sharding = QiShards(order, tuple(sizes[a] for a in order))
-        shard = combine_counts(engine.shard_counts(loaded, [s.sensitive], sharding), [s.sensitive], sizes)
-        plan = plan_chunks(shard, m, s.chunk_rows)
+        sharding, shard, plan = plan_marginal_chunks(lambda sh: engine.shard_counts(loaded, [s.sensitive], sh), sizes, qi, s.sensitive, m, s.chunk_rows)
     if shard.total != loaded.rows:
         raise PrivacyError(f"shard counts cover {shard.total} rows, the table has {loaded.rows}")
     source = source | {"fingerprint": fingerprint(shard, {a: loaded.dictionaries[a].labels for a in names})}

@@ -58,13 +58,21 @@ def boxes(codes: pd.DataFrame, group: np.ndarray, extra: Mapping[str, np.ndarray
     return counts.merge(box.reset_index(), on=GROUP)
 
 
-def angel_tables(qi: pd.DataFrame, marginal: list[str], sensitive: np.ndarray, m: int, extents: Mapping[str, int]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """ANGEL for one marginal (ALGORITHMS.md §1): batches = Mondrian m-diverse on every QI
-    attribute; groups = strict Mondrian with k = m on the marginal's attributes (002's
-    setup: ANGEL's parameter equals m). GT = (box, batch, count); BT = (batch, value, count)."""
+def angel_batches(qi: pd.DataFrame, sensitive: np.ndarray, m: int, extents: Mapping[str, int]) -> np.ndarray:
+    """ANGEL's batch partition (ALGORITHMS.md §1): Mondrian m-diverse on every QI attribute;
+    one BT serves every marginal."""
     from ..kernels.mondrian import mondrian
 
-    batch = mondrian(qi, extents, sensitive, l=m)
+    return mondrian(qi, extents, sensitive, l=m)
+
+
+def angel_tables(qi: pd.DataFrame, marginal: list[str], sensitive: np.ndarray, m: int, extents: Mapping[str, int], batch: np.ndarray | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """ANGEL for one marginal (ALGORITHMS.md §1): the batches (`angel_batches`, computed
+    here unless given); groups = strict Mondrian with k = m on the marginal's attributes
+    (002's setup: ANGEL's parameter equals m). GT = (box, batch, count); BT = (batch, value, count)."""
+    from ..kernels.mondrian import mondrian
+
+    batch = angel_batches(qi, sensitive, m, extents) if batch is None else batch
     group = mondrian(qi[marginal], extents, k=m)
     gt = boxes(qi[marginal], group, {"batch": batch})
     bt = pd.DataFrame({"batch": batch, "s": sensitive}).groupby(["batch", "s"]).size().rename(COUNT).reset_index()
