@@ -84,3 +84,17 @@ def test_small_comparison_run(tmp_path):
     assert (res["relative_error"] >= 0).all() and res["relative_error"].notna().all() and (res["time_s"] > 0).all()
     files = write_results(res, cfg, "t", {"relative_error": "error", "time_s": "time"})
     assert len(files) == 4 and all(f.stat().st_size > 0 for f in files)
+
+
+def test_shipped_configs_parse():
+    from pathlib import Path
+
+    from vpub_spark.config import load_config
+    from vpub_spark.tablespec import load_yaml
+
+    root = Path(__file__).resolve().parents[1] / "conf"
+    cfg = load_config(root / "census_marginals.yaml")
+    assert cfg.method == "marginals" and cfg.privacy.m == 6 and len(cfg.marginals.schemas) == 3
+    for name in ("compare_marginals.yaml", "compare_marginals_adult.yaml"):
+        c = marginals_compare_config_from_dict(load_yaml(root / name), name)
+        assert [k for k, _ in c.marginals] == ["M1", "M2", "M3", "M4", "M5"] and c.methods == ("marginals", "angel")
