@@ -27,12 +27,12 @@ ROW, SUB, BUCKET = "row", "sub", "bucket"
 STORE_FORMAT = 1
 
 
-def check_store_location(state: Path, output: Path) -> None:
-    """A store must not exist yet and must not lie inside the (public) output root."""
+def check_store_location(state: Path, output: Path, new: bool = True) -> None:
+    """A store must not lie inside the (public) output root; a `new` one must not exist yet."""
     state, output = state.resolve(), output.resolve()
     if state == output or output in state.parents:
         raise SpecError(f"the private store must not be inside the output directory ({output.name}); put it elsewhere")
-    if (state / STORE_FILE).exists():
+    if new and (state / STORE_FILE).exists():
         raise VpubError(f"{state.name} is already a bucket store; add marginals to it with `vpub marginals add --state ...`")
 
 

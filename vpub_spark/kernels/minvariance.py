@@ -44,15 +44,22 @@ from ..errors import PrivacyError
 def check_m_eligible(sensitive: np.ndarray, m: int, name: str = "the sensitive attribute", labels: Sequence[str] | None = None) -> None:
     """002 Theorem 2: an m-unique partition exists iff no value covers more than n/m."""
     values, counts = np.unique(sensitive, return_counts=True)
-    n = len(sensitive)
-    if n == 0 or counts.max() * m > n:
-        if n == 0:
-            raise PrivacyError("an empty table has no m-unique partition")
-        top = values[np.argmax(counts)]
-        label = labels[int(top)] if labels is not None else top
+    names = [labels[int(v)] for v in values] if labels is not None else list(values)
+    check_m_eligible_counts(names, counts, m, name)
+
+
+def check_m_eligible_counts(labels: Sequence, counts: np.ndarray, m: int, name: str = "the sensitive attribute") -> None:
+    """`check_m_eligible` from value counts (labels[i] has counts[i]); the error names the
+    most frequent value, its share and the largest m the table allows."""
+    counts = np.asarray(counts)
+    n = int(counts.sum())
+    if n == 0:
+        raise PrivacyError("an empty table has no m-unique partition")
+    top = int(np.argmax(counts))
+    if counts[top] * m > n:
         raise PrivacyError(
-            f"not {m}-eligible (002 Theorem 2): {name} = {label!r} covers {counts.max()} of {n} rows "
-            f"({counts.max() / n:.1%}), more than 1/{m} = {1 / m:.1%}"
+            f"not {m}-eligible (002 Theorem 2): {name} = {labels[top]!r} covers {int(counts[top])} of {n} rows "
+            f"({counts[top] / n:.1%}), more than 1/{m} = {1 / m:.1%}; choose m <= {n // int(counts[top])}"
         )
 
 

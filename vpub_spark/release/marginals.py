@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 from .. import __version__
 from ..encoding import Dictionary
 from ..errors import PrivacyError, SpecError
-from ..kernels.minvariance import bucketize, decompose
+from ..kernels.minvariance import bucketize, check_m_eligible_counts, decompose
 from ..kernels.partitioning import (
     QiShards,
     combine_counts,
@@ -62,7 +62,7 @@ from ..state import (
     write_store,
 )
 from .parts import arrow_schema, table_dir, write_parquet
-from .reader import COUNT, FORMAT_VERSION, GROUP, SUCCESS
+from .reader import COUNT, FORMAT_VERSION, GROUP
 
 SIZE = "size"
 SUMMARY_COLUMNS = {"table": "string", "part": "int32", "rows": "int64", "groups": "int64", "buckets": "int64", "subtables": "int64", "task": "int32"}
@@ -127,6 +127,7 @@ class MarginalsJob:
 
     stage: str
     store: str
+    release_id: str
     qi: tuple[str, ...]
     sensitive: str
     m: int
@@ -153,9 +154,9 @@ class MarginalsJob:
         write_parquet(store, {}, Path(self.store) / BUCKETS, f"part-{part:05d}.parquet")
         out = []
         for mg in self.marginals:
-            g = decompose(codes[list(mg.attributes)], s, bucket, extents)
-            groups_dir = group_dir(self.store, Path(self.stage).name, mg.name)
-            n = write_marginal(self.stage, groups_dir, mg.name, codes[list(mg.attributes)], self.sensitive, s, g, first, rows, self.dictionaries, part)
+            own = codes[list(mg.attributes)]
+            g = decompose(own, s, bucket, extents)
+            n = write_marginal(self.stage, group_dir(self.store, self.release_id, mg.name), mg.name, own, self.sensitive, s, g, first, rows, self.dictionaries, part)
             out.append({"table": mg.name, "part": part, "rows": len(canon), "groups": n, "buckets": int(bucket.max()) + 1, "subtables": int(sub.max()) + 1, "task": task})
         return pd.DataFrame(out, columns=list(SUMMARY_COLUMNS)).astype(SUMMARY_COLUMNS)
 
@@ -171,18 +172,6 @@ def _marginals(schemas, qi, sensitive: str) -> tuple[Marginal, ...]:
     if len({m.name for m in out}) != len(out):
         raise SpecError("the same marginal is listed twice")
     return tuple(out)
-
-
-def check_eligible(labels, counts: np.ndarray, m: int, name: str) -> None:
-    """002 Theorem 2 on the whole table, with a message naming the value and its share."""
-    n = int(counts.sum())
-    top = int(np.argmax(counts)) if n else 0
-    if n == 0 or counts[top] * m > n:
-        raise PrivacyError(
-            "an empty table has no m-unique partition" if n == 0 else
-            f"not {m}-eligible (002 Theorem 2): {name} = {labels[top]!r} covers {int(counts[top])} of {n} rows "
-            f"({counts[top] / n:.1%}), more than 1/{m} = {1 / m:.1%}; choose m <= {n // int(counts[top])}"
-        )  # fmt: skip
 
 
 def manifest_for(release_id: str, seed: int, engine: str, source: dict, m: int, tables: list[dict], sensitive: str, store_id: str, config: dict, cost: dict) -> dict:
@@ -211,26 +200,9 @@ def table_entry(stage: Path, mg: Marginal, sensitive: str, index: int, rows: int
     }  # fmt: skip
 
 
-def audit_and_commit(stage: Path, manifest: dict, step) -> None:
-    from .audit import audit_release
-    from .writer import write_manifest
-
-    write_manifest(stage, manifest)
-    with step("audit"):
-        report = audit_release(stage, require_committed=False)
-    if not report.passed:
-        raise PrivacyError("the audit of the staged release failed, nothing was committed: " + "; ".join(report.as_dict()["failures"][:5]))
-    manifest["audit"] = report.as_dict()
-    write_manifest(stage, manifest)
-    (stage / SUCCESS).write_text("")
-    return report
-
-
 def publish_marginals(cfg, engine, loaded, release_id: str, target: Path, step, source: dict, t_start: float):
     """`vpub publish` with method marginals (see the module docstring)."""
-    import time
-
-    from .writer import PublishResult
+    from .writer import PublishResult, audit_and_commit
 
     s, m = cfg.marginals, cfg.privacy.m
     names = loaded.names
@@ -244,7 +216,7 @@ def publish_marginals(cfg, engine, loaded, release_id: str, target: Path, step, 
     state = Path(s.state)
     check_store_location(state, Path(cfg.output_path))
     labels, counts = loaded.frequencies()[s.sensitive]
-    check_eligible(labels, np.asarray(counts), m, s.sensitive)
+    check_m_eligible_counts(labels, counts, m, s.sensitive)
     sizes = {a: loaded.dictionaries[a].size for a in names}
     with step("plan chunks"):
         sharding, shard, plan = plan_marginal_chunks(lambda sh: engine.shard_counts(loaded, [s.sensitive], sh), sizes, qi, s.sensitive, m, s.chunk_rows)
@@ -253,7 +225,7 @@ def publish_marginals(cfg, engine, loaded, release_id: str, target: Path, step, 
     source = source | {"fingerprint": fingerprint(shard, {a: loaded.dictionaries[a].labels for a in names})}
     store_id = new_store_id()
     with staged_directory(target, cfg.overwrite) as stage, staged_directory(state, private=True) as store:
-        job = MarginalsJob(str(stage), str(store), qi, s.sensitive, m, cfg.seed, s.tries, s.blocks, marginals,
+        job = MarginalsJob(str(stage), str(store), release_id, qi, s.sensitive, m, cfg.seed, s.tries, s.blocks, marginals,
                            tuple(int(x) for x in plan.first_group), dict(loaded.dictionaries), sharding)  # fmt: skip
         with step("bucketize, decompose and write"):
             summary = engine.run_partitions(loaded, plan, job)
@@ -262,26 +234,14 @@ def publish_marginals(cfg, engine, loaded, release_id: str, target: Path, step, 
         tables = [table_entry(stage, mg, s.sensitive, i, loaded.rows, int(summary.loc[summary["table"] == mg.name, "groups"].sum()), loaded.dictionaries) for i, mg in enumerate(marginals)]
         manifest = manifest_for(release_id, cfg.seed, engine.name, source, m, tables, s.sensitive, store_id, cfg.effective(), cost)
         manifest["partitions"] = plan.parts
-        report = audit_and_commit(stage, manifest, step)
-        manifest["timings_s"] = {k: round(v, 3) for k, v in step.timings.items()} | {"total": round(time.perf_counter() - t_start, 3)}
-        from .writer import write_manifest
-
-        write_manifest(stage, manifest)
+        report = audit_and_commit(stage, manifest, step, t_start)
         write_store(store, {
             "format": STORE_FORMAT, "store_id": store_id, "m": m, "seed": cfg.seed, "qi": list(qi), "sensitive": s.sensitive,
             "domains": {a: list(loaded.dictionaries[a].labels) for a in names}, "source": source,
             "published": [{"release_id": release_id, "release": str(target.resolve()), "table": mg.name, "attributes": list(mg.attributes)} for mg in marginals],
         })  # fmt: skip
-        _rename_group_dirs(store, stage.name, release_id)
         restrict(store)
     return PublishResult(target, manifest, report, dict(step.timings), summary)
-
-
-def _rename_group_dirs(store: Path, staged_name: str, release_id: str) -> None:
-    """Tasks wrote the links under the release's staging name; file them under its id."""
-    src = store / "groups" / staged_name
-    if src.exists():
-        src.rename(store / "groups" / release_id)
 
 
 def add_marginal(state: str | Path, attributes, output: str | Path, release_id: str | None = None, overwrite: bool = False, step=None):
@@ -289,8 +249,7 @@ def add_marginal(state: str | Path, attributes, output: str | Path, release_id: 
     them as a new release (the same signatures as every earlier marginal of the store)."""
     import time
 
-    from ..encoding import Dictionary
-    from .writer import PublishResult, Steps
+    from .writer import PublishResult, Steps, audit_and_commit
 
     step = step or Steps()
     t0 = time.perf_counter()
@@ -301,8 +260,7 @@ def add_marginal(state: str | Path, attributes, output: str | Path, release_id: 
     dictionaries = {a: Dictionary(a, tuple(v)) for a, v in meta["domains"].items()}
     release_id = release_id or f"{mg.name}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}"
     target = Path(output) / release_id
-    if state.resolve() == Path(output).resolve() or Path(output).resolve() in state.resolve().parents:
-        raise SpecError("the output directory must not contain the private store")
+    check_store_location(state, Path(output), new=False)
     extents = {a: dictionaries[a].size - 1 for a in qi}
     groups = 0
     with staged_directory(target, overwrite) as stage, staged_directory(group_dir(state, release_id, mg.name), overwrite, private=True) as links:
@@ -316,10 +274,9 @@ def add_marginal(state: str | Path, attributes, output: str | Path, release_id: 
         entry = table_entry(stage, mg, sensitive, 0, int(meta["source"]["rows"]), groups, dictionaries)
         cfg = {"state_id": meta["store_id"], "attributes": list(mg.attributes), "release_id": release_id}
         manifest = manifest_for(release_id, meta["seed"], "inprocess", meta["source"], meta["m"], [entry], sensitive, meta["store_id"], cfg, {"added_from_store": True})
-        report = audit_and_commit(stage, manifest, step)
+        report = audit_and_commit(stage, manifest, step, t0)
     meta = read_store(state)
     meta["published"].append({"release_id": release_id, "release": str(target.resolve()), "table": mg.name, "attributes": list(mg.attributes)})
     write_store(state, meta)
     restrict(state)
-    manifest["timings_s"] = {"total": round(time.perf_counter() - t0, 3)}
     return PublishResult(target, manifest, report, dict(step.timings), None)

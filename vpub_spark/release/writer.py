@@ -166,16 +166,23 @@ def _publish(cfg: PublishConfig, engine, loaded, spec, release_id: str, target: 
             "config": cfg.effective(),
             "audit": None,
         }
-        write_manifest(stage, manifest)
-        with step("audit"):
-            report = audit_release(stage, require_committed=False)
-        if not report.passed:
-            raise PrivacyError("the audit of the staged release failed, nothing was committed: " + "; ".join(report.as_dict()["failures"][:5]))
-        manifest["audit"] = report.as_dict()
-        manifest["timings_s"] = {k: round(v, 3) for k, v in step.timings.items()} | {"total": round(time.perf_counter() - t_start, 3)}
-        write_manifest(stage, manifest)
-        (stage / SUCCESS).write_text("")
+        report = audit_and_commit(stage, manifest, step, t_start)
     return PublishResult(target, manifest, report, dict(step.timings), summary)
+
+
+def audit_and_commit(stage: Path, manifest: dict, step: Steps, t_start: float) -> AuditReport:
+    """Write the manifest, audit the staged files, record the audit and the timings, and
+    mark the stage complete (`_SUCCESS`); a failed audit raises and commits nothing."""
+    write_manifest(stage, manifest)
+    with step("audit"):
+        report = audit_release(stage, require_committed=False)
+    if not report.passed:
+        raise PrivacyError("the audit of the staged release failed, nothing was committed: " + "; ".join(report.as_dict()["failures"][:5]))
+    manifest["audit"] = report.as_dict()
+    manifest["timings_s"] = {k: round(v, 3) for k, v in step.timings.items()} | {"total": round(time.perf_counter() - t_start, 3)}
+    write_manifest(stage, manifest)
+    (stage / SUCCESS).write_text("")
+    return report
 
 
 def _source(cfg: PublishConfig, loaded, spec) -> dict:
