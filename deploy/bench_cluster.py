@@ -54,11 +54,20 @@ class PeakMemory(threading.Thread):
         while not self.stop.is_set():
             for pid in filter(str.isdigit, os.listdir("/proc")):
                 try:
-                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                    cmd = (
+                        Path(f"/proc/{pid}/cmdline")
+                        .read_bytes()
+                        .replace(b"\0", b" ")
+                        .decode(errors="replace")
+                    )
                     role = next((r for r, key in ROLES.items() if key in cmd), None)
                     if role is None:
                         continue
-                    hwm = next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("VmHWM"))
+                    hwm = next(
+                        int(line.split()[1])
+                        for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                        if line.startswith("VmHWM")
+                    )
                 except (OSError, StopIteration, ValueError):
                     continue
                 self.peaks[role] = max(self.peaks.get(role, 0.0), hwm / 1024)
@@ -71,7 +80,9 @@ def run(cmd: list[str], env: dict, **kw) -> subprocess.CompletedProcess:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", action="append", default=None, help="NAME:ROWS (sal, texas, ...); repeatable")
+    ap.add_argument(
+        "--data", action="append", default=None, help="NAME:ROWS (sal, texas, ...); repeatable"
+    )
     ap.add_argument("--workers", default="1,2")
     ap.add_argument("--executor-memory", default="4g")
     ap.add_argument("--out", default="out/bench-cluster")
@@ -87,7 +98,23 @@ def main() -> int:
         data = out / f"{name}-{rows}"
         if not (data / "table.yaml").exists():
             print(f"generating {int(rows):,} rows of {name} (not timed) ...", flush=True)
-            gen = run([vpub, "datasets", "generate", name, "--rows", rows, "--seed", str(args.seed), "--out", str(data), "--engine", "inprocess"], os.environ.copy())
+            gen = run(
+                [
+                    vpub,
+                    "datasets",
+                    "generate",
+                    name,
+                    "--rows",
+                    rows,
+                    "--seed",
+                    str(args.seed),
+                    "--out",
+                    str(data),
+                    "--engine",
+                    "inprocess",
+                ],
+                os.environ.copy(),
+            )
             if gen.returncode:
                 sys.exit(gen.stderr)
         job = out / f"{name}.yaml"
@@ -100,7 +127,9 @@ def main() -> int:
                 "CLUSTER_DIR": str(out / "cluster"), "MASTER_PORT": str(_free_port()), "MASTER_UI_PORT": str(_free_port()),
                 "WORKER_CORES": "1", "WORKER_MEMORY": "6g", "PYTHON": py,
             }  # fmt: skip
-            started = run([str(ROOT / "deploy" / "cluster.sh"), "start", str(workers)], env, timeout=300)
+            started = run(
+                [str(ROOT / "deploy" / "cluster.sh"), "start", str(workers)], env, timeout=300
+            )
             if started.returncode:
                 sys.exit(started.stderr)
             url = started.stdout.strip().splitlines()[-1]
@@ -117,7 +146,9 @@ def main() -> int:
                 run([str(ROOT / "deploy" / "cluster.sh"), "stop"], env, timeout=300)
             if sub.returncode:
                 sys.exit(sub.stderr[-3000:])
-            manifest = json.loads((out / "releases" / f"{name}-{workers}w" / "manifest.json").read_text())
+            manifest = json.loads(
+                (out / "releases" / f"{name}-{workers}w" / "manifest.json").read_text()
+            )
             row = {"data": name, "rows": int(rows), "workers": workers, "wall_s": round(wall, 1),
                    "steps_s": manifest["timings_s"], "partitions": manifest["partitions"],
                    "peak_mib": {k: round(v) for k, v in sorted(monitor.peaks.items())}}  # fmt: skip
@@ -126,9 +157,13 @@ def main() -> int:
     for name in dict.fromkeys(r["data"] for r in results):
         by = {r["workers"]: r["wall_s"] for r in results if r["data"] == name}
         if 1 in by and 2 in by:
-            print(f"{name}: speed-up from 1 to 2 workers = {by[1] / by[2]:.2f}x ({by[1]} s -> {by[2]} s)")
+            print(
+                f"{name}: speed-up from 1 to 2 workers = {by[1] / by[2]:.2f}x ({by[1]} s -> {by[2]} s)"
+            )
     (out / "results.json").write_text(json.dumps(results, indent=2))
-    print(f"results in {out / 'results.json'}; median wall {statistics.median(r['wall_s'] for r in results)} s")
+    print(
+        f"results in {out / 'results.json'}; median wall {statistics.median(r['wall_s'] for r in results)} s"
+    )
     return 0
 
 

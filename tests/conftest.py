@@ -6,7 +6,9 @@ def spark():
     """One local[2] session for the whole run (UI off, Arrow on, few shuffle partitions)."""
     from vpub_spark.engines.spark.session import SparkSettings, get_session
 
-    session = get_session(SparkSettings(master="local[2]", driver_memory="2g", shuffle_partitions=4))
+    session = get_session(
+        SparkSettings(master="local[2]", driver_memory="2g", shuffle_partitions=4)
+    )
     yield session
     session.stop()
 

@@ -34,13 +34,19 @@ def write_table(frame: pd.DataFrame, directory: Path, name: str = "t") -> Path:
     return directory
 
 
-def config(data: Path, out: Path, rules, l: int = 2, **kw):  # noqa: E741
-    d = {"input": {"path": str(data)}, "privacy": {"l": l}, "rules": rules, "output": {"path": str(out)}, "engine": "inprocess"}
+def config(data: Path, out: Path, rules, l: int = 2, **kw):
+    d = {
+        "input": {"path": str(data)},
+        "privacy": {"l": l},
+        "rules": rules,
+        "output": {"path": str(out)},
+        "engine": "inprocess",
+    }
     d.update(kw)
     return config_from_dict(d)
 
 
-def publish_inprocess(data: Path, out: Path, rules, l: int = 2, **kw):  # noqa: E741
+def publish_inprocess(data: Path, out: Path, rules, l: int = 2, **kw):
     return publish(config(data, out, rules, l, **kw), InProcessEngine())
 
 
@@ -51,7 +57,9 @@ def contents(path: Path) -> dict:
     for t in rel.tables:
         for part in t["parts"]:
             f = rel.read(t["name"], part).to_pandas().astype(str)
-            out[(t["name"], part)] = f.sort_values(sorted(f.columns)).reset_index(drop=True)[sorted(f.columns)]
+            out[(t["name"], part)] = f.sort_values(sorted(f.columns)).reset_index(drop=True)[
+                sorted(f.columns)
+            ]
     return out
 
 

@@ -17,7 +17,7 @@ def _combos(rows: np.ndarray):
     return combos, counts
 
 
-def _best_by_enumeration(rows: np.ndarray, l: int) -> int:  # noqa: E741
+def _best_by_enumeration(rows: np.ndarray, l: int) -> int:
     combos, _ = _combos(rows)
     index = {tuple(c): k for k, c in enumerate(combos)}
     best = 0
@@ -33,7 +33,7 @@ def _best_by_enumeration(rows: np.ndarray, l: int) -> int:  # noqa: E741
 
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(2, 9), s=st.integers(1, 2), l=st.integers(2, 3))
-def test_optimum_equals_enumeration(seed, n, s, l):  # noqa: E741
+def test_optimum_equals_enumeration(seed, n, s, l):
     rows = np.random.default_rng(seed).integers(0, 3, (n, s))
     combos, counts = _combos(rows)
     best = _best_by_enumeration(rows, l)
@@ -47,7 +47,9 @@ def test_optimum_equals_enumeration(seed, n, s, l):  # noqa: E741
 def test_groups_meet_the_condition_and_residue_is_suppressed():
     rng = np.random.default_rng(4)
     rows = rng.integers(0, 4, (300, 2))
-    rows = np.vstack([rows, np.tile([[3, 3]], (40, 1))])  # a heavy combination that cannot all be grouped
+    rows = np.vstack(
+        [rows, np.tile([[3, 3]], (40, 1))]
+    )  # a heavy combination that cannot all be grouped
     combos, counts = _combos(rows)
     plan = multi_sa_groups(combos, counts, 2, "highs", 30)
     assert plan.groups and plan.all_optimal

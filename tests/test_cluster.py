@@ -45,12 +45,16 @@ def cluster(tmp_path_factory):
         "MASTER_UI_PORT": str(_free_port()), "WORKER_CORES": "1", "WORKER_MEMORY": "1536m", "PYTHON": sys.executable,
     }  # fmt: skip
     script = str(ROOT / "deploy" / "cluster.sh")
-    started = subprocess.run([script, "start", "2"], env=env, capture_output=True, text=True, timeout=180)
+    started = subprocess.run(
+        [script, "start", "2"], env=env, capture_output=True, text=True, timeout=180
+    )
     try:
         assert started.returncode == 0, started.stderr
         url = started.stdout.strip().splitlines()[-1]
         assert url == f"spark://127.0.0.1:{env['MASTER_PORT']}"
-        status = subprocess.run([script, "status"], env=env, capture_output=True, text=True, timeout=60)
+        status = subprocess.run(
+            [script, "status"], env=env, capture_output=True, text=True, timeout=60
+        )
         assert "2 alive worker(s)" in status.stdout, status.stdout + status.stderr
         yield url, env
     finally:
@@ -84,7 +88,9 @@ def _job(tmp_path: Path, sal: Path, out: Path) -> Path:
 def _submit(url: str, env: dict, job: Path, **popen) -> subprocess.Popen:
     cmd = [str(ROOT / "deploy" / "submit.sh"), "--master", url, "--conf", "spark.executor.memory=1g",
            "--conf", "spark.task.maxFailures=4", str(ROOT / "jobs" / "publish.py"), "--config", str(job)]  # fmt: skip
-    return subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+    return subprocess.Popen(
+        cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen
+    )
 
 
 def _wait_for_first_part(out: Path, proc: subprocess.Popen, timeout: float = 240) -> None:
@@ -101,7 +107,9 @@ def _wait_for_first_part(out: Path, proc: subprocess.Popen, timeout: float = 240
 
 def _executor_pids(cluster_dir: str) -> list[int]:
     """Executor JVMs this cluster's workers launched (their command line names the work dir)."""
-    out = subprocess.run(["pgrep", "-f", "CoarseGrainedExecutorBackend"], capture_output=True, text=True).stdout.split()
+    out = subprocess.run(
+        ["pgrep", "-f", "CoarseGrainedExecutorBackend"], capture_output=True, text=True
+    ).stdout.split()
     pids = []
     for p in out:
         try:
@@ -150,7 +158,9 @@ def test_killed_driver_commits_nothing_and_a_rerun_commits(cluster, sal, referen
     os.killpg(proc.pid, signal.SIGKILL)  # spark-submit's JVM and the Python driver
     proc.communicate(timeout=60)
     assert not (out / "r").exists()  # no committed (or half-written) release at the target
-    assert list(out.glob(".r.staging-*"))  # what the killed run wrote stays hidden in its staging directory
+    assert list(
+        out.glob(".r.staging-*")
+    )  # what the killed run wrote stays hidden in its staging directory
     rerun = _submit(url, env, job)
     _, err = rerun.communicate(timeout=600)
     assert rerun.returncode == 0, err[-3000:]

@@ -43,7 +43,9 @@ def test_spark_generation_equals_inprocess(spark_engine, inprocess, tmp_path):
     i = pq.read_table(tmp_path / "i" / "data").to_pandas()
     assert len(s) == rows
     key = list(s.columns)
-    assert s.sort_values(key).reset_index(drop=True).equals(i.sort_values(key).reset_index(drop=True))
+    assert (
+        s.sort_values(key).reset_index(drop=True).equals(i.sort_values(key).reset_index(drop=True))
+    )
     path, spec = resolve_input(tmp_path / "s", None)
     loaded = inprocess.load(path, spec)
     assert loaded.rows == rows and spec.names == tuple(key)
@@ -58,8 +60,18 @@ def test_adult_preset_domains_rows_and_sample(spark_engine, inprocess, tmp_path)
     path, spec = resolve_input(tmp_path / "adult", None)
     full = inprocess.load(path, spec)
     sizes = {a: full.dictionaries[a].size for a in full.names}
-    assert sizes == {"age": 6, "country": 2, "education": 7, "marital_status": 7, "occupation": 3, "income": 2, "sex": 2}
-    assert full.dictionaries["age"].labels[0] == "17-24" and full.dictionaries["occupation"].labels == ("white-collar", "blue-collar", "other")
+    assert sizes == {
+        "age": 6,
+        "country": 2,
+        "education": 7,
+        "marital_status": 7,
+        "occupation": 3,
+        "income": 2,
+        "sex": 2,
+    }
+    assert full.dictionaries["age"].labels[0] == "17-24" and full.dictionaries[
+        "occupation"
+    ].labels == ("white-collar", "blue-collar", "other")
     # the paper's 10,000-row sample: same rows from both engines, and a subset of the full table
     a = write_adult(spark_engine, str(ADULT), str(tmp_path / "sa"), 10_000, 5)
     b = write_adult(inprocess, str(ADULT), str(tmp_path / "sb"), 10_000, 5)
@@ -67,7 +79,11 @@ def test_adult_preset_domains_rows_and_sample(spark_engine, inprocess, tmp_path)
     sa = pq.read_table(tmp_path / "sa" / "data").to_pandas()
     sb = pq.read_table(tmp_path / "sb" / "data").to_pandas()
     cols = list(sa.columns)
-    assert sa.sort_values(cols).reset_index(drop=True).equals(sb.sort_values(cols).reset_index(drop=True))
+    assert (
+        sa.sort_values(cols)
+        .reset_index(drop=True)
+        .equals(sb.sort_values(cols).reset_index(drop=True))
+    )
     fulldf = pq.read_table(tmp_path / "adult" / "data").to_pandas()
     counts_full = fulldf.value_counts()
     counts_s = sa.value_counts()

@@ -22,7 +22,11 @@ def test_spark_application_for_the_operator():
     assert config_file.startswith(mounts["conf"] + "/")
     for role in ("driver", "executor"):
         ctx = spec[role]["securityContext"]
-        assert ctx["runAsNonRoot"] is True and ctx["runAsUser"] != 0 and ctx["allowPrivilegeEscalation"] is False
+        assert (
+            ctx["runAsNonRoot"] is True
+            and ctx["runAsUser"] != 0
+            and ctx["allowPrivilegeEscalation"] is False
+        )
     cm = yaml.safe_load((DEPLOY / "k8s" / "configmap.yaml").read_text())
     assert cm["metadata"]["name"] == "vpub-conf" and Path(config_file).name in cm["data"]
     from vpub_spark.config import config_from_dict
@@ -32,7 +36,11 @@ def test_spark_application_for_the_operator():
 
 def test_airflow_dag_submits_publish_then_audit_with_a_dated_release_id():
     tree = ast.parse((DEPLOY / "airflow" / "vpub_release_dag.py").read_text())
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "SparkSubmitOperator"]
+    calls = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "SparkSubmitOperator"
+    ]
     tasks = {next(k.value.value for k in c.keywords if k.arg == "task_id"): c for c in calls}
     assert set(tasks) == {"publish", "audit"}
     source = ast.unparse(tree)

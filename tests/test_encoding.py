@@ -11,7 +11,9 @@ from vpub_spark.tablespec import table_spec_from_dict, table_spec_to_dict
 
 
 def test_numeric_orders_by_value_not_text():
-    d, cc, counts = build_dictionary(Attribute("age", "numeric"), {"9": 1, "10": 2, "10.0": 1, "100": 3})
+    d, cc, counts = build_dictionary(
+        Attribute("age", "numeric"), {"9": 1, "10": 2, "10.0": 1, "100": 3}
+    )
     assert d.labels == ("9", "10", "100")
     assert dict(zip(cc.raw, cc.codes, strict=True)) == {"10": 1, "10.0": 1, "100": 2, "9": 0}
     assert counts.tolist() == [1, 3, 3]
@@ -54,7 +56,11 @@ def test_spec_yaml_round_trip():
     assert table_spec_from_dict(table_spec_to_dict(spec)) == spec
 
 
-@given(st.lists(st.one_of(st.sampled_from(["a", "b", " c ", "?", ""]), st.none()), min_size=1, max_size=50))
+@given(
+    st.lists(
+        st.one_of(st.sampled_from(["a", "b", " c ", "?", ""]), st.none()), min_size=1, max_size=50
+    )
+)
 @settings(max_examples=100, deadline=None)
 def test_encode_decode_round_trip_drops_missing(values):
     spec = TableSpec((Attribute("x"),))

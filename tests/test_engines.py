@@ -68,7 +68,9 @@ def test_engines_agree(spark_engine, inprocess, csv_path, parquet_dir, which):
     path = csv_path if which == "csv" else parquet_dir
     a, b = inprocess.load(path, SPEC), spark_engine.load(path, SPEC)
     assert a.dictionaries == b.dictionaries
-    assert {k: v.tolist() for k, v in a.counts.items()} == {k: v.tolist() for k, v in b.counts.items()}
+    assert {k: v.tolist() for k, v in a.counts.items()} == {
+        k: v.tolist() for k, v in b.counts.items()
+    }
     assert (a.rows_read, a.rows_dropped) == (b.rows_read, b.rows_dropped)
     assert _sorted(a.data).equals(_sorted(b.data.toPandas()))
 

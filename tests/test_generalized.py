@@ -17,7 +17,16 @@ S = np.array([0, 1, 0, 1, 0, 2, 1, 2])
 def test_mondrian_gives_the_worked_batches_and_groups():
     qi = pd.DataFrame({"age": AGE, "zip": ZIP})
     ext = {"age": 26, "zip": 28}  # the table's own ranges
-    assert mondrian(qi, ext, S, l=2).tolist() == [0, 0, 1, 1, 2, 2, 3, 3]  # {t1,t2} {t3,t4} {t5,t6} {t7,t8}
+    assert mondrian(qi, ext, S, l=2).tolist() == [
+        0,
+        0,
+        1,
+        1,
+        2,
+        2,
+        3,
+        3,
+    ]  # {t1,t2} {t3,t4} {t5,t6} {t7,t8}
     assert mondrian(qi, ext, k=2).tolist() == [0, 0, 1, 1, 2, 3, 2, 3]  # ... {t5,t7} {t6,t8}
 
 
@@ -31,8 +40,12 @@ def test_angel_estimate_of_the_worked_example():
 
 def test_zhang_estimate_of_the_worked_example():
     groups = pd.DataFrame({"group_id": [0, 1], "age_min": [20, 30], "age_max": [29, 39]})
-    st = pd.DataFrame({"group_id": [0, 0, 0, 0, 1, 1], "salary": [30, 40, 50, 60, 35, 55], "count": 1})
-    assert generalized_count(groups, st, "salary", {"age": (25, 34)}, {50, 60, 55}) == pytest.approx(1.5)
+    st = pd.DataFrame(
+        {"group_id": [0, 0, 0, 0, 1, 1], "salary": [30, 40, 50, 60, 35, 55], "count": 1}
+    )
+    assert generalized_count(
+        groups, st, "salary", {"age": (25, 34)}, {50, 60, 55}
+    ) == pytest.approx(1.5)
 
 
 def test_002_tables_4_and_5():
@@ -40,14 +53,44 @@ def test_002_tables_4_and_5():
     estimator of ALGORITHMS.md §1 gives 2 on these tables — recorded, not matched."""
     zmin = [12, 12, 14, 14, 19, 19, 21, 21, 21]
     zmax = [13, 13, 16, 16, 20, 20, 24, 24, 24]
-    gt = pd.DataFrame({"zip_min": zmin, "zip_max": zmax, "batch": [1, 2, 4, 2, 1, 4, 3, 3, 4], "count": 1})
-    bt = pd.DataFrame({"batch": [1, 1, 2, 2, 3, 3, 4, 4, 4], "disease": ["bronchitis", "flu", "pneumonia", "gastritis", "flu", "gastritis", "bronchitis", "flu", "pneumonia"], "count": 1})
+    gt = pd.DataFrame(
+        {"zip_min": zmin, "zip_max": zmax, "batch": [1, 2, 4, 2, 1, 4, 3, 3, 4], "count": 1}
+    )
+    bt = pd.DataFrame(
+        {
+            "batch": [1, 1, 2, 2, 3, 3, 4, 4, 4],
+            "disease": [
+                "bronchitis",
+                "flu",
+                "pneumonia",
+                "gastritis",
+                "flu",
+                "gastritis",
+                "bronchitis",
+                "flu",
+                "pneumonia",
+            ],
+            "count": 1,
+        }
+    )
     assert angel_count(gt, bt, "disease", {"zip": (12, 24)}, {"pneumonia"}) == pytest.approx(2.0)
 
 
 def test_boxes_aggregate_per_group_and_batch():
     qi = pd.DataFrame({"age": AGE, "zip": ZIP})
     b = boxes(qi, np.array([0, 0, 1, 1, 2, 3, 2, 3]), {"batch": np.array([0, 0, 1, 1, 2, 2, 3, 3])})
-    assert b["count"].sum() == 8 and set(b.columns) >= {"age_min", "age_max", "zip_min", "zip_max", "batch"}
+    assert b["count"].sum() == 8 and set(b.columns) >= {
+        "age_min",
+        "age_max",
+        "zip_min",
+        "zip_max",
+        "batch",
+    }
     row = b[(b["group_id"] == 2) & (b["batch"] == 2)].iloc[0]
-    assert (row["age_min"], row["age_max"], row["zip_min"], row["zip_max"], row["count"]) == (40, 44, 30, 32, 1)
+    assert (row["age_min"], row["age_max"], row["zip_min"], row["zip_max"], row["count"]) == (
+        40,
+        44,
+        30,
+        32,
+        1,
+    )

@@ -54,7 +54,9 @@ def test_table2_intersection_attack_violates_rule3():
         (
             PublishedTable("a", ("age", "icd9", "race"), sensitive="race", enforces=(0,)),
             PublishedTable("b", ("gender", "icd9", "zipcode"), sensitive="zipcode", enforces=(1,)),
-            PublishedTable("c", ("hospital", "race", "zipcode"), sensitive="zipcode", enforces=(2,)),
+            PublishedTable(
+                "c", ("hospital", "race", "zipcode"), sensitive="zipcode", enforces=(2,)
+            ),
         )
     )
     report = check_gnf(schema, RULES)

@@ -52,14 +52,20 @@ def _config(data, tmp, m=4, engine="inprocess", **kw):
 def test_publish_add_and_both_audits(data, tmp_path):
     res = publish(_config(data, tmp_path), InProcessEngine())
     m = res.manifest
-    assert res.audit.passed and m["privacy"] == {"model": "m-invariance", "m": 4} and m["method_cost"]["chunks"] > 1
+    assert (
+        res.audit.passed
+        and m["privacy"] == {"model": "m-invariance", "m": 4}
+        and m["method_cost"]["chunks"] > 1
+    )
     assert [t["kind"] for t in m["tables"]] == ["generalized"] * 3 and m["store"]["store_id"]
     assert audit_release(res.path, source=str(data / "data")).passed
     groups = pd.read_parquet(res.path / "tables" / "age-sex-job" / "groups")
     assert list(groups.columns) == ["group_id", "age_min", "age_max", "sex_min", "sex_max", "size"]
     assert groups["size"].sum() == 3000 and (groups["size"] >= 4).all()
     store = tmp_path / "private" / "store"
-    assert not any(store.name in str(p) for p in (tmp_path / "out").rglob("*"))  # nothing of the store in the output
+    assert not any(
+        store.name in str(p) for p in (tmp_path / "out").rglob("*")
+    )  # nothing of the store in the output
     for p in [store, *store.rglob("*")]:  # owner-only (DESIGN.md §9)
         assert stat.S_IMODE(p.stat().st_mode) == (0o700 if p.is_dir() else 0o600)
     add_marginal(store, ["edu", "marital"], tmp_path / "out", "r2")
@@ -68,7 +74,10 @@ def test_publish_add_and_both_audits(data, tmp_path):
     report = audit_store(store)
     assert report.passed and sum("keeps its signature" in c.name for c in report.checks) == 5
     # the same multiset of group signatures in every marginal of every release
-    sig = [_signatures(tmp_path / "out" / r / "tables" / t) for r, t in [("r1", "age-job"), ("r2", "edu-marital-job"), ("r3", "marital-job")]]
+    sig = [
+        _signatures(tmp_path / "out" / r / "tables" / t)
+        for r, t in [("r1", "age-job"), ("r2", "edu-marital-job"), ("r3", "marital-job")]
+    ]
     assert sig[0] == sig[1] == sig[2]
 
 
@@ -83,7 +92,9 @@ def test_tampering_is_refused(data, tmp_path):
     f = next(st_dir.glob("*.parquet"))
     st = pd.read_parquet(f)
     g = st["group_id"].iloc[0]
-    st.loc[st["group_id"] == g, "job"] = st.loc[st["group_id"] == g, "job"].iloc[0]  # one group shows one value
+    st.loc[st["group_id"] == g, "job"] = st.loc[st["group_id"] == g, "job"].iloc[
+        0
+    ]  # one group shows one value
     st.to_parquet(f, index=False)
     report = audit_release(res.path)
     assert not report.passed and any("4-unique" in c.name for c in report.failures)
@@ -93,23 +104,41 @@ def test_tampering_is_refused(data, tmp_path):
     frame = pd.read_parquet(links)
     frame["group_id"] = frame["group_id"].to_numpy()[::-1]  # tuples linked to other groups
     frame.to_parquet(links, index=False)
-    assert any("age-sex-job" in c.name and "signature" in c.name for c in audit_store(store).failures)
+    assert any(
+        "age-sex-job" in c.name and "signature" in c.name for c in audit_store(store).failures
+    )
 
 
 def test_errors_are_clear_and_leave_nothing(data, tmp_path):
-    with pytest.raises(PrivacyError, match=r"not 16-eligible.*job = 'j\d\d' covers \d+ of 3000 rows"):
+    with pytest.raises(
+        PrivacyError, match=r"not 16-eligible.*job = 'j\d\d' covers \d+ of 3000 rows"
+    ):
         publish(_config(data, tmp_path, m=16), InProcessEngine())
     with pytest.raises(SpecError, match="not among the QI attributes"):
-        publish(config_from_dict(_config_dict(data, tmp_path, schemas=[["age", "nope"]])), InProcessEngine())
+        publish(
+            config_from_dict(_config_dict(data, tmp_path, schemas=[["age", "nope"]])),
+            InProcessEngine(),
+        )
     with pytest.raises(SpecError, match="must not be inside the output"):
-        publish(config_from_dict(_config_dict(data, tmp_path, state=str(tmp_path / "out" / "s"))), InProcessEngine())
+        publish(
+            config_from_dict(_config_dict(data, tmp_path, state=str(tmp_path / "out" / "s"))),
+            InProcessEngine(),
+        )
     with pytest.raises(SpecError, match="needs privacy model m-invariance"):
         config_from_dict(_config_dict(data, tmp_path) | {"privacy": {"l": 2}})
-    leftovers = [p.name for p in tmp_path.rglob("*") if p.is_dir() and p.name not in ("out", "private")]
+    leftovers = [
+        p.name for p in tmp_path.rglob("*") if p.is_dir() and p.name not in ("out", "private")
+    ]
     assert leftovers == [] and not (tmp_path / "private" / "store").exists()
     publish(_config(data, tmp_path), InProcessEngine())
     with pytest.raises(VpubError, match="already a bucket store"):
-        publish(config_from_dict(_config_dict(data, tmp_path) | {"output": {"path": str(tmp_path / "out"), "release_id": "r9"}}), InProcessEngine())
+        publish(
+            config_from_dict(
+                _config_dict(data, tmp_path)
+                | {"output": {"path": str(tmp_path / "out"), "release_id": "r9"}}
+            ),
+            InProcessEngine(),
+        )
     with pytest.raises(SpecError, match="not among the QI"):
         add_marginal(tmp_path / "private" / "store", ["salary"], tmp_path / "out", "r9")
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["r1"]
@@ -137,7 +166,23 @@ def test_cli_publish_add_audit(data, tmp_path):
     assert main(["publish", "--config", str(conf), "--m", "3"]) == 0
     assert json.loads((tmp_path / "out" / "r1" / "manifest.json").read_text())["privacy"]["m"] == 3
     store = str(tmp_path / "private" / "store")
-    assert main(["marginals", "add", "--state", store, "--attributes", "sex,marital", "--out", str(tmp_path / "out"), "--release-id", "r2"]) == 0
+    assert (
+        main(
+            [
+                "marginals",
+                "add",
+                "--state",
+                store,
+                "--attributes",
+                "sex,marital",
+                "--out",
+                str(tmp_path / "out"),
+                "--release-id",
+                "r2",
+            ]
+        )
+        == 0
+    )
     assert main(["audit", "--state", store]) == 0
     assert main(["audit", str(tmp_path / "out" / "r2")]) == 0
     assert os.stat(store).st_mode & 0o077 == 0

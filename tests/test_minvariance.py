@@ -38,12 +38,17 @@ def test_worked_example_of_algorithms_md():
     codes = pd.DataFrame({"age": age})
     b, sig = _bucketize(codes, s, 3, {"age": 90})
     groups = decompose(codes, s, b, {"age": 90})
-    boxes = sorted((int(age[groups == g].min()), int(age[groups == g].max()), tuple(sorted(s[groups == g]))) for g in np.unique(groups))
+    boxes = sorted(
+        (int(age[groups == g].min()), int(age[groups == g].max()), tuple(sorted(s[groups == g])))
+        for g in np.unique(groups)
+    )
     assert boxes == [(10, 14, (0, 1, 2)), (48, 54, (0, 1, 2, 3))]
 
 
 def test_not_m_eligible_names_the_value_and_its_share():
-    with pytest.raises(PrivacyError, match=r"disease = 'a' covers 3 of 6 rows \(50.0%\), more than 1/3"):
+    with pytest.raises(
+        PrivacyError, match=r"disease = 'a' covers 3 of 6 rows \(50.0%\), more than 1/3"
+    ):
         check_m_eligible(np.array([0, 0, 0, 1, 2, 3]), 3, "disease", ["a", "b", "c", "d"])
 
 
@@ -57,13 +62,27 @@ def test_ncp():
 AGE = [20, 19, 20, 24, 29, 34, 39, 45, 34]
 ZIP = [12, 20, 13, 16, 21, 24, 19, 14, 21]
 SEX = [0, 0, 1, 1, 1, 1, 0, 0, 1]
-DISEASE = ["bronchitis", "flu", "pneumonia", "gastritis", "flu", "gastritis", "bronchitis", "flu", "pneumonia"]
+DISEASE = [
+    "bronchitis",
+    "flu",
+    "pneumonia",
+    "gastritis",
+    "flu",
+    "gastritis",
+    "bronchitis",
+    "flu",
+    "pneumonia",
+]
 
 
 def test_002_tables_2_and_3_leak_and_our_marginals_do_not():
     s = pd.Categorical(DISEASE).codes.astype(np.int64)
-    table2 = np.array([0, 0, 1, 1, 2, 2, 3, 3, 3])  # 002 Table 2's groups (Bob, Alex | Jane, Lily | ...)
-    table3 = np.array([0, 2, 0, 1, 3, 3, 2, 1, 3])  # Table 3: Zip groups [12k-13k] [14k-16k] [19k-20k] [21k-24k]
+    table2 = np.array(
+        [0, 0, 1, 1, 2, 2, 3, 3, 3]
+    )  # 002 Table 2's groups (Bob, Alex | Jane, Lily | ...)
+    table3 = np.array(
+        [0, 2, 0, 1, 3, 3, 2, 1, 3]
+    )  # Table 3: Zip groups [12k-13k] [14k-16k] [19k-20k] [21k-24k]
     bob = 0
     leak = _signatures(table2, s)[bob] & _signatures(table3, s)[bob]
     assert len(leak) == 1  # {bronchitis}: the attack of 002 §1
@@ -90,7 +109,9 @@ def eligible_tables(draw):
         s = np.resize(np.arange(values), n)
         rng.shuffle(s)
     assume(np.unique(s, return_counts=True)[1].max() * m <= n)
-    codes = pd.DataFrame({"a": rng.integers(0, 40, n), "b": rng.integers(0, 5, n), "c": rng.integers(0, 12, n)})
+    codes = pd.DataFrame(
+        {"a": rng.integers(0, 40, n), "b": rng.integers(0, 5, n), "c": rng.integers(0, 12, n)}
+    )
     return codes, s.astype(np.int64), m, seed
 
 
@@ -99,8 +120,12 @@ def eligible_tables(draw):
 def test_every_marginal_is_m_unique_with_one_signature_per_tuple(table):
     codes, s, m, seed = table
     extents = {"a": 39, "b": 4, "c": 11}
-    sub = np.random.default_rng(seed).integers(0, 2, len(s)) if len(s) >= 4 * m and seed % 2 else None
-    if sub is not None and any(np.unique(s[sub == k], return_counts=True)[1].max() * m > (sub == k).sum() for k in (0, 1)):
+    sub = (
+        np.random.default_rng(seed).integers(0, 2, len(s)) if len(s) >= 4 * m and seed % 2 else None
+    )
+    if sub is not None and any(
+        np.unique(s[sub == k], return_counts=True)[1].max() * m > (sub == k).sum() for k in (0, 1)
+    ):
         sub = None  # the random split is not m-eligible on both sides: one sub-table
     b, sig = _bucketize(codes, s, m, extents, seed, sub)
     assert (b >= 0).all()

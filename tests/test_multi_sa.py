@@ -32,12 +32,14 @@ def _table(seed: int, n: int, domain: int = 3) -> pd.DataFrame:
     return pd.DataFrame(cols).astype(np.int32)
 
 
-def _check_groups(res, sa, l):  # noqa: E741
+def _check_groups(res, sa, l):
     """Every published group meets 000 Appendix B's condition; suppressed rows are one null row."""
     shown = res.st.dropna()
     for _, g in shown.groupby(GROUP):
         combos, inv = np.unique(g[sa].to_numpy(dtype=np.int64), axis=0, return_inverse=True)
-        assert meets_constraints(combos, np.bincount(inv.reshape(-1), weights=g[COUNT]).astype(int), l)
+        assert meets_constraints(
+            combos, np.bincount(inv.reshape(-1), weights=g[COUNT]).astype(int), l
+        )
     hidden = res.st[res.st[sa].isna().any(axis=1)]
     assert hidden[sa].isna().all(axis=None) and len(hidden) == (res.suppressed_rows > 0)
     assert int(hidden[COUNT].sum()) == res.suppressed_rows
@@ -46,8 +48,14 @@ def _check_groups(res, sa, l):  # noqa: E741
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 10_000), n=st.integers(1, 400), s=st.integers(1, 3), l=st.integers(2, 3), domain=st.integers(1, 4))
-def test_chunk_groups_meet_the_condition_and_ignore_row_order(seed, n, s, l, domain):  # noqa: E741
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(1, 400),
+    s=st.integers(1, 3),
+    l=st.integers(2, 3),
+    domain=st.integers(1, 4),
+)
+def test_chunk_groups_meet_the_condition_and_ignore_row_order(seed, n, s, l, domain):
     frame = _table(seed, n, domain)
     sa = ["s1", "s2", "s3"][:s]
     qi = ["q1", "q2"]
@@ -96,11 +104,22 @@ def test_release_audits_clean_and_is_deterministic(data, tmp_path, mode):
 
 def test_infeasible_rows_are_suppressed_and_reported(tmp_path):
     frame = _table(1, 600).astype(str)
-    heavy = pd.DataFrame({"q1": ["0"] * 200, "q2": ["1"] * 200, "s1": ["9"] * 200, "s2": ["9"] * 200, "s3": ["9"] * 200})
+    heavy = pd.DataFrame(
+        {
+            "q1": ["0"] * 200,
+            "q2": ["1"] * 200,
+            "s1": ["9"] * 200,
+            "s2": ["9"] * 200,
+            "s3": ["9"] * 200,
+        }
+    )
     data = write_table(pd.concat([frame, heavy], ignore_index=True), tmp_path / "t")
     result = publish_inprocess(data, tmp_path / "out", RULES, 2, method="multi_sa_bip")
     entry = result.manifest["tables"][0]
-    assert entry["suppressed_rows"] >= 100 and result.manifest["method_cost"]["suppressed_rows"] == entry["suppressed_rows"]
+    assert (
+        entry["suppressed_rows"] >= 100
+        and result.manifest["method_cost"]["suppressed_rows"] == entry["suppressed_rows"]
+    )
     st_ = pd.read_parquet(result.path / "tables" / "multi_sa" / "st")
     assert st_[["s1", "s2", "s3"]].isna().all(axis=1).sum() == 1
     assert audit_release(result.path, source=str(data / "data")).passed
@@ -110,9 +129,18 @@ def test_time_limit_is_recorded_never_called_optimal(tmp_path):
     rng = np.random.default_rng(0)
     combos = np.unique(rng.integers(0, 10, (1000, 3)), axis=0)
     rows = np.repeat(combos, rng.integers(1, 20, len(combos)), axis=0)
-    frame = pd.DataFrame({"q": rng.integers(0, 5, len(rows)), "s1": rows[:, 0], "s2": rows[:, 1], "s3": rows[:, 2]}).astype(str)
+    frame = pd.DataFrame(
+        {"q": rng.integers(0, 5, len(rows)), "s1": rows[:, 0], "s2": rows[:, 1], "s3": rows[:, 2]}
+    ).astype(str)
     data = write_table(frame, tmp_path / "t")
-    result = publish_inprocess(data, tmp_path / "out", ["q -> s1", "q -> s2", "q -> s3"], 3, method="multi_sa_bip", multi_sa={"time_limit_s": 0.01})
+    result = publish_inprocess(
+        data,
+        tmp_path / "out",
+        ["q -> s1", "q -> s2", "q -> s3"],
+        3,
+        method="multi_sa_bip",
+        multi_sa={"time_limit_s": 0.01},
+    )
     cost = result.manifest["method_cost"]
     assert not cost["all_optimal"] and cost["time_limited"] >= 1
     assert all(s["status"] != "optimal" for s in cost["driver_solves"][:1])
@@ -136,19 +164,33 @@ def test_tampered_multi_sa_release_is_refused(data, tmp_path):
 
 
 def test_estimate_equals_enumeration_with_suppression():
-    frame = pd.concat([_table(2, 60, 2), pd.DataFrame({"q1": [1] * 8, "q2": [0] * 8, "s1": [1] * 8, "s2": [1] * 8, "s3": [1] * 8})]).astype(np.int32)
+    frame = pd.concat(
+        [
+            _table(2, 60, 2),
+            pd.DataFrame(
+                {"q1": [1] * 8, "q2": [0] * 8, "s1": [1] * 8, "s2": [1] * 8, "s3": [1] * 8}
+            ),
+        ]
+    ).astype(np.int32)
     qi, sa = ["q1", "q2"], ["s1", "s2", "s3"]
     res = multi_sa_chunk(frame, qi, sa, 2, seed=0)
     assert res.suppressed_rows > 0
     sizes = {"q1": 12, "q2": 4, "s1": 2, "s2": 2, "s3": 2}
     model = multi_sa_model(res.qit, res.st, qi + sa, sa, sizes)
-    cells = pd.DataFrame(list(itertools.product(*(range(sizes[a]) for a in qi + sa))), columns=qi + sa).astype(np.int32)
+    cells = pd.DataFrame(
+        list(itertools.product(*(range(sizes[a]) for a in qi + sa))), columns=qi + sa
+    ).astype(np.int32)
     est = model.marginal(cells)
     assert est.sum() == pytest.approx(len(frame))
     # by hand: per group, QI counts times the combination's share (uniform where suppressed)
     by_hand = np.zeros(len(cells))
     for g, rows in res.qit.groupby(GROUP):
-        n_q = cells[qi].merge(rows.groupby(qi).size().rename("n").reset_index(), on=qi, how="left")["n"].fillna(0).to_numpy()
+        n_q = (
+            cells[qi]
+            .merge(rows.groupby(qi).size().rename("n").reset_index(), on=qi, how="left")["n"]
+            .fillna(0)
+            .to_numpy()
+        )
         st_g = res.st[res.st[GROUP] == g]
         if st_g[sa].isna().any(axis=None):
             share = np.full(len(cells), 1 / 8)
@@ -170,7 +212,19 @@ def test_cli_publish_and_utility(data, tmp_path, capsys):
     assert main(["publish", "--config", str(tmp_path / "c.yaml")]) == 0
     out = " ".join(capsys.readouterr().out.split())  # rich wraps lines
     assert "multi-SA (partitioned, highs" in out and "proven optimal" in out
-    assert main(["utility", str(tmp_path / "out" / "r"), "--source", str(data / "data"), "--queries", "50"]) == 0
+    assert (
+        main(
+            [
+                "utility",
+                str(tmp_path / "out" / "r"),
+                "--source",
+                str(data / "data"),
+                "--queries",
+                "50",
+            ]
+        )
+        == 0
+    )
     assert "KL" in capsys.readouterr().out
 
 

@@ -27,17 +27,27 @@ def frames(draw):
     for i, d in enumerate(domains):
         p = 1.0 / np.arange(1, d + 1) ** skew
         cols[f"a{i}"] = rng.choice(d, size=n, p=p / p.sum()).astype(np.int32)
-    return pd.DataFrame(cols), domains, draw(st.integers(2, 5)), draw(st.integers(1, 40)), draw(st.integers(0, 99))
+    return (
+        pd.DataFrame(cols),
+        domains,
+        draw(st.integers(2, 5)),
+        draw(st.integers(1, 40)),
+        draw(st.integers(0, 99)),
+    )
 
 
 @settings(max_examples=60, deadline=None)
 @given(case=frames())
 def test_plan_partitions_are_eligible_for_every_sensitive_attribute(case):
-    frame, domains, l, target, seed = case  # noqa: E741
+    frame, domains, l, target, seed = case
     n = len(frame)
     sensitive = [c for c in frame.columns if frame[c].value_counts().max() * l <= n]
     assume(sensitive)
-    counts = combine_counts(shard_counts(frame, sensitive, ContentShards(seed)), sensitive, dict(zip(frame.columns, domains, strict=True)))
+    counts = combine_counts(
+        shard_counts(frame, sensitive, ContentShards(seed)),
+        sensitive,
+        dict(zip(frame.columns, domains, strict=True)),
+    )
     assert counts.total == n
     plan = plan_partitions(counts, l, target)
     assert 1 <= plan.parts <= target
@@ -52,11 +62,21 @@ def test_plan_partitions_are_eligible_for_every_sensitive_attribute(case):
 
 def test_counts_and_fingerprint_ignore_order_and_batches():
     rng = np.random.default_rng(1)
-    frame = pd.DataFrame({"a": rng.integers(0, 5, 5000, dtype=np.int32), "b": rng.integers(0, 9, 5000, dtype=np.int32)})
+    frame = pd.DataFrame(
+        {
+            "a": rng.integers(0, 5, 5000, dtype=np.int32),
+            "b": rng.integers(0, 9, 5000, dtype=np.int32),
+        }
+    )
     labels = {"a": [str(i) for i in range(5)], "b": [str(i) for i in range(9)]}
     whole = combine_counts(shard_counts(frame, ["b"], ContentShards(3)), ["b"], {"b": 9})
     shuffled = frame.sample(frac=1, random_state=2).reset_index(drop=True)
-    batches = pd.concat([shard_counts(shuffled.iloc[i : i + 777], ["b"], ContentShards(3)) for i in range(0, 5000, 777)])
+    batches = pd.concat(
+        [
+            shard_counts(shuffled.iloc[i : i + 777], ["b"], ContentShards(3))
+            for i in range(0, 5000, 777)
+        ]
+    )
     pieces = combine_counts(batches, ["b"], {"b": 9})
     assert (whole.rows == pieces.rows).all() and (whole.values["b"] == pieces.values["b"]).all()
     assert fingerprint(whole, labels) == fingerprint(pieces, labels)
@@ -64,5 +84,7 @@ def test_counts_and_fingerprint_ignore_order_and_batches():
     assert not (shard_of(frame, 3) == shard_of(frame, 4)).all()  # the seed moves rows
     changed = frame.copy()
     changed.loc[0, "a"] = (changed.loc[0, "a"] + 1) % 5
-    assert fingerprint(combine_counts(shard_counts(changed, [], ContentShards(0)), [], {}), labels) != fingerprint(whole, labels)
+    assert fingerprint(
+        combine_counts(shard_counts(changed, [], ContentShards(0)), [], {}), labels
+    ) != fingerprint(whole, labels)
     assert whole.rows.shape == (SHARDS,)

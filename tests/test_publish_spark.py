@@ -28,7 +28,9 @@ def test_spark_and_inprocess_publish_the_same_release(spark_engine, sal, tmp_pat
     a = publish(config(sal, tmp_path / "a", RULES, 5, **cfg), InProcessEngine())
     b = publish(config(sal, tmp_path / "b", RULES, 5, engine="spark", **cfg), spark_engine)
     assert b.manifest["engine"] == "spark" and b.manifest["partitions"] == 3
-    assert a.manifest["tables"] == b.manifest["tables"] or [t["name"] for t in a.manifest["tables"]] == [t["name"] for t in b.manifest["tables"]]
+    assert a.manifest["tables"] == b.manifest["tables"] or [
+        t["name"] for t in a.manifest["tables"]
+    ] == [t["name"] for t in b.manifest["tables"]]
     assert a.manifest["source"]["fingerprint"] == b.manifest["source"]["fingerprint"]
     assert any(t["kind"] == "anatomy" for t in b.manifest["tables"])
     assert same_contents(contents(a.path), contents(b.path))
@@ -36,7 +38,9 @@ def test_spark_and_inprocess_publish_the_same_release(spark_engine, sal, tmp_pat
 
 
 def test_two_partitions_run_as_two_tasks(spark_engine, sal, tmp_path):
-    result = publish(config(sal, tmp_path / "r", RULES, 5, engine="spark", partitions=2), spark_engine)
+    result = publish(
+        config(sal, tmp_path / "r", RULES, 5, engine="spark", partitions=2), spark_engine
+    )
     summary = result.partitions
     assert sorted(summary["part"].unique()) == [0, 1]
     for _, per_table in summary.groupby("table"):

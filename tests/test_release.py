@@ -39,11 +39,18 @@ def test_table1_rules_1_to_3_end_to_end(tmp_path):
     # (race shares no table), Rules 2 and 3 are guarded by the zipcode table (000 Def. 4).
     tables = {t["name"]: t for t in m["tables"]}
     race = [t for t in tables.values() if "race" in t["attributes"]]
-    assert race == [t for t in tables.values() if t["attributes"] == ["race"]] and race[0]["kind"] == "projection"
+    assert (
+        race == [t for t in tables.values() if t["attributes"] == ["race"]]
+        and race[0]["kind"] == "projection"
+    )
     zip_table = next(t for t in tables.values() if t["sensitive"] == "zipcode")
     assert set(zip_table["attributes"]) == {"hospital", "age", "gender", "icd9", "zipcode"}
     assert [v["status"] for v in m["gnf"]["verdicts"]] == ["unreachable", "guardian", "guardian"]
-    schema = Schema(tuple(PublishedTable(t["name"], tuple(t["attributes"]), t["sensitive"]) for t in m["tables"]))
+    schema = Schema(
+        tuple(
+            PublishedTable(t["name"], tuple(t["attributes"]), t["sensitive"]) for t in m["tables"]
+        )
+    )
     assert check_gnf(schema, parse_rules(RULES_1_3)).ok
     # anatomy of 6 tuples at l = 2: 3 groups of 2 distinct zipcodes, decoded labels
     rel = open_release(result.path)
@@ -51,7 +58,10 @@ def test_table1_rules_1_to_3_end_to_end(tmp_path):
     assert st_.groupby("group_id")["zipcode"].nunique().tolist() == [2, 2, 2]
     assert set(st_["zipcode"].astype(str)) == set(TABLE1["zipcode"])
     qit = rel.read(zip_table["name"], "qit").to_pandas()
-    assert sorted(qit.columns) == sorted(["group_id", "hospital", "age", "gender", "icd9"]) and len(qit) == 6
+    assert (
+        sorted(qit.columns) == sorted(["group_id", "hospital", "age", "gender", "icd9"])
+        and len(qit) == 6
+    )
     assert audit_release(result.path, source=str(data / "data")).passed
 
 
@@ -62,16 +72,26 @@ def tables_and_rules(draw):
     seed = draw(st.integers(0, 2**16))
     rng = np.random.default_rng(seed)
     domains = [draw(st.integers(2, 7)) for _ in range(n_attrs)]
-    frame = pd.DataFrame({f"a{i}": [f"v{v}" for v in rng.integers(0, d, n)] for i, d in enumerate(domains)})
-    l = draw(st.integers(2, 4))  # noqa: E741
-    rules = {"random": {"c": draw(st.integers(1, 4)), "lhs": draw(st.integers(1, n_attrs - 1)), "seed": seed}}
+    frame = pd.DataFrame(
+        {f"a{i}": [f"v{v}" for v in rng.integers(0, d, n)] for i, d in enumerate(domains)}
+    )
+    l = draw(st.integers(2, 4))
+    rules = {
+        "random": {
+            "c": draw(st.integers(1, 4)),
+            "lhs": draw(st.integers(1, n_attrs - 1)),
+            "seed": seed,
+        }
+    }
     return frame, l, rules, draw(st.integers(1, 3)), draw(st.integers(0, 1000))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(case=tables_and_rules())
 def test_every_release_audits_clean_and_is_deterministic(tmp_path_factory, case):
-    frame, l, rules, partitions, seed = case  # noqa: E741
+    frame, l, rules, partitions, seed = case
     shares = frame.apply(lambda c: c.value_counts(normalize=True).max())
     assume((shares <= 1 / l).any())  # some attribute can be a rule's RHS
     base = tmp_path_factory.mktemp("prop")
@@ -116,7 +136,9 @@ def test_tampered_releases_are_refused(tmp_path):
 
     def rewrite(path, part, change):
         f = next((path / "tables" / zt / part).glob("*.parquet"))
-        pq.write_table(change(pq.read_table(f).to_pandas()).pipe(pa.Table.from_pandas, preserve_index=False), f)
+        pq.write_table(
+            change(pq.read_table(f).to_pandas()).pipe(pa.Table.from_pandas, preserve_index=False), f
+        )
 
     # 1. every group made to hold one zipcode: no longer 2-diverse
     p = _tamper(result.path, tmp_path / "t1")
@@ -152,9 +174,13 @@ def test_tampered_releases_are_refused(tmp_path):
     shutil.rmtree(p / "tables" / zt / "st")
     assert f"{zt}: readable" in _failed(p)
     # 8. the release is fine but the source is another one: a value changed
-    data2 = write_table(TABLE1.assign(icd9=TABLE1["icd9"].replace("flu", "HIV")), tmp_path / "other")
+    data2 = write_table(
+        TABLE1.assign(icd9=TABLE1["icd9"].replace("flu", "HIV")), tmp_path / "other"
+    )
     failed = _failed(result.path, source=str(data2 / "data"))
-    assert "source: fingerprint" in failed and any("icd9" in f and "equals the source" in f for f in failed)
+    assert "source: fingerprint" in failed and any(
+        "icd9" in f and "equals the source" in f for f in failed
+    )
 
 
 def test_audit_cli_exit_codes(tmp_path, capsys):
@@ -189,8 +215,13 @@ def test_a_dead_runs_staging_directory_is_removed_by_the_next_run(tmp_path):
     data = write_table(TABLE1, tmp_path / "table1")
     out = tmp_path / "out"
     out.mkdir()
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout.strip()
-    for name, pid in (("dead", dead), ("alive", str(os.getpid()))):  # a killed driver's, a running one's
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    ).stdout.strip()
+    for name, pid in (
+        ("dead", dead),
+        ("alive", str(os.getpid())),
+    ):  # a killed driver's, a running one's
         stage = out / f".r.staging-{name}"
         (stage / "tables").mkdir(parents=True)
         (stage / ".owner").write_text(f"{socket.gethostname()} {pid}\n")
@@ -204,7 +235,9 @@ def test_failed_audit_commits_nothing(tmp_path, monkeypatch):
     from vpub_spark.release.audit import AuditReport, Check
 
     data = write_table(TABLE1, tmp_path / "table1")
-    monkeypatch.setattr(writer, "audit_release", lambda *a, **k: AuditReport("x", [Check("injected", False, "bad")]))
+    monkeypatch.setattr(
+        writer, "audit_release", lambda *a, **k: AuditReport("x", [Check("injected", False, "bad")])
+    )
     with pytest.raises(PrivacyError, match="audit"):
         publish_inprocess(data, tmp_path / "out", RULES_1_3, l=2)
     assert list((tmp_path / "out").iterdir()) == []
@@ -214,26 +247,46 @@ def test_committed_release_is_not_overwritten_unless_asked(tmp_path):
     data, first = _release(tmp_path, output={"path": str(tmp_path / "out"), "release_id": "r1"})
     before = (first.path / "manifest.json").read_text()
     with pytest.raises(VpubError, match="--overwrite"):
-        publish_inprocess(data, tmp_path / "out", RULES_1_3, l=2, output={"path": str(tmp_path / "out"), "release_id": "r1"})
+        publish_inprocess(
+            data,
+            tmp_path / "out",
+            RULES_1_3,
+            l=2,
+            output={"path": str(tmp_path / "out"), "release_id": "r1"},
+        )
     assert (first.path / "manifest.json").read_text() == before
-    cfg = config(data, tmp_path / "out", RULES_1_3, 2, output={"path": str(tmp_path / "out"), "release_id": "r1"}, seed=5)
+    cfg = config(
+        data,
+        tmp_path / "out",
+        RULES_1_3,
+        2,
+        output={"path": str(tmp_path / "out"), "release_id": "r1"},
+        seed=5,
+    )
     from dataclasses import replace
 
     again = publish(replace(cfg, overwrite=True), InProcessEngine())
-    assert again.audit.passed and json.loads((again.path / "manifest.json").read_text())["seed"] == 5
+    assert (
+        again.audit.passed and json.loads((again.path / "manifest.json").read_text())["seed"] == 5
+    )
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["r1"]
 
 
 @pytest.mark.parametrize(
     "rules, l, error, match",
     [
-        (["hospital, race -> gender"], 3, PrivacyError, "only 2 distinct values"),  # l above the distinct values
+        (
+            ["hospital, race -> gender"],
+            3,
+            PrivacyError,
+            "only 2 distinct values",
+        ),  # l above the distinct values
         (["zipcode -> race"], 3, PrivacyError, "'white' of race covers 50.0%"),  # not l-eligible
         (["zipcode -> race"], 1, SpecError, "l >= 2"),
         (["zipcode -> nationality"], 2, SpecError, "nationality"),
     ],
 )
-def test_bad_rules_and_parameters(tmp_path, rules, l, error, match):  # noqa: E741
+def test_bad_rules_and_parameters(tmp_path, rules, l, error, match):
     data = write_table(TABLE1, tmp_path / "table1")
     with pytest.raises(error, match=match):
         publish_inprocess(data, tmp_path / "out", rules, l=l)
@@ -271,11 +324,39 @@ def test_publish_cli_with_config_and_overrides(tmp_path, capsys):
 
     data = write_table(TABLE1, tmp_path / "table1")
     conf = tmp_path / "job.yaml"
-    conf.write_text(yaml.safe_dump({"engine": "spark", "input": {"path": str(data)}, "privacy": {"l": 2}, "rules": RULES_1_3, "output": {"path": "unused"}}))
-    code = main(["publish", "--config", str(conf), "--engine", "inprocess", "--out", str(tmp_path / "rel"), "--release-id", "cli", "--seed", "3"])
+    conf.write_text(
+        yaml.safe_dump(
+            {
+                "engine": "spark",
+                "input": {"path": str(data)},
+                "privacy": {"l": 2},
+                "rules": RULES_1_3,
+                "output": {"path": "unused"},
+            }
+        )
+    )
+    code = main(
+        [
+            "publish",
+            "--config",
+            str(conf),
+            "--engine",
+            "inprocess",
+            "--out",
+            str(tmp_path / "rel"),
+            "--release-id",
+            "cli",
+            "--seed",
+            "3",
+        ]
+    )
     out = capsys.readouterr()
     assert code == 0 and "release committed" in out.out and "Traceback" not in out.err
-    assert json.loads((tmp_path / "rel" / "cli" / "manifest.json").read_text())["config"]["seed"] == 3
-    conf.write_text(yaml.safe_dump({"input": {"path": str(data)}, "rules": RULES_1_3, "method": "gd2"}))
+    assert (
+        json.loads((tmp_path / "rel" / "cli" / "manifest.json").read_text())["config"]["seed"] == 3
+    )
+    conf.write_text(
+        yaml.safe_dump({"input": {"path": str(data)}, "rules": RULES_1_3, "method": "gd2"})
+    )
     assert main(["publish", "--config", str(conf)]) == 2
     assert "method must be one of" in capsys.readouterr().err

@@ -44,7 +44,9 @@ def test_bad_rules_name_the_rule(text, fragment):
 
 
 def test_reduction_theorem_3_1():
-    rules = parse_rules(["age -> race", "age, gender -> race", "age, gender -> race", "age -> zipcode"])
+    rules = parse_rules(
+        ["age -> race", "age, gender -> race", "age, gender -> race", "age -> zipcode"]
+    )
     red = reduce_rules(rules)
     assert red.kept == (rules[1], rules[3])
     assert [(d, by) for d, by in red.dropped] == [(rules[0], rules[1]), (rules[2], rules[1])]

@@ -23,7 +23,9 @@ def test_one_rule_gives_one_table_of_everything():
 
 
 def test_running_example_rules_1_to_3():
-    rules = parse_rules(["age, icd9 -> race", "gender, icd9 -> zipcode", "hospital, race -> zipcode"])
+    rules = parse_rules(
+        ["age, icd9 -> race", "gender, icd9 -> zipcode", "hospital, race -> zipcode"]
+    )
     schema = uad(ATTRS, rules, seed=0)
     assert check_gnf(schema, rules).ok
     assert sorted(a for t in schema.tables for a in t.attributes) == sorted(ATTRS)  # disjoint cover
@@ -43,7 +45,7 @@ def test_uad_is_gnf_disjoint_and_deterministic(case, seed, plain):
 
 @st.composite
 def eligible_chunks(draw):
-    l = draw(st.integers(2, 6))  # noqa: E741
+    l = draw(st.integers(2, 6))
     d = draw(st.integers(l, 12))
     n = draw(st.integers(l, 300))
     rng = np.random.default_rng(draw(st.integers(0, 10_000)))
@@ -68,7 +70,9 @@ def test_anatomy_groups_are_l_diverse_and_lossless(case, seed):
     assert (sizes >= l).all() and sizes.index.min() == 7
     assert sizes.equals(st_.groupby(GROUP)[COUNT].sum().rename(None).astype(sizes.dtype))
     # nothing lost, nothing invented
-    assert sorted(map(tuple, qit[["a", "b"]].to_numpy())) == sorted(map(tuple, chunk[["a", "b"]].to_numpy()))
+    assert sorted(map(tuple, qit[["a", "b"]].to_numpy())) == sorted(
+        map(tuple, chunk[["a", "b"]].to_numpy())
+    )
     assert st_.groupby("s")[COUNT].sum().to_dict() == chunk["s"].value_counts().to_dict()
     # the same content in another row order gives the same release
     shuffled = chunk.sample(frac=1.0, random_state=1)

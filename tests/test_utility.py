@@ -27,16 +27,21 @@ def _projection(frame, name="all"):
     return TableModel(name, tuple(frame.columns), None, counts=counts)
 
 
-def _anatomy(frame, s, l, seed=0, name="t"):  # noqa: E741
+def _anatomy(frame, s, l, seed=0, name="t"):
     qit, st_ = anatomize(frame, s, l, seed)
     return TableModel(name, tuple(frame.columns), s, qit=qit, st=st_)
 
 
 def _brute_force(models, frame, domains):
     """p~ over the whole domain, and KL by enumeration."""
-    cells = pd.DataFrame(list(itertools.product(*[range(len(domains[a])) for a in frame.columns])), columns=frame.columns)
+    cells = pd.DataFrame(
+        list(itertools.product(*[range(len(domains[a])) for a in frame.columns])),
+        columns=frame.columns,
+    )
     p_est = estimate_rows(models, cells, len(frame), domains)
-    p = cells.merge(frame.groupby(list(frame.columns)).size().rename("n").reset_index(), how="left").fillna(0)["n"].to_numpy() / len(frame)
+    p = cells.merge(
+        frame.groupby(list(frame.columns)).size().rename("n").reset_index(), how="left"
+    ).fillna(0)["n"].to_numpy() / len(frame)
     nz = p > 0
     return p_est, float(np.sum(p[nz] * np.log(p[nz] / p_est[nz])))
 
@@ -55,7 +60,12 @@ def test_exact_release_has_zero_kl_and_zero_error():
 def small_tables(draw):
     n = draw(st.integers(8, 60))
     rng = np.random.default_rng(draw(st.integers(0, 10_000)))
-    frame = pd.DataFrame({a: rng.integers(0, d, n).astype(np.int32) for a, d in zip("abcd", [2, 3, 3, 4], strict=True)})
+    frame = pd.DataFrame(
+        {
+            a: rng.integers(0, d, n).astype(np.int32)
+            for a, d in zip("abcd", [2, 3, 3, 4], strict=True)
+        }
+    )
     split = draw(st.sampled_from(["disjoint", "overlap", "single"]))
     return frame, split
 
@@ -66,7 +76,7 @@ def test_kl_equals_brute_force_on_tiny_tables(case):
     frame, split = case
     domains = {a: [str(i) for i in range(d)] for a, d in zip("abcd", [2, 3, 3, 4], strict=True)}
     if split == "disjoint":  # an anatomy table for d (when eligible) beside a projection
-        l = 2  # noqa: E741
+        l = 2
         if frame["d"].value_counts().max() * l <= len(frame):
             models = [_projection(frame[["a", "b"]], "p"), _anatomy(frame[["c", "d"]], "d", l)]
         else:
@@ -86,12 +96,27 @@ def test_anatomy_estimate_of_004_table3():
     est = sum_g n_g(age) * c_g(flu) / |g| = 2*1/2 + 2*1/2 + 1*1/3 = 7/3 (the true count is 3)."""
     ages = [20, 23, 38, 42, 46, 48, 49, 52, 53, 59, 61]
     groups = [1, 1, 2, 2, 3, 3, 4, 4, 4, 5, 5]
-    disease = ["flu", "gastritis", "flu", "gastritis", "flu", "gastritis", "flu", "insomnia", "gastritis", "flu", "gastritis"]
+    disease = [
+        "flu",
+        "gastritis",
+        "flu",
+        "gastritis",
+        "flu",
+        "gastritis",
+        "flu",
+        "insomnia",
+        "gastritis",
+        "flu",
+        "gastritis",
+    ]
     domains = {"age": [str(a) for a in ages], "disease": ["flu", "gastritis", "insomnia"]}
     qit = to_codes(pd.DataFrame({"group_id": groups, "age": [str(a) for a in ages]}), domains)
     st_ = to_codes(pd.DataFrame({"group_id": groups, "disease": disease, "count": 1}), domains)
     model = TableModel("t", ("age", "disease"), "disease", qit=qit, st=st_)
-    q1 = {"age": frozenset(i for i, a in enumerate(ages) if 30 <= a <= 50), "disease": frozenset({0})}
+    q1 = {
+        "age": frozenset(i for i, a in enumerate(ages) if 30 <= a <= 50),
+        "disease": frozenset({0}),
+    }
     assert table_estimate(model, q1) == pytest.approx(7 / 3)
     assert estimate_count([model], q1, 11, domains) == pytest.approx(7 / 3)
     source = to_codes(pd.DataFrame({"age": [str(a) for a in ages], "disease": disease}), domains)
@@ -120,7 +145,12 @@ def test_where_clauses():
     q = parse_where("age between 20 and 40 and sex = 'F' and zip in (71000, \"72000\")", domains)
     assert q == {"age": frozenset({1, 2}), "sex": frozenset({0}), "zip": frozenset({0, 1})}
     assert parse_where("sex in ('F') and sex = M", domains) == {"sex": frozenset()}  # both: nothing
-    for bad, msg in [("sex = X", "no value 'X'"), ("height = 3", "unknown attribute"), ("sex == F", "cannot parse"), ("", "empty")]:
+    for bad, msg in [
+        ("sex = X", "no value 'X'"),
+        ("height = 3", "unknown attribute"),
+        ("sex == F", "cannot parse"),
+        ("", "empty"),
+    ]:
         with pytest.raises(SpecError, match=msg):
             parse_where(bad, domains)
 
@@ -130,11 +160,37 @@ def test_query_and_utility_commands(tmp_path, capsys):
 
     data = write_table(TABLE1, tmp_path / "t1")
     result = publish_inprocess(data, tmp_path / "out", RULES_1_3, l=2)
-    assert main(["query", str(result.path), "--where", "gender = F and age in (37)", "--source", str(data / "data")]) == 0
+    assert (
+        main(
+            [
+                "query",
+                str(result.path),
+                "--where",
+                "gender = F and age in (37)",
+                "--source",
+                str(data / "data"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     # gender and age share the zipcode table's QIT: the estimate is exact (2 rows: F, 37)
     assert "estimate: 2.0 of 6 rows" in out and "exact:    2" in out
-    assert main(["utility", str(result.path), "--source", str(data / "data"), "--qd", "2", "--queries", "20"]) == 0
+    assert (
+        main(
+            [
+                "utility",
+                str(result.path),
+                "--source",
+                str(data / "data"),
+                "--qd",
+                "2",
+                "--queries",
+                "20",
+            ]
+        )
+        == 0
+    )
     assert "KL divergence" in capsys.readouterr().out
     assert main(["query", str(result.path), "--where", "gender = X"]) == 2
 
@@ -150,12 +206,21 @@ def test_query_estimates_equal_the_model_summed_over_the_domain(case, qseed):
     sizes = dict(zip("abcd", [2, 3, 3, 4], strict=True))
     domains = {a: [str(i) for i in range(d)] for a, d in sizes.items()}
     if split == "overlap":
-        models = [_projection(frame[["a", "b"]], "p"), _projection(frame[["b", "c"]], "q"), _projection(frame[["c", "d"]], "r")]
+        models = [
+            _projection(frame[["a", "b"]], "p"),
+            _projection(frame[["b", "c"]], "q"),
+            _projection(frame[["c", "d"]], "r"),
+        ]
         if frame["d"].value_counts().max() * 2 <= len(frame):
             models[2] = _anatomy(frame[["b", "c", "d"]], "d", 2)
     else:
-        models = [_projection(frame[["a", "b"]], "p"), _projection(frame[["c"]], "q")]  # d unpublished
-    cells = pd.DataFrame(list(itertools.product(*[range(d) for d in sizes.values()])), columns=list(sizes))
+        models = [
+            _projection(frame[["a", "b"]], "p"),
+            _projection(frame[["c"]], "q"),
+        ]  # d unpublished
+    cells = pd.DataFrame(
+        list(itertools.product(*[range(d) for d in sizes.values()])), columns=list(sizes)
+    )
     p_est = estimate_rows(models, cells, len(frame), domains)
     rng = np.random.default_rng(qseed)
     est = Estimator(models, len(frame), domains)
@@ -163,7 +228,15 @@ def test_query_estimates_equal_the_model_summed_over_the_domain(case, qseed):
     shortcut = Estimator(models, len(frame), domains)
     for _ in range(5):
         attrs = rng.choice(list(sizes), size=int(rng.integers(1, 4)), replace=False)
-        q = {str(a): frozenset(int(v) for v in rng.choice(sizes[a], size=int(rng.integers(1, sizes[a] + 1)), replace=False)) for a in attrs}
+        q = {
+            str(a): frozenset(
+                int(v)
+                for v in rng.choice(
+                    sizes[a], size=int(rng.integers(1, sizes[a] + 1)), replace=False
+                )
+            )
+            for a in attrs
+        }
         inside = np.ones(len(cells), dtype=bool)
         for a, vals in q.items():
             inside &= cells[a].isin(list(vals)).to_numpy()

@@ -57,7 +57,15 @@ def bench_publish(args) -> dict:
         partitions=args.partitions,
         overwrite=True,
     )
-    results: dict = {"data": args.name, "rows": args.rows, "l": args.l, "c": args.c, "lhs": args.lhs, "repeat": args.repeat, "engines": {}}
+    results: dict = {
+        "data": args.name,
+        "rows": args.rows,
+        "l": args.l,
+        "c": args.c,
+        "lhs": args.lhs,
+        "repeat": args.repeat,
+        "engines": {},
+    }
     for name in args.engines.split(","):
         engine, startup = started_engine(name, args.spark_conf)
         runs, steps, manifest = [], [], None
@@ -78,17 +86,28 @@ def bench_publish(args) -> dict:
             "partitions": manifest["partitions"],
             "tables": [(t["name"], t["kind"], len(t["attributes"])) for t in manifest["tables"]],
         }
-    t = Table(title=f"publish {args.rows:,} rows of {args.name}, UAD, l = {args.l}, c = {args.c}, lhs = {args.lhs} (median of {args.repeat})")
+    t = Table(
+        title=f"publish {args.rows:,} rows of {args.name}, UAD, l = {args.l}, c = {args.c}, lhs = {args.lhs} (median of {args.repeat})"
+    )
     for c in ("engine", "median (s)", "start-up (s)", "rows/s", "partitions", "slowest step"):
         t.add_column(c, justify="left" if c in ("engine", "slowest step") else "right")
     for name, e in results["engines"].items():
         slow = max(e["steps_median_s"].items(), key=lambda kv: kv[1])
-        t.add_row(name, f"{e['median_s']:.2f}", f"{e['startup_s']:.1f}", f"{args.rows / e['median_s']:,.0f}", str(e["partitions"]), f"{slow[0]} {slow[1]:.2f} s")
+        t.add_row(
+            name,
+            f"{e['median_s']:.2f}",
+            f"{e['startup_s']:.1f}",
+            f"{args.rows / e['median_s']:,.0f}",
+            str(e["partitions"]),
+            f"{slow[0]} {slow[1]:.2f} s",
+        )
     console.print(t)
     e = results["engines"]
     if "spark" in e and "inprocess" in e:
         results["spark_over_inprocess"] = e["spark"]["median_s"] / e["inprocess"]["median_s"]
-        console.print(f"spark / inprocess (start-up excluded, same run): {results['spark_over_inprocess']:.2f}x")
+        console.print(
+            f"spark / inprocess (start-up excluded, same run): {results['spark_over_inprocess']:.2f}x"
+        )
     (out / "results.json").write_text(json.dumps(results, indent=2))
     console.print(f"results in {out / 'results.json'}")
     return results
@@ -117,8 +136,12 @@ def bench_utility(args) -> dict:
         wl_s.append(t2 - t1)
         est_s.append(t3 - t2)
     out = {
-        "rows": len(src), "kl": kl, "mean_relative_error": float(errors.mean()),
-        "kl_median_s": statistics.median(kl_s), "workload_median_s": statistics.median(wl_s), "estimate_median_s": statistics.median(est_s),
+        "rows": len(src),
+        "kl": kl,
+        "mean_relative_error": float(errors.mean()),
+        "kl_median_s": statistics.median(kl_s),
+        "workload_median_s": statistics.median(wl_s),
+        "estimate_median_s": statistics.median(est_s),
     }
     console.print(
         f"{len(src):,} rows: KL {kl:.4f} in {out['kl_median_s']:.1f} s; {args.queries:,} queries (qd = {args.qd}, p = {args.p}): "
@@ -161,7 +184,16 @@ def bench_multi_sa(args) -> dict:
         input_path=str(data), privacy=PrivacySpec("l-diversity", args.l), rules=RandomRules(args.c, args.lhs, args.seed),
         method="multi_sa_bip", output_path=str(out / "releases"), seed=args.seed, overwrite=True, multi_sa=settings,
     )  # fmt: skip
-    results: dict = {"data": args.name, "rows": args.rows, "l": args.l, "c": args.c, "lhs": args.lhs, "chunk_rows": args.chunk_rows, "full": {}, "sample": {}}
+    results: dict = {
+        "data": args.name,
+        "rows": args.rows,
+        "l": args.l,
+        "c": args.c,
+        "lhs": args.lhs,
+        "chunk_rows": args.chunk_rows,
+        "full": {},
+        "sample": {},
+    }
     for name in args.engines.split(","):
         engine, startup = started_engine(name, args.spark_conf)
         with console.status(f"{name}: partitioned multi-SA on {args.rows:,} rows ..."):
@@ -169,43 +201,87 @@ def bench_multi_sa(args) -> dict:
             r = publish(replace(base, engine=name, release_id=f"multi-sa-{name}"), engine)
             took = time.perf_counter() - t0
         cost = r.manifest["method_cost"]
-        results["full"][name] = {"s": took, "startup_s": startup, "steps_s": r.timings} | {k: v for k, v in cost.items() if k != "driver_solves"}
-    sample = write_sample(data, args.sample_rows, args.seed, out / f"{args.name}-sample-{args.sample_rows}")
+        results["full"][name] = {"s": took, "startup_s": startup, "steps_s": r.timings} | {
+            k: v for k, v in cost.items() if k != "driver_solves"
+        }
+    sample = write_sample(
+        data, args.sample_rows, args.seed, out / f"{args.name}-sample-{args.sample_rows}"
+    )
     engine = make_engine("inprocess")
     runs = {
-        "multi_sa_bip exact": replace(base, input_path=str(sample), multi_sa=replace(settings, mode="exact")),
+        "multi_sa_bip exact": replace(
+            base, input_path=str(sample), multi_sa=replace(settings, mode="exact")
+        ),
         "multi_sa_bip partitioned": replace(base, input_path=str(sample)),
         "uad": replace(base, input_path=str(sample), method="uad"),
     }
     for label, cfg in runs.items():
         with console.status(f"sample: {label} ..."):
             t0 = time.perf_counter()
-            r = publish(replace(cfg, engine="inprocess", release_id=f"sample-{label.replace(' ', '-')}"), engine)
+            r = publish(
+                replace(cfg, engine="inprocess", release_id=f"sample-{label.replace(' ', '-')}"),
+                engine,
+            )
             took = time.perf_counter() - t0
-            u = evaluate(str(r.path), str(sample / "data"), args.qd, args.p, args.queries, args.seed)
+            u = evaluate(
+                str(r.path), str(sample / "data"), args.qd, args.p, args.queries, args.seed
+            )
         cost = r.manifest.get("method_cost") or {}
         results["sample"][label] = {
             "s": took, "kl": u.kl, "relative_error": u.mean_relative_error, "suppressed_rows": cost.get("suppressed_rows", 0),
             "chunks": cost.get("chunks"), "all_optimal": cost.get("all_optimal"), "groups": sum(t.get("groups", 0) for t in r.manifest["tables"]),
         }  # fmt: skip
-    t = Table(title=f"multi-SA (partitioned, {args.solver}, chunks of {args.chunk_rows:,} rows) on {args.rows:,} rows of {args.name}, l = {args.l}, c = {args.c}")
-    for c in ("engine", "time (s)", "start-up (s)", "chunks", "solves", "all optimal", "suppressed rows"):
+    t = Table(
+        title=f"multi-SA (partitioned, {args.solver}, chunks of {args.chunk_rows:,} rows) on {args.rows:,} rows of {args.name}, l = {args.l}, c = {args.c}"
+    )
+    for c in (
+        "engine",
+        "time (s)",
+        "start-up (s)",
+        "chunks",
+        "solves",
+        "all optimal",
+        "suppressed rows",
+    ):
         t.add_column(c, justify="left" if c == "engine" else "right")
     for name, e in results["full"].items():
-        t.add_row(name, f"{e['s']:.1f}", f"{e['startup_s']:.1f}", str(e["chunks"]), str(e["solves"]), str(e["all_optimal"]), f"{e['suppressed_rows']:,}")
+        t.add_row(
+            name,
+            f"{e['s']:.1f}",
+            f"{e['startup_s']:.1f}",
+            str(e["chunks"]),
+            str(e["solves"]),
+            str(e["all_optimal"]),
+            f"{e['suppressed_rows']:,}",
+        )
     console.print(t)
-    t = Table(title=f"the same rules on a {args.sample_rows:,}-row sample (in-process; {args.queries} queries, qd = {args.qd}, p = {args.p})")
+    t = Table(
+        title=f"the same rules on a {args.sample_rows:,}-row sample (in-process; {args.queries} queries, qd = {args.qd}, p = {args.p})"
+    )
     for c in ("method", "time (s)", "KL", "relative error", "groups", "suppressed rows"):
         t.add_column(c, justify="left" if c == "method" else "right")
     for label, e in results["sample"].items():
-        t.add_row(label, f"{e['s']:.2f}", f"{e['kl']:.4f}", f"{e['relative_error']:.4f}", f"{e['groups']:,}", f"{e['suppressed_rows']:,}")
+        t.add_row(
+            label,
+            f"{e['s']:.2f}",
+            f"{e['kl']:.4f}",
+            f"{e['relative_error']:.4f}",
+            f"{e['groups']:,}",
+            f"{e['suppressed_rows']:,}",
+        )
     console.print(t)
     (out / "multi_sa.json").write_text(json.dumps(results, indent=2, default=str))
     console.print(f"results in {out / 'multi_sa.json'}")
     return results
 
 
-M_SCHEMAS = [["age"], ["age", "gender"], ["age", "gender", "education"], ["age", "gender", "education", "marital"], ["age", "gender", "education", "marital", "race"]]
+M_SCHEMAS = [
+    ["age"],
+    ["age", "gender"],
+    ["age", "gender", "education"],
+    ["age", "gender", "education", "marital"],
+    ["age", "gender", "education", "marital", "race"],
+]
 
 
 def bench_marginals(args) -> dict:
@@ -239,7 +315,11 @@ def bench_marginals(args) -> dict:
             t0 = time.perf_counter()
             r = publish(replace(base, engine=name, release_id=f"marginals-{name}"), engine)
             took = time.perf_counter() - t0
-        results["engines"][name] = {"s": took, "startup_s": startup, "steps_s": r.timings} | r.manifest["method_cost"]
+        results["engines"][name] = {
+            "s": took,
+            "startup_s": startup,
+            "steps_s": r.timings,
+        } | r.manifest["method_cost"]
     with console.status("ANGEL: batches and five GTs (in-process) ..."):
         t0 = time.perf_counter()
         loaded = InProcessEngine().load(str(data / "data"), load_table_spec(data / "table.yaml"))
@@ -253,13 +333,36 @@ def bench_marginals(args) -> dict:
             angel_tables(frame[list(qi)], attrs, s, args.m, extents, batch)
         angel = time.perf_counter() - t1
     results["angel"] = {"s": angel, "read_s": read}
-    t = Table(title=f"m-invariant marginals M1..M5 of {args.rows:,} census rows, m = {args.m} (one run each)")
-    for c in ("run", "end to end (s)", "start-up (s)", "bucketize+decompose+write (s)", "chunks", "vs ANGEL"):
+    t = Table(
+        title=f"m-invariant marginals M1..M5 of {args.rows:,} census rows, m = {args.m} (one run each)"
+    )
+    for c in (
+        "run",
+        "end to end (s)",
+        "start-up (s)",
+        "bucketize+decompose+write (s)",
+        "chunks",
+        "vs ANGEL",
+    ):
         t.add_column(c, justify="left" if c == "run" else "right")
     for name, e in results["engines"].items():
         core = e["steps_s"].get("bucketize, decompose and write", float("nan"))
-        t.add_row(f"ours, {name}", f"{e['s']:.1f}", f"{e['startup_s']:.1f}", f"{core:.1f}", str(e["chunks"]), f"{core / angel:.0%} (core) / {e['s'] / (angel + read):.0%} (end to end)")
-    t.add_row("ANGEL, in-process", f"{angel + read:.1f}", "-", f"{angel:.1f} (batches + 5 GTs)", "-", "100%")
+        t.add_row(
+            f"ours, {name}",
+            f"{e['s']:.1f}",
+            f"{e['startup_s']:.1f}",
+            f"{core:.1f}",
+            str(e["chunks"]),
+            f"{core / angel:.0%} (core) / {e['s'] / (angel + read):.0%} (end to end)",
+        )
+    t.add_row(
+        "ANGEL, in-process",
+        f"{angel + read:.1f}",
+        "-",
+        f"{angel:.1f} (batches + 5 GTs)",
+        "-",
+        "100%",
+    )
     console.print(t)
     (out / "marginals.json").write_text(json.dumps(results, indent=2, default=str))
     console.print(f"results in {out / 'marginals.json'}")

@@ -48,7 +48,9 @@ class CompareConfig:
     table: str | None
     out: str
     methods: tuple[str, ...] = ("uad", "gd", "single_attribute")
-    defaults: dict[str, Any] = field(default_factory=lambda: {"c": 5, "l": 2, "lhs": 3, "qd": 3, "p": 0.4})
+    defaults: dict[str, Any] = field(
+        default_factory=lambda: {"c": 5, "l": 2, "lhs": 3, "qd": 3, "p": 0.4}
+    )
     sweeps: tuple[tuple[str, tuple], ...] = (("c", tuple(range(1, 10))),)
     repeats: int = 5
     queries: int = 1000
@@ -63,7 +65,9 @@ class CompareConfig:
 def compare_config_from_dict(d: dict, where: str = "config") -> CompareConfig:
     known = {"engine", "input", "compare", "output", "seed", "privacy", "gd", "multi_sa"}
     if not isinstance(d, dict) or set(d) - known:
-        raise SpecError(f"{where}: unknown keys {', '.join(sorted(set(d) - known))}; known: {', '.join(sorted(known))}")
+        raise SpecError(
+            f"{where}: unknown keys {', '.join(sorted(set(d) - known))}; known: {', '.join(sorted(known))}"
+        )
     if d.get("engine", "inprocess") != "inprocess":
         raise SpecError(f"{where}: compare runs the in-process kernels (engine: inprocess)")
     c = dict(d.get("compare") or {})
@@ -76,7 +80,9 @@ def compare_config_from_dict(d: dict, where: str = "config") -> CompareConfig:
     sweeps = []
     for s in c.pop("sweeps", [{"vary": "c", "values": list(range(1, 10))}]):
         if s.get("vary") not in PARAMETERS or not s.get("values"):
-            raise SpecError(f"{where}: each sweep needs vary (one of {', '.join(PARAMETERS)}) and values")
+            raise SpecError(
+                f"{where}: each sweep needs vary (one of {', '.join(PARAMETERS)}) and values"
+            )
         sweeps.append((s["vary"], tuple(s["values"])))
     repeats, queries = int(c.pop("repeats", 5)), int(c.pop("queries", 1000))
     if c:
@@ -86,24 +92,38 @@ def compare_config_from_dict(d: dict, where: str = "config") -> CompareConfig:
     if "path" not in inp:
         raise SpecError(f"{where}: input.path is required")
     return CompareConfig(
-        input_path=str(inp["path"]), table=inp.get("table"), input_format=inp.get("format"),
-        out=str((d.get("output") or {}).get("path", "out/compare")), methods=methods, defaults=defaults,
-        sweeps=tuple(sweeps), repeats=repeats, queries=queries, seed=int(d.get("seed", 1)),
-        gd_budget_s=float(gdc.get("budget_s", 60.0)), gd_sample_rows=int(gdc.get("sample_rows", 20_000)),
+        input_path=str(inp["path"]),
+        table=inp.get("table"),
+        input_format=inp.get("format"),
+        out=str((d.get("output") or {}).get("path", "out/compare")),
+        methods=methods,
+        defaults=defaults,
+        sweeps=tuple(sweeps),
+        repeats=repeats,
+        queries=queries,
+        seed=int(d.get("seed", 1)),
+        gd_budget_s=float(gdc.get("budget_s", 60.0)),
+        gd_sample_rows=int(gdc.get("sample_rows", 20_000)),
         sample_rows=None if inp.get("sample_rows") is None else int(inp["sample_rows"]),
         multi_sa=MultiSaSettings.from_dict(d.get("multi_sa") or {}),
     )
 
 
-def _design(method: str, names, rules, seed: int, frame, sizes, l: int, cfg: CompareConfig) -> tuple[Schema, GdCost | None]:  # noqa: E741
+def _design(
+    method: str, names, rules, seed: int, frame, sizes, l: int, cfg: CompareConfig
+) -> tuple[Schema, GdCost | None]:
     def scorer():
-        sample = frame if len(frame) <= cfg.gd_sample_rows else frame.sample(cfg.gd_sample_rows, random_state=seed)
+        sample = (
+            frame
+            if len(frame) <= cfg.gd_sample_rows
+            else frame.sample(cfg.gd_sample_rows, random_state=seed)
+        )
         return kl_scorer(sample.reset_index(drop=True), sizes, l, seed)
 
     return design(method, names, rules, seed, scorer, cfg.gd_budget_s)
 
 
-def _anonymized(frame, t, l: int, seed: int, sizes, cfg: CompareConfig):  # noqa: E741
+def _anonymized(frame, t, l: int, seed: int, sizes, cfg: CompareConfig):
     """A table's model, anonymized in memory by the release's kernel (one partition)."""
     if t.kind != "multi_sa":
         return anonymized_model(frame, t.attributes, t.sensitive, l, seed)
@@ -128,28 +148,57 @@ def run_compare(cfg: CompareConfig, progress=None) -> pd.DataFrame:
     for vary, values in cfg.sweeps:
         for k, value in enumerate(values):
             prm = dict(cfg.defaults) | {vary: value}
-            l, c, lhs, qd, p = int(prm["l"]), int(prm["c"]), int(prm["lhs"]), int(prm["qd"]), float(prm["p"])  # noqa: E741
+            l, c, lhs, qd, p = (
+                int(prm["l"]),
+                int(prm["c"]),
+                int(prm["lhs"]),
+                int(prm["qd"]),
+                float(prm["p"]),
+            )
             key = (qd, p)
             if key not in workloads:
                 workloads[key] = workload(frame, domains, qd, p, cfg.queries, cfg.seed)
             wl = workloads[key]
             eligible = [a for a in names if ineligibility(a, *loaded.frequencies()[a], l) is None]
             for r in range(cfg.repeats):
-                rules_seed = int(np.random.SeedSequence([cfg.seed, PARAMETERS.index(vary), k, r]).generate_state(1)[0])
+                rules_seed = int(
+                    np.random.SeedSequence([cfg.seed, PARAMETERS.index(vary), k, r]).generate_state(
+                        1
+                    )[0]
+                )
                 rules = random_rules(names, c, lhs, rules_seed, eligible)
                 for method in cfg.methods:
                     t0 = time.perf_counter()
                     schema, cost = _design(method, names, rules, rules_seed, frame, sizes, l, cfg)
                     t1 = time.perf_counter()
-                    models = [_anonymized(frame, t, l, rules_seed, sizes, cfg) for t in schema.tables]
+                    models = [
+                        _anonymized(frame, t, l, rules_seed, sizes, cfg) for t in schema.tables
+                    ]
                     t2 = time.perf_counter()
                     kl = kl_divergence(models, frame, domains)
                     errors = relative_errors(models, wl, n, domains)
                     rows.append(
-                        {"sweep": vary, "value": value, "repeat": r, "method": method, "c": c, "l": l, "lhs": lhs, "qd": qd, "p": p,
-                         "rules_seed": rules_seed, "tables": len(schema.tables), "kl": kl, "relative_error": float(errors.mean()),
-                         "design_s": t1 - t0, "anonymize_s": t2 - t1, "time_s": t2 - t0,
-                         "gd_budget_exhausted": cost.budget_exhausted if cost else None, "queries": len(errors), "queries_redrawn": wl.redrawn}
+                        {
+                            "sweep": vary,
+                            "value": value,
+                            "repeat": r,
+                            "method": method,
+                            "c": c,
+                            "l": l,
+                            "lhs": lhs,
+                            "qd": qd,
+                            "p": p,
+                            "rules_seed": rules_seed,
+                            "tables": len(schema.tables),
+                            "kl": kl,
+                            "relative_error": float(errors.mean()),
+                            "design_s": t1 - t0,
+                            "anonymize_s": t2 - t1,
+                            "time_s": t2 - t0,
+                            "gd_budget_exhausted": cost.budget_exhausted if cost else None,
+                            "queries": len(errors),
+                            "queries_redrawn": wl.redrawn,
+                        }
                     )
                 if progress:
                     progress(1)
@@ -159,7 +208,9 @@ def run_compare(cfg: CompareConfig, progress=None) -> pd.DataFrame:
 MEASURES = {"kl": "KL-divergence", "relative_error": "relative error", "time_s": "time (s)"}
 
 
-def write_results(results: pd.DataFrame, cfg, title: str, measures: dict[str, str] = MEASURES) -> list[Path]:
+def write_results(
+    results: pd.DataFrame, cfg, title: str, measures: dict[str, str] = MEASURES
+) -> list[Path]:
     """results.parquet, results.csv, summary.csv (means per method and value) and one
     PNG per sweep and measure, shaped like 000 Figures 1-3 and 5-10 (002 Figures 2-5)."""
     import matplotlib
@@ -172,7 +223,11 @@ def write_results(results: pd.DataFrame, cfg, title: str, measures: dict[str, st
     results.to_parquet(out / "results.parquet", index=False)
     results.to_csv(out / "results.csv", index=False)
     extra = [c for c in ("tables", "median_error") if c in results.columns]
-    summary = results.groupby(["sweep", "value", "method"], sort=False)[[*measures, *extra]].mean().reset_index()
+    summary = (
+        results.groupby(["sweep", "value", "method"], sort=False)[[*measures, *extra]]
+        .mean()
+        .reset_index()
+    )
     summary.to_csv(out / "summary.csv", index=False)
     files = []
     labels = measures

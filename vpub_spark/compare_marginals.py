@@ -43,7 +43,9 @@ class MarginalsCompareConfig:
     marginals: tuple[tuple[str, tuple[str, ...]], ...]
     out: str = "out/compare/marginals"
     methods: tuple[str, ...] = METHODS
-    defaults: dict[str, Any] = field(default_factory=lambda: {"m": 6, "s": 0.1, "marginal": None, "w": None})
+    defaults: dict[str, Any] = field(
+        default_factory=lambda: {"m": 6, "s": 0.1, "marginal": None, "w": None}
+    )
     sweeps: tuple[tuple[str, tuple], ...] = (("m", (4, 5, 6, 7, 8, 9, 10)),)
     repeats: int = 1
     queries: int = 1000
@@ -58,21 +60,32 @@ class MarginalsCompareConfig:
 def marginals_compare_config_from_dict(d: dict, where: str = "config") -> MarginalsCompareConfig:
     known = {"engine", "input", "compare", "output", "seed", "privacy", "marginals"}
     if set(d) - known:
-        raise SpecError(f"{where}: unknown keys {', '.join(sorted(set(d) - known))}; known: {', '.join(sorted(known))}")
+        raise SpecError(
+            f"{where}: unknown keys {', '.join(sorted(set(d) - known))}; known: {', '.join(sorted(known))}"
+        )
     mg = dict(d.get("marginals") or {})
     schemas = mg.get("schemas")
     if not mg.get("sensitive") or not isinstance(schemas, dict) or not schemas:
-        raise SpecError(f"{where}: marginals needs sensitive and schemas as a mapping {{M1: [age], M2: [age, gender], ...}}")
+        raise SpecError(
+            f"{where}: marginals needs sensitive and schemas as a mapping {{M1: [age], M2: [age, gender], ...}}"
+        )
     c = dict(d.get("compare") or {})
     methods = tuple(c.pop("methods", METHODS))
     if set(methods) - set(METHODS):
         raise SpecError(f"{where}: compare.methods must be among {', '.join(METHODS)}")
-    defaults = {"m": (d.get("privacy") or {}).get("m", 6), "s": 0.1, "marginal": list(schemas)[-1], "w": None}
+    defaults = {
+        "m": (d.get("privacy") or {}).get("m", 6),
+        "s": 0.1,
+        "marginal": list(schemas)[-1],
+        "w": None,
+    }
     defaults.update({k: c.pop(k) for k in list(c) if k in PARAMETERS})
     sweeps = []
     for s in c.pop("sweeps", [{"vary": "m", "values": [4, 5, 6, 7, 8, 9, 10]}]):
         if s.get("vary") not in PARAMETERS or not s.get("values"):
-            raise SpecError(f"{where}: each sweep needs vary (one of {', '.join(PARAMETERS)}) and values")
+            raise SpecError(
+                f"{where}: each sweep needs vary (one of {', '.join(PARAMETERS)}) and values"
+            )
         sweeps.append((s["vary"], tuple(s["values"])))
     for vary, values in sweeps:
         if vary == "marginal" and set(values) - set(schemas):
@@ -92,14 +105,28 @@ def marginals_compare_config_from_dict(d: dict, where: str = "config") -> Margin
     )  # fmt: skip
 
 
-def bucketize_table(frame: pd.DataFrame, qi, sensitive: str, m: int, sizes, seed: int, chunk_rows: int, tries: int, blocks: int) -> tuple[pd.DataFrame, np.ndarray]:
+def bucketize_table(
+    frame: pd.DataFrame,
+    qi,
+    sensitive: str,
+    m: int,
+    sizes,
+    seed: int,
+    chunk_rows: int,
+    tries: int,
+    blocks: int,
+) -> tuple[pd.DataFrame, np.ndarray]:
     """The publisher's bucketization in memory: (rows in chunk and canonical order, bucket)."""
-    sharding, _, plan = plan_marginal_chunks(lambda sh: shard_counts(frame, [sensitive], sh), sizes, qi, sensitive, m, chunk_rows)
+    sharding, _, plan = plan_marginal_chunks(
+        lambda sh: shard_counts(frame, [sensitive], sh), sizes, qi, sensitive, m, chunk_rows
+    )
     extents = {a: sizes[a] - 1 for a in qi}
     part = plan.part_of(sharding.of(frame))
     frames, buckets, base = [], [], 0
     for p in range(plan.parts):
-        canon, _, bucket = bucketize_chunk(frame[part == p], qi, sensitive, m, extents, seed, p, tries, blocks)
+        canon, _, bucket = bucketize_chunk(
+            frame[part == p], qi, sensitive, m, extents, seed, p, tries, blocks
+        )
         frames.append(canon)
         buckets.append(bucket + base)
         base += len(canon)
@@ -116,10 +143,14 @@ class Published:
 
     def estimate(self, ranges: dict[str, tuple[int, int]], s_range: tuple[int, int]) -> float:
         lo, hi = s_range
-        return float((box_fraction(self.boxes, ranges) * (self.cum[:, hi + 1] - self.cum[:, lo])).sum())
+        return float(
+            (box_fraction(self.boxes, ranges) * (self.cum[:, hi + 1] - self.cum[:, lo])).sum()
+        )
 
 
-def _cumulative(keys: np.ndarray, values: np.ndarray, weights: np.ndarray, rows: int, domain: int) -> np.ndarray:
+def _cumulative(
+    keys: np.ndarray, values: np.ndarray, weights: np.ndarray, rows: int, domain: int
+) -> np.ndarray:
     mat = np.zeros((rows, domain + 1))
     np.add.at(mat, (keys, values + 1), weights)
     return np.cumsum(mat, axis=1)
@@ -133,22 +164,44 @@ def ours(frame: pd.DataFrame, bucket: np.ndarray, attrs, sensitive: str, sizes) 
     return Published(b, _cumulative(group, s, np.ones(len(s)), len(b), sizes[sensitive]))
 
 
-def angel(frame: pd.DataFrame, batch: np.ndarray, qi, attrs, sensitive: str, m: int, sizes) -> Published:
+def angel(
+    frame: pd.DataFrame, batch: np.ndarray, qi, attrs, sensitive: str, m: int, sizes
+) -> Published:
     """ANGEL's estimate: sum over GT rows of cnt * frac(box, R) * share of V in the batch."""
     s = frame[sensitive].to_numpy()
     gt, bt = angel_tables(frame[list(qi)], list(attrs), s, m, {a: sizes[a] - 1 for a in qi}, batch)
     size = bt.groupby("batch")["count"].sum()
-    share = _cumulative(bt["batch"].to_numpy(), bt["s"].to_numpy(), bt["count"].to_numpy() / size.reindex(bt["batch"]).to_numpy(), int(batch.max()) + 1, sizes[sensitive])
-    return Published(gt.reset_index(drop=True), share[gt["batch"].to_numpy()] * gt["count"].to_numpy()[:, None])
+    share = _cumulative(
+        bt["batch"].to_numpy(),
+        bt["s"].to_numpy(),
+        bt["count"].to_numpy() / size.reindex(bt["batch"]).to_numpy(),
+        int(batch.max()) + 1,
+        sizes[sensitive],
+    )
+    return Published(
+        gt.reset_index(drop=True), share[gt["batch"].to_numpy()] * gt["count"].to_numpy()[:, None]
+    )
 
 
-def marginal_workload(frame: pd.DataFrame, attrs, sensitive: str, sizes, w: int | None, s: float, count: int, seed: int, max_draws: int = 100):
+def marginal_workload(
+    frame: pd.DataFrame,
+    attrs,
+    sensitive: str,
+    sizes,
+    w: int | None,
+    s: float,
+    count: int,
+    seed: int,
+    max_draws: int = 100,
+):
     """002 §4's queries on one marginal with their exact answers; (queries, exact, redrawn)."""
     rng = np.random.default_rng(seed)
     attrs = list(attrs)
     w = len(attrs) + 1 if w is None else int(w)
     if not 1 <= w <= len(attrs) + 1:
-        raise SpecError(f"query dimension w = {w} must be between 1 and {len(attrs) + 1} for a marginal of {len(attrs)} QI attributes")
+        raise SpecError(
+            f"query dimension w = {w} must be between 1 and {len(attrs) + 1} for a marginal of {len(attrs)} QI attributes"
+        )
     cols = {a: frame[a].to_numpy() for a in [*attrs, sensitive]}
 
     def interval(a: str) -> tuple[int, int]:
@@ -172,7 +225,9 @@ def marginal_workload(frame: pd.DataFrame, attrs, sensitive: str, sizes, w: int 
                 break
             redrawn += 1
         else:
-            raise SpecError(f"no query with a non-zero answer in {max_draws} draws (s = {s} is too small for this table)")
+            raise SpecError(
+                f"no query with a non-zero answer in {max_draws} draws (s = {s} is too small for this table)"
+            )
     return queries, np.asarray(exact, dtype=np.float64), redrawn
 
 
@@ -192,8 +247,12 @@ def run_marginals_compare(cfg: MarginalsCompareConfig, progress=None) -> pd.Data
     names = set(loaded.names)
     needed = {cfg.sensitive, *(a for _, attrs in cfg.marginals for a in attrs)}
     if needed - names:
-        raise SpecError(f"unknown attributes {', '.join(sorted(needed - names))}; the table has {', '.join(loaded.names)}")
-    qi = tuple(a for a in loaded.names if any(a in attrs for _, attrs in cfg.marginals))  # 002's setup: QI = M_k's attributes
+        raise SpecError(
+            f"unknown attributes {', '.join(sorted(needed - names))}; the table has {', '.join(loaded.names)}"
+        )
+    qi = tuple(
+        a for a in loaded.names if any(a in attrs for _, attrs in cfg.marginals)
+    )  # 002's setup: QI = M_k's attributes
     sizes = {a: loaded.dictionaries[a].size for a in loaded.names}
     schemas = dict(cfg.marginals)
     rows = []
@@ -206,13 +265,26 @@ def run_marginals_compare(cfg: MarginalsCompareConfig, progress=None) -> pd.Data
             out: dict[str, Any] = {}
             if "marginals" in cfg.methods:
                 t0 = time.perf_counter()
-                canon, bucket = bucketize_table(frame, qi, cfg.sensitive, m, sizes, seed, cfg.chunk_rows, cfg.tries, cfg.blocks)
-                pubs = {k: ours(canon, bucket, attrs, cfg.sensitive, sizes) for k, attrs in schemas.items()}
+                canon, bucket = bucketize_table(
+                    frame, qi, cfg.sensitive, m, sizes, seed, cfg.chunk_rows, cfg.tries, cfg.blocks
+                )
+                pubs = {
+                    k: ours(canon, bucket, attrs, cfg.sensitive, sizes)
+                    for k, attrs in schemas.items()
+                }
                 out["marginals"] = (pubs, time.perf_counter() - t0)
             if "angel" in cfg.methods:
                 t0 = time.perf_counter()
-                batch = angel_batches(frame[list(qi)], frame[cfg.sensitive].to_numpy(), m, {a: sizes[a] - 1 for a in qi})
-                pubs = {k: angel(frame, batch, qi, attrs, cfg.sensitive, m, sizes) for k, attrs in schemas.items()}
+                batch = angel_batches(
+                    frame[list(qi)],
+                    frame[cfg.sensitive].to_numpy(),
+                    m,
+                    {a: sizes[a] - 1 for a in qi},
+                )
+                pubs = {
+                    k: angel(frame, batch, qi, attrs, cfg.sensitive, m, sizes)
+                    for k, attrs in schemas.items()
+                }
                 out["angel"] = (pubs, time.perf_counter() - t0)
             cache.clear()  # keep one m in memory
             cache[(m, rep)] = out
@@ -224,7 +296,16 @@ def run_marginals_compare(cfg: MarginalsCompareConfig, progress=None) -> pd.Data
             for rep in range(cfg.repeats):
                 made = built(int(p["m"]), rep)
                 attrs = schemas[p["marginal"]]
-                queries, exact, redrawn = marginal_workload(frame, attrs, cfg.sensitive, sizes, p["w"], float(p["s"]), cfg.queries, cfg.seed * 1000 + rep)
+                queries, exact, redrawn = marginal_workload(
+                    frame,
+                    attrs,
+                    cfg.sensitive,
+                    sizes,
+                    p["w"],
+                    float(p["s"]),
+                    cfg.queries,
+                    cfg.seed * 1000 + rep,
+                )
                 for method, (pubs, seconds) in made.items():
                     err = _errors(pubs[p["marginal"]], queries, exact)
                     rows.append({

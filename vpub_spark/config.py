@@ -20,7 +20,20 @@ from .model import PrivacySpec, TableSpec
 METHODS = ("uad", "gd", "single_attribute", "multi_sa_bip", "marginals")
 BIP_MODES = ("exact", "partitioned")
 ENGINES = ("spark", "inprocess")
-KEYS = {"engine", "spark", "input", "privacy", "rules", "method", "output", "seed", "partitions", "gd", "multi_sa", "marginals"}
+KEYS = {
+    "engine",
+    "spark",
+    "input",
+    "privacy",
+    "rules",
+    "method",
+    "output",
+    "seed",
+    "partitions",
+    "gd",
+    "multi_sa",
+    "marginals",
+}
 
 
 @dataclass(frozen=True)
@@ -38,13 +51,19 @@ class MultiSaSettings:
         from .kernels.bip import SOLVERS
 
         if self.mode not in BIP_MODES:
-            raise SpecError(f"multi_sa.mode must be one of {', '.join(BIP_MODES)}, not {self.mode!r}")
+            raise SpecError(
+                f"multi_sa.mode must be one of {', '.join(BIP_MODES)}, not {self.mode!r}"
+            )
         if self.solver not in SOLVERS:
-            raise SpecError(f"multi_sa.solver must be one of {', '.join(SOLVERS)}, not {self.solver!r}")
+            raise SpecError(
+                f"multi_sa.solver must be one of {', '.join(SOLVERS)}, not {self.solver!r}"
+            )
         if self.time_limit_s is not None and not self.time_limit_s > 0:
             raise SpecError(f"multi_sa.time_limit_s must be positive, not {self.time_limit_s!r}")
         if not isinstance(self.chunk_rows, int) or self.chunk_rows < 1:
-            raise SpecError(f"multi_sa.chunk_rows must be a positive integer, not {self.chunk_rows!r}")
+            raise SpecError(
+                f"multi_sa.chunk_rows must be a positive integer, not {self.chunk_rows!r}"
+            )
 
     @classmethod
     def from_dict(cls, d: dict) -> MultiSaSettings:
@@ -52,12 +71,21 @@ class MultiSaSettings:
         if unknown:
             raise SpecError(f"multi_sa has unknown keys {', '.join(sorted(unknown))}")
         t = d.get("time_limit_s", 60.0)
-        return cls(str(d.get("mode", "exact")), str(d.get("solver", "cbc")), None if t is None else float(t), d.get("chunk_rows", 20_000))
+        return cls(
+            str(d.get("mode", "exact")),
+            str(d.get("solver", "cbc")),
+            None if t is None else float(t),
+            d.get("chunk_rows", 20_000),
+        )
 
 
 def _names(v: Any, what: str) -> tuple[str, ...]:
     items = [x.strip() for x in v.split(",")] if isinstance(v, str) else v
-    if not isinstance(items, list | tuple) or not items or not all(isinstance(x, str) and x for x in items):
+    if (
+        not isinstance(items, list | tuple)
+        or not items
+        or not all(isinstance(x, str) and x for x in items)
+    ):
         raise SpecError(f"{what} must be a non-empty list of attribute names, not {v!r}")
     return tuple(items)
 
@@ -96,12 +124,16 @@ class MarginalSettings:
             return None
         unknown = set(d) - set(cls.KEYS)
         if unknown:
-            raise SpecError(f"marginals has unknown keys {', '.join(sorted(unknown))}; known: {', '.join(cls.KEYS)}")
+            raise SpecError(
+                f"marginals has unknown keys {', '.join(sorted(unknown))}; known: {', '.join(cls.KEYS)}"
+            )
         for k in ("sensitive", "schemas", "state"):
             if not d.get(k):
                 raise SpecError(f"marginals.{k} is required")
         if not isinstance(d["schemas"], list):
-            raise SpecError("marginals.schemas must be a list of attribute lists, e.g. [[age], [age, gender]]")
+            raise SpecError(
+                "marginals.schemas must be a list of attribute lists, e.g. [[age], [age, gender]]"
+            )
         return cls(
             str(d["sensitive"]), tuple(_names(x, "each of marginals.schemas") for x in d["schemas"]), str(d["state"]),
             None if d.get("qi") is None else _names(d["qi"], "marginals.qi"),
@@ -143,17 +175,31 @@ class PublishConfig:
             raise SpecError(f"engine must be spark or inprocess, not {self.engine!r}")
         if self.method == "marginals":
             if self.privacy.model != "m-invariance":
-                raise SpecError(f"method marginals needs privacy model m-invariance (privacy: {{model: m-invariance, m: 6}}), not {self.privacy.model}")
+                raise SpecError(
+                    f"method marginals needs privacy model m-invariance (privacy: {{model: m-invariance, m: 6}}), not {self.privacy.model}"
+                )
             if self.marginals is None:
-                raise SpecError("method marginals needs a `marginals:` section with sensitive, schemas and state")
+                raise SpecError(
+                    "method marginals needs a `marginals:` section with sensitive, schemas and state"
+                )
         elif self.privacy.model != "l-diversity":
-            raise SpecError(f"method {self.method} needs privacy model l-diversity, not {self.privacy.model}")
-        if self.partitions is not None and (not isinstance(self.partitions, int) or self.partitions < 1):
-            raise SpecError(f"partitions must be a positive integer or auto, not {self.partitions!r}")
+            raise SpecError(
+                f"method {self.method} needs privacy model l-diversity, not {self.privacy.model}"
+            )
+        if self.partitions is not None and (
+            not isinstance(self.partitions, int) or self.partitions < 1
+        ):
+            raise SpecError(
+                f"partitions must be a positive integer or auto, not {self.partitions!r}"
+            )
         if not isinstance(self.seed, int):
             raise SpecError(f"seed must be an integer, not {self.seed!r}")
-        if self.release_id is not None and (not self.release_id or "/" in self.release_id or self.release_id.startswith(".")):
-            raise SpecError(f"release_id {self.release_id!r} must be a plain, non-hidden directory name")
+        if self.release_id is not None and (
+            not self.release_id or "/" in self.release_id or self.release_id.startswith(".")
+        ):
+            raise SpecError(
+                f"release_id {self.release_id!r} must be a plain, non-hidden directory name"
+            )
 
     @property
     def l(self) -> int:  # noqa: E743
@@ -166,7 +212,11 @@ class PublishConfig:
         """The configuration as run, for the manifest."""
         d = asdict(self)
         d["privacy"] = self.privacy.as_dict()
-        d["rules"] = asdict(self.rules) | {"random": True} if isinstance(self.rules, RandomRules) else list(self.rules)
+        d["rules"] = (
+            asdict(self.rules) | {"random": True}
+            if isinstance(self.rules, RandomRules)
+            else list(self.rules)
+        )
         return d
 
 
@@ -205,7 +255,9 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
         raise SpecError(f"{where}: expected a mapping")
     unknown = set(d) - KEYS
     if unknown:
-        raise SpecError(f"{where}: unknown keys {', '.join(sorted(unknown))}; known: {', '.join(sorted(KEYS))}")
+        raise SpecError(
+            f"{where}: unknown keys {', '.join(sorted(unknown))}; known: {', '.join(sorted(KEYS))}"
+        )
     inp, out = _section(d, "input"), _section(d, "output")
     if "path" not in inp:
         raise SpecError(f"{where}: input.path is required")
@@ -220,7 +272,9 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
             table=None if inp.get("table") is None else str(inp["table"]),
             input_format=inp.get("format"),
             privacy=_privacy(_section(d, "privacy")),
-            rules=() if d.get("method") == "marginals" and d.get("rules") is None else _rules(d.get("rules")),
+            rules=()
+            if d.get("method") == "marginals" and d.get("rules") is None
+            else _rules(d.get("rules")),
             method=str(d.get("method", "uad")),
             output_path=str(out.get("path", "releases")),
             release_id=None if out.get("release_id") is None else str(out["release_id"]),
@@ -256,5 +310,7 @@ def resolve_table(cfg: PublishConfig) -> tuple[str, TableSpec]:
         if t in synthetic.SCHEMAS:
             data = Path(cfg.input_path) / "data"
             return str(data) if data.is_dir() else cfg.input_path, synthetic.table_spec(t)
-        raise SpecError(f"input.table {t!r} is neither a .yaml file nor a preset (adult, {', '.join(synthetic.SCHEMAS)})")
+        raise SpecError(
+            f"input.table {t!r} is neither a .yaml file nor a preset (adult, {', '.join(synthetic.SCHEMAS)})"
+        )
     return resolve_input(cfg.input_path, t)

@@ -39,11 +39,19 @@ def run_demo(args) -> int:
         engine=engine.name,
         overwrite=True,
     )
-    console.print("[bold]publish[/bold]: 5 random irreducible rules, l = 10, UAD (000 Algorithm 2), anatomy per table")
+    console.print(
+        "[bold]publish[/bold]: 5 random irreducible rules, l = 10, UAD (000 Algorithm 2), anatomy per table"
+    )
     result = publish(cfg, engine, progress_step)
     publish_summary(result)
     with progress_step("re-audit the committed release against the source (vpub audit --source)"):
         report = audit_release(result.path, source=str(data_dir))
-    console.print(audit_table(report) if not report.passed else f"audit: [green]passed[/green] {len(report.checks)} checks")
-    console.print(f"[green]demo finished in {time.perf_counter() - t0:.1f} s[/green]; the release is in {result.path}")
+    console.print(
+        audit_table(report)
+        if not report.passed
+        else f"audit: [green]passed[/green] {len(report.checks)} checks"
+    )
+    console.print(
+        f"[green]demo finished in {time.perf_counter() - t0:.1f} s[/green]; the release is in {result.path}"
+    )
     return 0 if report.passed else 1

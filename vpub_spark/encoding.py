@@ -73,14 +73,20 @@ def _numbers(attr: Attribute, raws: list[str]) -> list[float]:
         try:
             v = float(r)
         except ValueError:
-            raise DataError(f"{attr.name}: value {r!r} of column {attr.column} is not a number") from None
+            raise DataError(
+                f"{attr.name}: value {r!r} of column {attr.column} is not a number"
+            ) from None
         if math.isnan(v):
-            raise DataError(f"{attr.name}: column {attr.column} holds NaN; declare it as a missing value")
+            raise DataError(
+                f"{attr.name}: column {attr.column} holds NaN; declare it as a missing value"
+            )
         out.append(v)
     return out
 
 
-def _labels_of(attr: Attribute, raws: list[str], counts: list[int]) -> tuple[list[str], tuple[str, ...]]:
+def _labels_of(
+    attr: Attribute, raws: list[str], counts: list[int]
+) -> tuple[list[str], tuple[str, ...]]:
     """Label of every raw value, and the ordered domain."""
     if attr.kind == "numeric":
         values = _numbers(attr, raws)
@@ -98,7 +104,9 @@ def _labels_of(attr: Attribute, raws: list[str], counts: list[int]) -> tuple[lis
         if outside:
             rows = sum(n for _, n in outside)
             examples = ", ".join(number_label(v) for v, _ in sorted(outside)[:5])
-            raise DataError(f"{attr.name}: {rows} rows hold values outside every bin (e.g. {examples})")
+            raise DataError(
+                f"{attr.name}: {rows} rows hold values outside every bin (e.g. {examples})"
+            )
         return labels, tuple(b.label for b in attr.bins)
     if attr.groups is not None:
         member = {m: g.label for g in attr.groups for m in g.members}
@@ -106,7 +114,9 @@ def _labels_of(attr: Attribute, raws: list[str], counts: list[int]) -> tuple[lis
         for r in raws:
             lab = member.get(r, attr.rest)
             if lab is None:
-                raise DataError(f"{attr.name}: value {r!r} of column {attr.column} is in no group (add it, or set rest)")
+                raise DataError(
+                    f"{attr.name}: value {r!r} of column {attr.column} is in no group (add it, or set rest)"
+                )
             labels.append(lab)
         return labels, attr.order or attr.group_labels
     if attr.order is not None:
@@ -117,7 +127,9 @@ def _labels_of(attr: Attribute, raws: list[str], counts: list[int]) -> tuple[lis
     return list(raws), tuple(sorted(set(raws)))
 
 
-def build_dictionary(attr: Attribute, raw_counts: Mapping[str, int]) -> tuple[Dictionary, ColumnCodes, np.ndarray]:
+def build_dictionary(
+    attr: Attribute, raw_counts: Mapping[str, int]
+) -> tuple[Dictionary, ColumnCodes, np.ndarray]:
     """The dictionary, the raw-to-code map and the count of every code (the domain profile)."""
     raws = sorted(raw_counts)
     counts = [int(raw_counts[r]) for r in raws]
@@ -126,7 +138,11 @@ def build_dictionary(attr: Attribute, raw_counts: Mapping[str, int]) -> tuple[Di
     codes = tuple(index[lab] for lab in labels)
     per_code = np.zeros(len(domain), dtype=np.int64)
     np.add.at(per_code, np.asarray(codes, dtype=np.int64), np.asarray(counts, dtype=np.int64))
-    return Dictionary(attr.name, tuple(domain)), ColumnCodes(attr.name, attr.column, tuple(raws), codes), per_code
+    return (
+        Dictionary(attr.name, tuple(domain)),
+        ColumnCodes(attr.name, attr.column, tuple(raws), codes),
+        per_code,
+    )
 
 
 def normalized(column: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -137,10 +153,14 @@ def normalized(column: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 
 def missing_mask(column: pa.Array, missing_values: tuple[str, ...]) -> pa.Array:
-    return pc.or_kleene(pc.is_null(column), pc.is_in(column, value_set=pa.array(missing_values, pa.string()))).fill_null(True)
+    return pc.or_kleene(
+        pc.is_null(column), pc.is_in(column, value_set=pa.array(missing_values, pa.string()))
+    ).fill_null(True)
 
 
-def raw_value_counts(table: pa.Table, spec: TableSpec) -> tuple[dict[str, dict[str, int]], int, int]:
+def raw_value_counts(
+    table: pa.Table, spec: TableSpec
+) -> tuple[dict[str, dict[str, int]], int, int]:
     """Per attribute, counts of its raw values over the complete rows (no missing value
     in any attribute); the number of rows; the number of rows with a missing value."""
     columns = {a.name: normalized(table.column(a.column)) for a in spec.attributes}
@@ -152,7 +172,9 @@ def raw_value_counts(table: pa.Table, spec: TableSpec) -> tuple[dict[str, dict[s
     out: dict[str, dict[str, int]] = {}
     for name, col in columns.items():
         vc = pc.value_counts(pc.filter(col, complete))
-        out[name] = dict(zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist(), strict=True))
+        out[name] = dict(
+            zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist(), strict=True)
+        )
     n_missing = int(pc.sum(any_missing).as_py() or 0)
     return out, table.num_rows, n_missing
 
@@ -173,7 +195,10 @@ def raw_count_batch(batch: pa.RecordBatch | pa.Table, spec: TableSpec) -> pa.Rec
             attr.append(i)
             value.append(v)
             count.append(c)
-    return pa.RecordBatch.from_arrays([pa.array(attr, pa.int32()), pa.array(value, pa.string()), pa.array(count, pa.int64())], schema=RAW_COUNT_SCHEMA)
+    return pa.RecordBatch.from_arrays(
+        [pa.array(attr, pa.int32()), pa.array(value, pa.string()), pa.array(count, pa.int64())],
+        schema=RAW_COUNT_SCHEMA,
+    )
 
 
 def raw_counts_from(rows_of_sums, spec: TableSpec) -> tuple[dict[str, dict[str, int]], int, int]:
@@ -209,7 +234,9 @@ def encode_batch(batch: pa.RecordBatch | pa.Table, plan: EncodingPlan) -> pa.Rec
     return out
 
 
-def decode_batch(batch: pa.RecordBatch | pa.Table, dictionaries: Mapping[str, Dictionary]) -> pa.RecordBatch:
+def decode_batch(
+    batch: pa.RecordBatch | pa.Table, dictionaries: Mapping[str, Dictionary]
+) -> pa.RecordBatch:
     """Codes back to labels (string columns), for every column that has a dictionary."""
     names = batch.schema.names
     arrays = []
@@ -217,5 +244,7 @@ def decode_batch(batch: pa.RecordBatch | pa.Table, dictionaries: Mapping[str, Di
         col = batch.column(n)
         if isinstance(col, pa.ChunkedArray):
             col = col.combine_chunks()
-        arrays.append(pa.array(dictionaries[n].labels, pa.string()).take(col) if n in dictionaries else col)
+        arrays.append(
+            pa.array(dictionaries[n].labels, pa.string()).take(col) if n in dictionaries else col
+        )
     return pa.RecordBatch.from_arrays(arrays, names=names)

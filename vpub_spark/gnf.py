@@ -79,7 +79,9 @@ def _entries(tables: Sequence[PublishedTable], skip: str | None = None, drop: st
         yield t.name, attrs
 
 
-def guardian_failure(tables: Sequence[PublishedTable], t: PublishedTable, rule: Rule) -> tuple[str, tuple[str, ...]] | None:
+def guardian_failure(
+    tables: Sequence[PublishedTable], t: PublishedTable, rule: Rule
+) -> tuple[str, tuple[str, ...]] | None:
     """Why `t` is not the guardian of `rule` (Definition 4), or None if it is."""
     q, s = rule.lhs, rule.rhs
     if s not in t.attributes:
@@ -88,7 +90,9 @@ def guardian_failure(tables: Sequence[PublishedTable], t: PublishedTable, rule: 
     q_star = {a for a in t.attributes if a != s and any(_reachable(others, x, a) for x in q)}
     exposed = (q & set(t.attributes)) | q_star
     if exposed and not t.protects(s):
-        how = {"projection": "a projection", "anatomy": f"anonymized for {t.sensitive}"}.get(t.kind, f"multi-SA for {', '.join(t.sensitive_set)}")
+        how = {"projection": "a projection", "anatomy": f"anonymized for {t.sensitive}"}.get(
+            t.kind, f"multi-SA for {', '.join(t.sensitive_set)}"
+        )
         return (
             f"{t.name} is {how}, not for {s}, yet joins it to {', '.join(sorted(exposed))} "
             f"which the LHS reaches",
@@ -97,7 +101,10 @@ def guardian_failure(tables: Sequence[PublishedTable], t: PublishedTable, rule: 
     without_s = _graph(_entries(tables, skip=t.name, drop=s))
     path = _path(without_s, q, s)
     if path:
-        return f"after removing {s} from {t.name}, {s} is still reachable: {render_path(path)}", path
+        return (
+            f"after removing {s} from {t.name}, {s} is still reachable: {render_path(path)}",
+            path,
+        )
     return None
 
 
@@ -113,7 +120,9 @@ def verdict(tables: Sequence[PublishedTable], rule: Rule, index: int = 0) -> Ver
             continue
         why = guardian_failure(tables, t, rule)
         if why is None:
-            return Verdict(index, rule, "guardian", guardian=t.name, reason=f"{t.name} is the guardian table")
+            return Verdict(
+                index, rule, "guardian", guardian=t.name, reason=f"{t.name} is the guardian table"
+            )
         failures.append(why)
     shown = next((p for _, p in failures if p), path)
     return Verdict(index, rule, "violated", path=shown, reason="; ".join(w for w, _ in failures))

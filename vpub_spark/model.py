@@ -33,7 +33,9 @@ class NumericBin:
 
     def __post_init__(self) -> None:
         if self.lo > self.hi:
-            raise SpecError(f"bin {self.label!r}: lower bound {self.lo} exceeds upper bound {self.hi}")
+            raise SpecError(
+                f"bin {self.label!r}: lower bound {self.lo} exceeds upper bound {self.hi}"
+            )
 
 
 @dataclass(frozen=True)
@@ -58,17 +60,23 @@ class Attribute:
                 f"attribute name {self.name!r} must start with a letter and hold only letters, digits, '_', '-', '.'"
             )
         if self.kind not in ("numeric", "categorical"):
-            raise SpecError(f"attribute {self.name}: kind must be numeric or categorical, not {self.kind!r}")
+            raise SpecError(
+                f"attribute {self.name}: kind must be numeric or categorical, not {self.kind!r}"
+            )
         if self.bins is not None and self.kind != "numeric":
             raise SpecError(f"attribute {self.name}: bins apply to numeric attributes; use groups")
         if self.groups is not None and self.kind != "categorical":
-            raise SpecError(f"attribute {self.name}: groups apply to categorical attributes; use bins")
+            raise SpecError(
+                f"attribute {self.name}: groups apply to categorical attributes; use bins"
+            )
         if self.bins is not None:
             _no_duplicates(self.name, "bin label", [b.label for b in self.bins])
             ordered = sorted(self.bins, key=lambda b: b.lo)
             for a, b in zip(ordered, ordered[1:], strict=False):
                 if b.lo <= a.hi:
-                    raise SpecError(f"attribute {self.name}: bins {a.label!r} and {b.label!r} overlap")
+                    raise SpecError(
+                        f"attribute {self.name}: bins {a.label!r} and {b.label!r} overlap"
+                    )
         if self.groups is not None:
             _no_duplicates(self.name, "group label", [g.label for g in self.groups])
             _no_duplicates(self.name, "grouped value", [m for g in self.groups for m in g.members])
@@ -141,7 +149,7 @@ class Rule:
 @dataclass(frozen=True)
 class PrivacySpec:
     model: Literal["l-diversity", "m-invariance"] = "l-diversity"
-    l: int | None = 2  # noqa: E741 - the papers' name
+    l: int | None = 2
     m: int | None = None
 
     def __post_init__(self) -> None:
@@ -152,7 +160,9 @@ class PrivacySpec:
             if not isinstance(self.m, int) or self.m < 2:
                 raise SpecError(f"m-invariance needs an integer m >= 2, got m = {self.m!r}")
         else:
-            raise SpecError(f"privacy model must be l-diversity or m-invariance, not {self.model!r}")
+            raise SpecError(
+                f"privacy model must be l-diversity or m-invariance, not {self.model!r}"
+            )
 
     @property
     def parameter(self) -> int:
@@ -186,9 +196,15 @@ class PublishedTable:
         if len(set(self.attributes)) != len(self.attributes):
             raise SpecError(f"table {self.name}: duplicate attributes")
         if self.sensitive is not None and self.sensitive not in self.attributes:
-            raise SpecError(f"table {self.name}: sensitive attribute {self.sensitive} is not in the table")
-        if self.sensitive_set and (self.sensitive is not None or not set(self.sensitive_set) <= set(self.attributes)):
-            raise SpecError(f"table {self.name}: a multi-SA table's sensitive attributes must be among its attributes")
+            raise SpecError(
+                f"table {self.name}: sensitive attribute {self.sensitive} is not in the table"
+            )
+        if self.sensitive_set and (
+            self.sensitive is not None or not set(self.sensitive_set) <= set(self.attributes)
+        ):
+            raise SpecError(
+                f"table {self.name}: a multi-SA table's sensitive attributes must be among its attributes"
+            )
 
     @property
     def kind(self) -> TableKind:
@@ -202,8 +218,20 @@ class PublishedTable:
     def from_entry(cls, e: dict) -> PublishedTable:
         """A manifest's table entry (DESIGN.md §4; a multi-SA entry lists its sensitive attributes)."""
         if e.get("kind") == "multi_sa":
-            return cls(e["name"], tuple(e["attributes"]), None, tuple(e.get("enforces", ())), tuple(e["sensitive"]))
-        return cls(e["name"], tuple(e["attributes"]), e.get("sensitive"), tuple(e.get("enforces", ())), generalized=e.get("kind") == "generalized")
+            return cls(
+                e["name"],
+                tuple(e["attributes"]),
+                None,
+                tuple(e.get("enforces", ())),
+                tuple(e["sensitive"]),
+            )
+        return cls(
+            e["name"],
+            tuple(e["attributes"]),
+            e.get("sensitive"),
+            tuple(e.get("enforces", ())),
+            generalized=e.get("kind") == "generalized",
+        )
 
     def protects(self, attribute: str) -> bool:
         return attribute == self.sensitive or attribute in self.sensitive_set

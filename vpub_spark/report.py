@@ -22,7 +22,13 @@ def profile_table(profile: list[dict], title: str) -> Table:
     for c in ("attribute", "domain", "distinct", "most frequent", "share"):
         t.add_column(c, justify="right" if c in ("domain", "distinct", "share") else "left")
     for p in profile:
-        t.add_row(p["attribute"], str(p["domain"]), str(p["distinct"]), str(p["top_value"]), f"{p['top_share']:.1%}")
+        t.add_row(
+            p["attribute"],
+            str(p["domain"]),
+            str(p["distinct"]),
+            str(p["top_value"]),
+            f"{p['top_share']:.1%}",
+        )
     return t
 
 
@@ -39,14 +45,18 @@ def rules_table(rules: Sequence[Rule], reduction: Reduction | None = None) -> Ta
 
 
 def gnf_table(report: GnfReport) -> Table:
-    t = Table(title=f"Guardian Normal Form: {'[green]GNF[/green]' if report.ok else '[red]NOT GNF[/red]'}")
+    t = Table(
+        title=f"Guardian Normal Form: {'[green]GNF[/green]' if report.ok else '[red]NOT GNF[/red]'}"
+    )
     t.add_column("#", justify="right")
     t.add_column("rule")
     t.add_column("verdict")
     t.add_column("why")
     for v in report.verdicts:
         colour = {"unreachable": "green", "guardian": "green", "violated": "red"}[v.status]
-        why = v.reason + (f"\npath: {render_path(v.path)}" if v.status == "violated" and v.path else "")
+        why = v.reason + (
+            f"\npath: {render_path(v.path)}" if v.status == "violated" and v.path else ""
+        )
         t.add_row(str(v.index + 1), str(v.rule), f"[{colour}]{v.status}[/{colour}]", escape(why))
     return t
 
@@ -54,14 +64,29 @@ def gnf_table(report: GnfReport) -> Table:
 def release_table(manifest: dict) -> Table:
     """One screen: the published tables and what protects each."""
     p = manifest["privacy"]
-    model = f"{p.get('l')}-diversity" if p.get("model", "l-diversity") == "l-diversity" else f"{p.get('m')}-invariance"
-    t = Table(title=f"release {escape(manifest['release_id'])}: {manifest['method']}, {model}, {len(manifest['rules'])} rules")
+    model = (
+        f"{p.get('l')}-diversity"
+        if p.get("model", "l-diversity") == "l-diversity"
+        else f"{p.get('m')}-invariance"
+    )
+    t = Table(
+        title=f"release {escape(manifest['release_id'])}: {manifest['method']}, {model}, {len(manifest['rules'])} rules"
+    )
     for c in ("table", "kind", "attributes", "sensitive", "rows", "groups"):
         t.add_column(c, justify="right" if c in ("rows", "groups") else "left")
     for e in manifest["tables"]:
-        sensitive = ", ".join(e["sensitive"]) if isinstance(e["sensitive"], list) else e["sensitive"] or "-"
+        sensitive = (
+            ", ".join(e["sensitive"]) if isinstance(e["sensitive"], list) else e["sensitive"] or "-"
+        )
         groups = f"{e.get('groups', 0):,}" if "groups" in e else "-"
-        t.add_row(e["name"], e["kind"], escape(", ".join(e["attributes"])), escape(sensitive), f"{e['rows']:,}", groups)
+        t.add_row(
+            e["name"],
+            e["kind"],
+            escape(", ".join(e["attributes"])),
+            escape(sensitive),
+            f"{e['rows']:,}",
+            groups,
+        )
     return t
 
 
@@ -77,12 +102,17 @@ def multi_sa_line(cost: dict) -> str:
 
 
 def audit_table(report) -> Table:
-    t = Table(title=f"audit of {escape(report.release)}: " + ("[green]PASSED[/green]" if report.passed else "[red]FAILED[/red]"))
+    t = Table(
+        title=f"audit of {escape(report.release)}: "
+        + ("[green]PASSED[/green]" if report.passed else "[red]FAILED[/red]")
+    )
     t.add_column("check")
     t.add_column("result")
     t.add_column("detail")
     for c in sorted(report.checks, key=lambda c: c.ok):
-        t.add_row(escape(c.name), "[green]ok[/green]" if c.ok else "[red]FAIL[/red]", escape(c.detail))
+        t.add_row(
+            escape(c.name), "[green]ok[/green]" if c.ok else "[red]FAIL[/red]", escape(c.detail)
+        )
     return t
 
 
@@ -108,13 +138,17 @@ def publish_summary(result) -> None:
         console.print(
             f"guarantee: every group of every marginal is {m['privacy']['m']}-unique and every tuple keeps one signature in all "
             f"marginals of the store (002 Theorems 3-4); "
-            + (f"{c['chunks']} chunk(s), {c['subtables']} sub-tables, {c['buckets']} buckets" if "chunks" in c else "decomposed from the stored buckets")
+            + (
+                f"{c['chunks']} chunk(s), {c['subtables']} sub-tables, {c['buckets']} buckets"
+                if "chunks" in c
+                else "decomposed from the stored buckets"
+            )
             + f"; audit passed ({m['audit']['checks']} checks); {m['source']['rows']:,} rows"
         )
         return
     schema = Schema(tuple(PublishedTable.from_entry(e) for e in m["tables"]))
     console.print(gnf_table(check_gnf(schema, parse_rules(m["rules"]))))
-    l = m["privacy"]["l"]  # noqa: E741
+    l = m["privacy"]["l"]
     if m["method"] == "multi_sa_bip":
         console.print(multi_sa_line(m["method_cost"]))
     console.print(

@@ -27,7 +27,9 @@ def parse_rule(item: object, attributes: Iterable[str] | None = None, where: str
     elif isinstance(item, Mapping):
         unknown = set(item) - {"lhs", "rhs"}
         if unknown or "lhs" not in item or "rhs" not in item:
-            raise SpecError(f"{where} {dict(item)!r}: a rule mapping needs exactly the keys lhs and rhs")
+            raise SpecError(
+                f"{where} {dict(item)!r}: a rule mapping needs exactly the keys lhs and rhs"
+            )
         raw_lhs = item["lhs"]
         lhs = [raw_lhs] if isinstance(raw_lhs, str) else list(raw_lhs or [])
         lhs = [str(a).strip() for a in lhs]
@@ -35,7 +37,9 @@ def parse_rule(item: object, attributes: Iterable[str] | None = None, where: str
         rhs_parts = [raw_rhs] if isinstance(raw_rhs, str) else [str(a) for a in raw_rhs or []]
         rhs_parts = [p.strip() for p in rhs_parts]
     else:
-        raise SpecError(f"{where} {item!r}: expected a string 'A, B -> S' or a mapping with lhs and rhs")
+        raise SpecError(
+            f"{where} {item!r}: expected a string 'A, B -> S' or a mapping with lhs and rhs"
+        )
     text = f"{', '.join(lhs)} -> {', '.join(rhs_parts)}"
     if len(rhs_parts) != 1 or not rhs_parts[0]:
         raise SpecError(
@@ -62,7 +66,9 @@ def parse_rule(item: object, attributes: Iterable[str] | None = None, where: str
     return Rule(frozenset(lhs), rhs)
 
 
-def parse_rules(items: Sequence[object], attributes: Iterable[str] | None = None) -> tuple[Rule, ...]:
+def parse_rules(
+    items: Sequence[object], attributes: Iterable[str] | None = None
+) -> tuple[Rule, ...]:
     if isinstance(items, (str, Mapping)) or not isinstance(items, Sequence):
         raise SpecError("rules must be a list of rules")
     known = list(attributes) if attributes is not None else None
@@ -118,14 +124,14 @@ class Ineligible:
             f"value {self.value!r} of {self.attribute} covers {self.share:.1%} of the rows, "
             f"more than 1/l = {self.limit:.1%}"
         )
-        l = round(1 / self.limit)  # noqa: E741
+        l = round(1 / self.limit)
         if self.distinct < l:
             text += f" ({self.attribute} has only {self.distinct} distinct values; l = {l} needs at least {l})"
         return text
 
 
 def ineligibility(
-    attribute: str, labels: Sequence[str], counts: Sequence[int] | np.ndarray, l: int  # noqa: E741
+    attribute: str, labels: Sequence[str], counts: Sequence[int] | np.ndarray, l: int
 ) -> Ineligible | None:
     """None if the attribute is l-eligible (its most frequent value covers <= 1/l of the rows)."""
     counts = np.asarray(counts)
@@ -134,12 +140,14 @@ def ineligibility(
         return Ineligible(attribute, "<none>", 1.0, 1.0 / l)
     top = int(np.argmax(counts))
     if int(counts[top]) * l > n:
-        return Ineligible(attribute, str(labels[top]), counts[top] / n, 1.0 / l, int((counts > 0).sum()))
+        return Ineligible(
+            attribute, str(labels[top]), counts[top] / n, 1.0 / l, int((counts > 0).sum())
+        )
     return None
 
 
 def check_eligibility(
-    rules: Sequence[Rule], frequencies: Mapping[str, tuple[Sequence[str], np.ndarray]], l: int  # noqa: E741
+    rules: Sequence[Rule], frequencies: Mapping[str, tuple[Sequence[str], np.ndarray]], l: int
 ) -> None:
     """Reject rules whose RHS no publication can protect (DESIGN.md §3)."""
     problems = []
@@ -170,7 +178,9 @@ def random_rules(
     if c < 1 or lhs < 1:
         raise SpecError(f"random rules need c >= 1 and lhs >= 1 (got c = {c}, lhs = {lhs})")
     if lhs > len(attrs) - 1:
-        raise SpecError(f"lhs = {lhs} needs at least {lhs + 1} attributes; the table has {len(attrs)}")
+        raise SpecError(
+            f"lhs = {lhs} needs at least {lhs + 1} attributes; the table has {len(attrs)}"
+        )
     if not rhs_pool:
         raise PrivacyError("no attribute is eligible as a rule's RHS for this l; lower l")
     rng = np.random.default_rng(seed)

@@ -58,7 +58,9 @@ def _alive(pid: int) -> bool:
 
 
 @contextmanager
-def staged_directory(target: str | Path, overwrite: bool = False, private: bool = False) -> Iterator[Path]:
+def staged_directory(
+    target: str | Path, overwrite: bool = False, private: bool = False
+) -> Iterator[Path]:
     """Yield a fresh staging directory beside `target`; on success rename it into place,
     on any failure delete it and leave `target` untouched. `private`: owner-only
     permissions (DESIGN.md §9), set before anything is written into it."""

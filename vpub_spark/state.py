@@ -31,9 +31,13 @@ def check_store_location(state: Path, output: Path, new: bool = True) -> None:
     """A store must not lie inside the (public) output root; a `new` one must not exist yet."""
     state, output = state.resolve(), output.resolve()
     if state == output or output in state.parents:
-        raise SpecError(f"the private store must not be inside the output directory ({output.name}); put it elsewhere")
+        raise SpecError(
+            f"the private store must not be inside the output directory ({output.name}); put it elsewhere"
+        )
     if new and (state / STORE_FILE).exists():
-        raise VpubError(f"{state.name} is already a bucket store; add marginals to it with `vpub marginals add --state ...`")
+        raise VpubError(
+            f"{state.name} is already a bucket store; add marginals to it with `vpub marginals add --state ...`"
+        )
 
 
 def new_store_id() -> str:
@@ -43,10 +47,14 @@ def new_store_id() -> str:
 def read_store(state: str | Path) -> dict:
     p = Path(state) / STORE_FILE
     if not p.is_file():
-        raise VpubError(f"{Path(state).name}: no {STORE_FILE}; not a bucket store (made by `vpub publish` with method marginals)")
+        raise VpubError(
+            f"{Path(state).name}: no {STORE_FILE}; not a bucket store (made by `vpub publish` with method marginals)"
+        )
     meta = json.loads(p.read_text())
     if meta.get("format") != STORE_FORMAT:
-        raise VpubError(f"{p.name}: store format {meta.get('format')}, this version reads {STORE_FORMAT}")
+        raise VpubError(
+            f"{p.name}: store format {meta.get('format')}, this version reads {STORE_FORMAT}"
+        )
     return meta
 
 

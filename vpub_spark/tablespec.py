@@ -35,9 +35,13 @@ def _bins(name: str, raw: Any) -> tuple[NumericBin, ...]:
             out.append(NumericBin(f"{number_label(lo)}-{number_label(hi)}", lo, hi))
         elif isinstance(b, dict) and {"min", "max"} <= set(b):
             lo, hi = float(b["min"]), float(b["max"])
-            out.append(NumericBin(str(b.get("label", f"{number_label(lo)}-{number_label(hi)}")), lo, hi))
+            out.append(
+                NumericBin(str(b.get("label", f"{number_label(lo)}-{number_label(hi)}")), lo, hi)
+            )
         else:
-            raise SpecError(f"attribute {name}: a bin is [min, max] or {{label, min, max}}, not {b!r}")
+            raise SpecError(
+                f"attribute {name}: a bin is [min, max] or {{label, min, max}}, not {b!r}"
+            )
     return tuple(out)
 
 

@@ -33,7 +33,14 @@ with DAG(
     publish = SparkSubmitOperator(
         task_id="publish",
         application=f"{ROOT}/jobs/publish.py",
-        application_args=["--config", f"{ROOT}/conf/adult_uad.yaml", "--out", RELEASES, "--release-id", RELEASE_ID],
+        application_args=[
+            "--config",
+            f"{ROOT}/conf/adult_uad.yaml",
+            "--out",
+            RELEASES,
+            "--release-id",
+            RELEASE_ID,
+        ],
         conn_id="spark_default",
         driver_memory="4g",
         conf={"spark.sql.execution.arrow.pyspark.enabled": "true", "spark.task.maxFailures": "4"},

@@ -37,7 +37,9 @@ def resolve_input(path: str | Path, table: str | Path | None) -> tuple[str, Tabl
     raise SpecError(f"{p}: no table spec; pass --table FILE (or point at a directory with {SPEC})")
 
 
-def write_adult(engine: Engine, source: str, out: str, sample: int | None, seed: int, overwrite: bool = False) -> Written:
+def write_adult(
+    engine: Engine, source: str, out: str, sample: int | None, seed: int, overwrite: bool = False
+) -> Written:
     adult.check_source(source)
     loaded: LoadedTable = engine.load(source, adult.adult_spec(), "csv")
     dropped = loaded.rows_dropped
@@ -52,7 +54,15 @@ def write_adult(engine: Engine, source: str, out: str, sample: int | None, seed:
     return Written(Path(out), loaded.rows, dropped, spec)
 
 
-def write_generated(engine: Engine, name: str, rows: int, seed: int, out: str, overwrite: bool = False, progress=None) -> Written:
+def write_generated(
+    engine: Engine,
+    name: str,
+    rows: int,
+    seed: int,
+    out: str,
+    overwrite: bool = False,
+    progress=None,
+) -> Written:
     spec = synthetic.table_spec(name)
     if rows < 1:
         raise SpecError(f"--rows must be positive, not {rows}")

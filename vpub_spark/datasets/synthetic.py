@@ -30,26 +30,58 @@ MAX_CONTEXTS = 64
 SCHEMAS: dict[str, tuple[tuple[str, int], ...]] = {
     # IPUMS SAL, 004 §9: Age, Gender, Marital-status, Birth-place, Education, Occupation, Race, Salary
     "sal": (
-        ("age", 79), ("gender", 2), ("marital", 6), ("birthplace", 57),
-        ("education", 17), ("occupation", 25), ("race", 8), ("salary", 50),
+        ("age", 79),
+        ("gender", 2),
+        ("marital", 6),
+        ("birthplace", 57),
+        ("education", 17),
+        ("occupation", 25),
+        ("race", 8),
+        ("salary", 50),
     ),
     # IPUMS OCC, 003 Table 8 (Occupation 50 values, sensitive) over SAL's other attributes
     "occ": (
-        ("age", 79), ("gender", 2), ("marital", 6), ("birthplace", 57),
-        ("education", 17), ("race", 8), ("salary", 50), ("occupation", 50),
+        ("age", 79),
+        ("gender", 2),
+        ("marital", 6),
+        ("birthplace", 57),
+        ("education", 17),
+        ("race", 8),
+        ("salary", 50),
+        ("occupation", 50),
     ),
     # Texas inpatient discharges, 000 Table 5b (18 attributes)
     "texas": (
-        ("thcic", 323), ("gender", 2), ("pat_zip", 1581), ("county", 241), ("pat_age", 22),
-        ("race", 5), ("ad_diag", 3391), ("prn_diag", 3488), ("diag1", 3881), ("diag2", 4193),
-        ("diag3", 4251), ("p_icd9", 1708), ("hcfa_mdc", 24), ("hcfa_drg", 396), ("apr_drg", 297),
-        ("rsk_mor", 6), ("and_md", 15000), ("surgeon", 17432),
+        ("thcic", 323),
+        ("gender", 2),
+        ("pat_zip", 1581),
+        ("county", 241),
+        ("pat_age", 22),
+        ("race", 5),
+        ("ad_diag", 3391),
+        ("prn_diag", 3488),
+        ("diag1", 3881),
+        ("diag2", 4193),
+        ("diag3", 4251),
+        ("p_icd9", 1708),
+        ("hcfa_mdc", 24),
+        ("hcfa_drg", 396),
+        ("apr_drg", 297),
+        ("rsk_mor", 6),
+        ("and_md", 15000),
+        ("surgeon", 17432),
     ),
     # CENSUS of 002 §4 (attributes of M1..M5: Age, Occupation, Gender, Education, Marital,
     # Race); domain sizes as in the CENSUS set of Xiao & Tao's m-invariance experiments.
     "census": (
-        ("age", 79), ("gender", 2), ("education", 17), ("marital", 6), ("race", 9),
-        ("work_class", 10), ("birthplace", 83), ("occupation", 50),
+        ("age", 79),
+        ("gender", 2),
+        ("education", 17),
+        ("marital", 6),
+        ("race", 9),
+        ("work_class", 10),
+        ("birthplace", 83),
+        ("occupation", 50),
     ),
 }
 
@@ -62,7 +94,9 @@ def schema(name: str) -> tuple[tuple[str, int], ...]:
 
 def table_spec(name: str) -> TableSpec:
     """The table spec of a generated data set: numeric attributes with values 1..|domain|."""
-    return TableSpec(tuple(Attribute(a, "numeric") for a, _ in schema(name)), name=name, missing="reject")
+    return TableSpec(
+        tuple(Attribute(a, "numeric") for a, _ in schema(name)), name=name, missing="reject"
+    )
 
 
 @dataclass(frozen=True)
@@ -113,7 +147,9 @@ def generate_block(name: str, seed: int, rows: int, block: int) -> pa.RecordBatc
         value = np.searchsorted(node.cdf, u, side="right") - ctx * node.domain
         codes.append(np.clip(value, 0, node.domain - 1))
     names = [a for a, _ in schema(name)]
-    return pa.RecordBatch.from_arrays([pa.array((c + 1).astype(np.int32)) for c in codes], names=names)
+    return pa.RecordBatch.from_arrays(
+        [pa.array((c + 1).astype(np.int32)) for c in codes], names=names
+    )
 
 
 def blocks(rows: int) -> int:

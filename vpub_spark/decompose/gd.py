@@ -65,7 +65,10 @@ def _tidy(tables: list[tuple[list[str], str | None]]) -> list[tuple[list[str], s
     tables = [(a, None if a == [s] else s) for a, s in tables if a]
     keep = []
     for i, (a, s) in enumerate(tables):
-        inside = any(j != i and set(a) <= set(b) and (set(a) != set(b) or j < i) for j, (b, _) in enumerate(tables))
+        inside = any(
+            j != i and set(a) <= set(b) and (set(a) != set(b) or j < i)
+            for j, (b, _) in enumerate(tables)
+        )
         if s is None and inside:
             continue
         keep.append((a, s))
@@ -84,7 +87,9 @@ def gd(
     rng = np.random.default_rng(seed)
     rule_order = [int(i) for i in rng.permutation(len(rules))]
     attr_order = [attributes[int(i)] for i in rng.permutation(len(attributes))]
-    tables: list[tuple[list[str], str | None]] = [(list(attr_order), rules[rule_order[0]].rhs)] if rules else [(list(attr_order), None)]
+    tables: list[tuple[list[str], str | None]] = (
+        [(list(attr_order), rules[rule_order[0]].rhs)] if rules else [(list(attr_order), None)]
+    )
     seen: set[tuple] = set()
     steps, isolated, isolate = 0, [], False
     cap = 10 * (len(rules) + len(attributes))
@@ -94,7 +99,9 @@ def gd(
             break
         violated = {v.index for v in report.violated}
         r = rules[next(i for i in rule_order if i in violated)]
-        tables = [([a for a in attrs if a != r.rhs], None if s == r.rhs else s) for attrs, s in tables]
+        tables = [
+            ([a for a in attrs if a != r.rhs], None if s == r.rhs else s) for attrs, s in tables
+        ]
         if isolate:
             tables.append(([r.rhs], None))
             isolated.append(r.rhs)
@@ -134,4 +141,6 @@ def gd(
         added.append((a, f"t{j + 1}"))
     schema = _schema(tables, rules)
     _require_gnf(schema, rules, "gd")
-    return schema, GdCost(steps, tuple(isolated), evaluations, tuple(added), time.perf_counter() - t0, exhausted)
+    return schema, GdCost(
+        steps, tuple(isolated), evaluations, tuple(added), time.perf_counter() - t0, exhausted
+    )

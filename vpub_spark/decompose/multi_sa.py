@@ -13,7 +13,13 @@ TABLE = "multi_sa"
 
 def multi_sa_schema(names: Sequence[str], rules: Sequence[Rule]) -> Schema:
     sensitive = tuple(a for a in names if any(r.rhs == a for r in rules))
-    return Schema((PublishedTable(TABLE, tuple(names), None, tuple(range(len(rules))), sensitive_set=sensitive),))
+    return Schema(
+        (
+            PublishedTable(
+                TABLE, tuple(names), None, tuple(range(len(rules))), sensitive_set=sensitive
+            ),
+        )
+    )
 
 
 def split(table: PublishedTable) -> tuple[list[str], list[str]]:

@@ -51,7 +51,9 @@ def _enforced(table: tuple[str, ...], v: str | None, rules: Sequence[Rule]) -> t
     return tuple(i for i, r in enumerate(rules) if r.rhs == v and r.lhs & set(table))
 
 
-def uad(attributes: Sequence[str], rules: Sequence[Rule], seed: int = 0, plain: bool = False) -> Schema:
+def uad(
+    attributes: Sequence[str], rules: Sequence[Rule], seed: int = 0, plain: bool = False
+) -> Schema:
     """UAD's schema. `plain=True` is Algorithm 2 as written (largest DSATUR colour class,
     no growing), kept to measure what the choices above are worth."""
     _check(attributes, rules)
@@ -94,7 +96,9 @@ def uad(attributes: Sequence[str], rules: Sequence[Rule], seed: int = 0, plain: 
     return schema
 
 
-def _sensitive(g: nx.DiGraph, cls: list[str], remaining: list[str], rank: dict[str, int]) -> str | None:
+def _sensitive(
+    g: nx.DiGraph, cls: list[str], remaining: list[str], rank: dict[str, int]
+) -> str | None:
     """Algorithm 2 line 5: no outgoing edge into the class, most incoming edges from it."""
     members = set(cls)
     best, best_key = None, None
@@ -121,4 +125,6 @@ def single_attribute(attributes: Sequence[str], rules: Sequence[Rule]) -> Schema
 def _require_gnf(schema: Schema, rules: Sequence[Rule], method: str) -> None:
     report = check_gnf(schema, rules)
     if not report.ok:  # a bug, not a user error: stop the job
-        raise AssertionError(f"{method} produced a schema that is not GNF: {[v.reason for v in report.violated]}")
+        raise AssertionError(
+            f"{method} produced a schema that is not GNF: {[v.reason for v in report.violated]}"
+        )

@@ -106,4 +106,6 @@ def plan_encoding(
 def check_columns(available: list[str], spec: TableSpec, where: str) -> None:
     missing = [a.column for a in spec.attributes if a.column not in available]
     if missing:
-        raise SpecError(f"{where}: unknown column {', '.join(missing)}; the input has: {', '.join(available)}")
+        raise SpecError(
+            f"{where}: unknown column {', '.join(missing)}; the input has: {', '.join(available)}"
+        )

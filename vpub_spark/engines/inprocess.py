@@ -22,9 +22,15 @@ def read_arrow(path: str, spec: TableSpec, fmt: Format | None = None) -> pa.Tabl
         header = pacsv.open_csv(files[0]).schema.names
         check_columns(header, spec, path)
         cols = sorted({a.column for a in spec.attributes})
-        opts = pacsv.ConvertOptions(column_types={c: pa.string() for c in cols}, include_columns=cols)
+        opts = pacsv.ConvertOptions(
+            column_types={c: pa.string() for c in cols}, include_columns=cols
+        )
         tables = [pacsv.read_csv(f, convert_options=opts) for f in files]
-        return pa.concat_tables(tables) if tables else pa.table({c: pa.array([], pa.string()) for c in cols})
+        return (
+            pa.concat_tables(tables)
+            if tables
+            else pa.table({c: pa.array([], pa.string()) for c in cols})
+        )
     dataset = ds.dataset(files, format="parquet")
     check_columns(dataset.schema.names, spec, path)
     return dataset.to_table(columns=sorted({a.column for a in spec.attributes}))
@@ -35,7 +41,11 @@ def _files(path: str, kind: Format) -> list[str]:
     if p.is_file():
         return [str(p)]
     ext = (".csv", ".csv.gz") if kind == "csv" else (".parquet",)
-    files = sorted(str(f) for f in p.rglob("*") if f.is_file() and f.name.endswith(ext) and not f.name.startswith(("_", ".")))
+    files = sorted(
+        str(f)
+        for f in p.rglob("*")
+        if f.is_file() and f.name.endswith(ext) and not f.name.startswith(("_", "."))
+    )
     if not files:
         raise DataError(f"{path}: no {kind} files")
     return files
@@ -49,7 +59,9 @@ class InProcessEngine:
         raw, rows, missing = raw_value_counts(table, spec)
         plan, dictionaries, counts = plan_encoding(spec, raw, rows, missing)
         encoded = encode_batch(table, plan)
-        return LoadedTable(spec, dictionaries, counts, rows, missing, encoded.to_pandas(), source=str(path))
+        return LoadedTable(
+            spec, dictionaries, counts, rows, missing, encoded.to_pandas(), source=str(path)
+        )
 
     # --- data sets -------------------------------------------------------------
     def sample(self, loaded: LoadedTable, n: int, seed: int) -> LoadedTable:
@@ -65,7 +77,10 @@ class InProcessEngine:
         keyed["__key"] = sample_keys(keyed[[*cols, OCCURRENCE]], seed)
         picked = keyed.sort_values(["__key", *cols, OCCURRENCE], kind="stable").head(n)[cols]
         picked = picked.reset_index(drop=True)
-        counts = {a: np.bincount(picked[a].to_numpy(), minlength=loaded.dictionaries[a].size) for a in cols}
+        counts = {
+            a: np.bincount(picked[a].to_numpy(), minlength=loaded.dictionaries[a].size)
+            for a in cols
+        }
         return LoadedTable(loaded.spec, loaded.dictionaries, counts, n, 0, picked, loaded.source)
 
     def write_decoded(self, loaded: LoadedTable, directory: Path) -> None:
@@ -75,7 +90,10 @@ class InProcessEngine:
 
         table = pa.Table.from_pandas(loaded.data, preserve_index=False)
         directory.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.Table.from_batches([decode_batch(table, loaded.dictionaries)]), directory / "part-00000.parquet")
+        pq.write_table(
+            pa.Table.from_batches([decode_batch(table, loaded.dictionaries)]),
+            directory / "part-00000.parquet",
+        )
 
     def generate(self, name: str, rows: int, seed: int, directory: Path, progress=None) -> None:
         import pyarrow.parquet as pq
@@ -123,7 +141,10 @@ class InProcessEngine:
         order = np.argsort(part, kind="stable")
         bounds = np.searchsorted(part[order], np.arange(plan.parts + 1))
         return pd.concat(
-            [job.run(df.iloc[order[bounds[p] : bounds[p + 1]]].reset_index(drop=True), p) for p in range(plan.parts)],
+            [
+                job.run(df.iloc[order[bounds[p] : bounds[p + 1]]].reset_index(drop=True), p)
+                for p in range(plan.parts)
+            ],
             ignore_index=True,
         )
 
@@ -131,5 +152,7 @@ class InProcessEngine:
         """A duplicate-preserving projection, aggregated (`count`)."""
         from ..release.parts import write_parquet
 
-        counts = loaded.data.groupby(list(attributes), sort=True).size().rename("count").reset_index()
+        counts = (
+            loaded.data.groupby(list(attributes), sort=True).size().rename("count").reset_index()
+        )
         write_parquet(counts, loaded.dictionaries, directory, "part-00000.parquet")

@@ -27,7 +27,12 @@ COUNT = "count"
 
 
 def anatomize(
-    chunk: pd.DataFrame, sensitive: str, l: int, seed: int, qi: Sequence[str] | None = None, first_group: int = 0  # noqa: E741
+    chunk: pd.DataFrame,
+    sensitive: str,
+    l: int,
+    seed: int,
+    qi: Sequence[str] | None = None,
+    first_group: int = 0,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(QIT, ST) of one chunk: QIT has `group_id` and the QI codes (one row per tuple,
     sorted by group then values, so row order reveals nothing); ST has `group_id`, the
@@ -40,7 +45,9 @@ def anatomize(
     values, counts = np.unique(s, return_counts=True)
     if counts.max() * l > n:
         top = values[np.argmax(counts)]
-        raise PrivacyError(f"chunk of {n} rows is not {l}-eligible: {sensitive} = {top} covers {counts.max() / n:.1%}")
+        raise PrivacyError(
+            f"chunk of {n} rows is not {l}-eligible: {sensitive} = {top} covers {counts.max() / n:.1%}"
+        )
     canon = chunk.sort_values([sensitive, *qi], kind="stable").reset_index(drop=True)
     rng = np.random.default_rng(seed)
     codes = canon[sensitive].to_numpy()

@@ -91,7 +91,7 @@ def constraint_cells(combos: np.ndarray) -> Iterator[tuple[np.ndarray, int, int]
                 yield members, lo, hi
 
 
-def presolve(combos: np.ndarray, available: np.ndarray, l: int) -> np.ndarray:  # noqa: E741
+def presolve(combos: np.ndarray, available: np.ndarray, l: int) -> np.ndarray:
     """Combinations that can be non-zero in some solution. A constraint class (A_i, v)
     whose live members show fewer than l distinct values of A_i forces all of them to 0
     (each value's share is at most 1/l, so fewer than l values cannot add up to the
@@ -114,7 +114,13 @@ def presolve(combos: np.ndarray, available: np.ndarray, l: int) -> np.ndarray:  
     return live
 
 
-def solve_group(combos: np.ndarray, available: np.ndarray, l: int, solver: str = "cbc", time_limit: float | None = 60.0) -> Solve:  # noqa: E741
+def solve_group(
+    combos: np.ndarray,
+    available: np.ndarray,
+    l: int,
+    solver: str = "cbc",
+    time_limit: float | None = 60.0,
+) -> Solve:
     """One program of Algorithm 3 over the distinct sensitive combinations `combos`
     [K, |S|] with `available` tuples each (variables only for what `presolve` keeps)."""
     import time
@@ -123,7 +129,9 @@ def solve_group(combos: np.ndarray, available: np.ndarray, l: int, solver: str =
     live = np.flatnonzero(presolve(combos, available, l))
     selected = np.zeros(len(combos), dtype=np.int64)
     if len(live) == 0:
-        return Solve(selected, "optimal", time.perf_counter() - t0)  # proven: only x = 0 is feasible
+        return Solve(
+            selected, "optimal", time.perf_counter() - t0
+        )  # proven: only x = 0 is feasible
     prob = pulp.LpProblem("multi_sa", pulp.LpMaximize)
     x = [pulp.LpVariable(f"x{k}", 0, int(available[k]), cat=pulp.LpInteger) for k in live]
     prob += pulp.lpSum(x)
@@ -145,7 +153,13 @@ def solve_group(combos: np.ndarray, available: np.ndarray, l: int, solver: str =
     return Solve(np.minimum(selected, available), status, time.perf_counter() - t0)
 
 
-def multi_sa_groups(combos: np.ndarray, counts: np.ndarray, l: int, solver: str = "cbc", time_limit: float | None = 60.0) -> MultiSaPlan:  # noqa: E741
+def multi_sa_groups(
+    combos: np.ndarray,
+    counts: np.ndarray,
+    l: int,
+    solver: str = "cbc",
+    time_limit: float | None = 60.0,
+) -> MultiSaPlan:
     """Algorithm 3's loop: solve, take the selection as a group, repeat on the rest;
     suppress the residue when a solve selects nothing."""
     plan = MultiSaPlan()
@@ -161,9 +175,12 @@ def multi_sa_groups(combos: np.ndarray, counts: np.ndarray, l: int, solver: str 
     return plan
 
 
-def meets_constraints(combos: np.ndarray, selected: np.ndarray, l: int) -> bool:  # noqa: E741
+def meets_constraints(combos: np.ndarray, selected: np.ndarray, l: int) -> bool:
     """The multi-SA condition of Algorithm 3 on one group (what the auditor will check)."""
-    return all(l * selected[members[lo:hi]].sum() <= selected[members].sum() for members, lo, hi in constraint_cells(combos))
+    return all(
+        l * selected[members[lo:hi]].sum() <= selected[members].sum()
+        for members, lo, hi in constraint_cells(combos)
+    )
 
 
 def place_rows(inverse: np.ndarray, plan: MultiSaPlan, seed: int) -> np.ndarray:
@@ -196,9 +213,13 @@ class ChunkResult:
         return len(self.plan.groups) + (self.suppressed_rows > 0)
 
 
-def sa_combinations(chunk: pd.DataFrame, sa: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def sa_combinations(
+    chunk: pd.DataFrame, sa: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(distinct SA combinations [K, |S|] sorted, their counts, each row's combination)."""
-    combos, inverse, counts = np.unique(chunk[list(sa)].to_numpy(), axis=0, return_inverse=True, return_counts=True)
+    combos, inverse, counts = np.unique(
+        chunk[list(sa)].to_numpy(), axis=0, return_inverse=True, return_counts=True
+    )
     return combos, counts, inverse.reshape(-1)
 
 
@@ -206,7 +227,7 @@ def multi_sa_chunk(
     chunk: pd.DataFrame,
     qi: Sequence[str],
     sa: Sequence[str],
-    l: int,  # noqa: E741
+    l: int,
     seed: int,
     solver: str = "cbc",
     time_limit: float | None = 60.0,
@@ -227,11 +248,26 @@ def multi_sa_chunk(
     local = place_rows(inverse, plan, seed)
     gid = (first_group + local).astype(np.int64)
     suppressed = local == len(plan.groups)
-    qit = canon[qi].assign(**{GROUP: gid})[[GROUP, *qi]].sort_values([GROUP, *qi], kind="stable").reset_index(drop=True)
+    qit = (
+        canon[qi]
+        .assign(**{GROUP: gid})[[GROUP, *qi]]
+        .sort_values([GROUP, *qi], kind="stable")
+        .reset_index(drop=True)
+    )
     kept = canon.loc[~suppressed, sa].assign(**{GROUP: gid[~suppressed]})
-    st = kept.groupby([GROUP, *sa], sort=True).size().rename(COUNT).reset_index().astype({a: "Int32" for a in sa})
+    st = (
+        kept.groupby([GROUP, *sa], sort=True)
+        .size()
+        .rename(COUNT)
+        .reset_index()
+        .astype({a: "Int32" for a in sa})
+    )
     n_sup = int(suppressed.sum())
     if n_sup:
-        row = {GROUP: [first_group + len(plan.groups)], **{a: pd.array([pd.NA], dtype="Int32") for a in sa}, COUNT: [n_sup]}
+        row = {
+            GROUP: [first_group + len(plan.groups)],
+            **{a: pd.array([pd.NA], dtype="Int32") for a in sa},
+            COUNT: [n_sup],
+        }
         st = pd.concat([st, pd.DataFrame(row)], ignore_index=True)
     return ChunkResult(qit, st[[GROUP, *sa, COUNT]], plan, n_sup)

@@ -41,14 +41,21 @@ import pandas as pd
 from ..errors import PrivacyError
 
 
-def check_m_eligible(sensitive: np.ndarray, m: int, name: str = "the sensitive attribute", labels: Sequence[str] | None = None) -> None:
+def check_m_eligible(
+    sensitive: np.ndarray,
+    m: int,
+    name: str = "the sensitive attribute",
+    labels: Sequence[str] | None = None,
+) -> None:
     """002 Theorem 2: an m-unique partition exists iff no value covers more than n/m."""
     values, counts = np.unique(sensitive, return_counts=True)
     names = [labels[int(v)] for v in values] if labels is not None else list(values)
     check_m_eligible_counts(names, counts, m, name)
 
 
-def check_m_eligible_counts(labels: Sequence, counts: np.ndarray, m: int, name: str = "the sensitive attribute") -> None:
+def check_m_eligible_counts(
+    labels: Sequence, counts: np.ndarray, m: int, name: str = "the sensitive attribute"
+) -> None:
     """`check_m_eligible` from value counts (labels[i] has counts[i]); the error names the
     most frequent value, its share and the largest m the table allows."""
     counts = np.asarray(counts)
@@ -79,7 +86,9 @@ def group_ncp(codes: pd.DataFrame, group: np.ndarray, extents: Mapping[str, int]
     return width.sum(axis=1) * agg.size()
 
 
-def _runs(pool_sub: np.ndarray, pool_count: np.ndarray, m: int, subs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _runs(
+    pool_sub: np.ndarray, pool_count: np.ndarray, m: int, subs: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The assigning step's runs of every sub-table at once, from pool sizes alone. Pools
     are sorted by (sub-table, value). Each round, every sub-table with at least m
     non-empty pools takes one tuple from each of its m largest pools (ties to the smaller
@@ -117,10 +126,16 @@ def _runs(pool_sub: np.ndarray, pool_count: np.ndarray, m: int, subs: int) -> tu
 
 
 def _subs(sub: np.ndarray | None, n: int) -> np.ndarray:
-    return np.zeros(n, dtype=np.int64) if sub is None else np.unique(sub, return_inverse=True)[1].reshape(-1)
+    return (
+        np.zeros(n, dtype=np.int64)
+        if sub is None
+        else np.unique(sub, return_inverse=True)[1].reshape(-1)
+    )
 
 
-def assign_buckets(sensitive: np.ndarray, m: int, seed: int, sub: np.ndarray | None = None) -> np.ndarray:
+def assign_buckets(
+    sensitive: np.ndarray, m: int, seed: int, sub: np.ndarray | None = None
+) -> np.ndarray:
     """Each row's bucket (-1: a leftover), for every sub-table (`sub`, default one) at
     once. Buckets are keyed by (sub-table, signature) and numbered in that order; a
     pool's tuples, in a seeded order, are dealt to the runs that take from it."""
@@ -143,21 +158,37 @@ def assign_buckets(sensitive: np.ndarray, m: int, seed: int, sub: np.ndarray | N
     words = (width + 63) // 64  # the signature of a run as a bit set of its values
     bits = np.zeros((runs, words), dtype=np.uint64)
     v = pool_val[rp_pool]
-    np.bitwise_or.at(bits, (rp_run, v // 64), np.left_shift(np.uint64(1), (v % 64).astype(np.uint64)))
+    np.bitwise_or.at(
+        bits, (rp_run, v // 64), np.left_shift(np.uint64(1), (v % 64).astype(np.uint64))
+    )
     run_sub = np.zeros(runs, dtype=np.int64)
     run_sub[rp_run] = pool_sub[rp_pool]
     key = np.concatenate([run_sub[:, None].astype(np.uint64), bits], axis=1)
-    run_bucket = np.unique(key, axis=0, return_inverse=True)[1].reshape(-1) if runs else np.zeros(0, dtype=np.int64)
+    run_bucket = (
+        np.unique(key, axis=0, return_inverse=True)[1].reshape(-1)
+        if runs
+        else np.zeros(0, dtype=np.int64)
+    )
     by = np.lexsort((rp_run, rp_pool))  # each pool's runs in round order
     rp_pool, rp_run, rp_k = rp_pool[by], rp_run[by], rp_k[by]
     pool_start = np.concatenate([[0], np.cumsum(pool_count)[:-1]])
     csum = np.cumsum(rp_k)
-    block = np.flatnonzero(np.concatenate([[True], rp_pool[1:] != rp_pool[:-1]])) if len(rp_pool) else np.zeros(0, dtype=np.int64)
+    block = (
+        np.flatnonzero(np.concatenate([[True], rp_pool[1:] != rp_pool[:-1]]))
+        if len(rp_pool)
+        else np.zeros(0, dtype=np.int64)
+    )
     base = np.repeat(csum[block] - rp_k[block], np.diff(np.append(block, len(rp_pool))))
-    end = pool_start[rp_pool] + csum - base  # global sorted position where each (pool, run) share ends
+    end = (
+        pool_start[rp_pool] + csum - base
+    )  # global sorted position where each (pool, run) share ends
     order = np.lexsort((np.random.default_rng(seed).random(n), pool_of))  # each pool, seeded
     j = np.searchsorted(end, np.arange(n), side="right")
-    ok = (j < len(end)) & (rp_pool[np.minimum(j, max(len(end) - 1, 0))] == pool_of[order]) if len(end) else np.zeros(n, dtype=bool)
+    ok = (
+        (j < len(end)) & (rp_pool[np.minimum(j, max(len(end) - 1, 0))] == pool_of[order])
+        if len(end)
+        else np.zeros(n, dtype=bool)
+    )
     bucket = np.full(n, -1, dtype=np.int64)
     bucket[order[ok]] = run_bucket[rp_run[j[ok]]]
     return bucket
@@ -177,10 +208,20 @@ def _boxes(pts: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     order = np.argsort(key, kind="stable")
     k = key[order]
     first = np.flatnonzero(np.concatenate([[True], k[1:] != k[:-1]]))
-    return k[first], np.minimum.reduceat(pts[order], first, axis=0), np.maximum.reduceat(pts[order], first, axis=0)
+    return (
+        k[first],
+        np.minimum.reduceat(pts[order], first, axis=0),
+        np.maximum.reduceat(pts[order], first, axis=0),
+    )
 
 
-def place_leftovers(qi: pd.DataFrame, sensitive: np.ndarray, bucket: np.ndarray, extents: Mapping[str, int], sub: np.ndarray | None = None) -> np.ndarray:
+def place_leftovers(
+    qi: pd.DataFrame,
+    sensitive: np.ndarray,
+    bucket: np.ndarray,
+    extents: Mapping[str, int],
+    sub: np.ndarray | None = None,
+) -> np.ndarray:
     """Give every leftover (bucket -1) a bucket of its own built with one tuple per value
     of the nearest bucket of its sub-table lacking its value (see the module's decision).
     Leftovers are handled in waves, the first pending one of every sub-table at once;
@@ -200,7 +241,9 @@ def place_leftovers(qi: pd.DataFrame, sensitive: np.ndarray, bucket: np.ndarray,
         b_sub = np.zeros(len(ids), dtype=np.int64)
         b_sub[np.searchsorted(ids, bucket[members])] = sub[members]
         has = np.unique(bucket[members] * width + sensitive[members])
-        pair = pd.DataFrame({"i": np.arange(len(rows)), "sub": sub[rows]}).merge(pd.DataFrame({"b": np.arange(len(ids)), "sub": b_sub}), on="sub")
+        pair = pd.DataFrame({"i": np.arange(len(rows)), "sub": sub[rows]}).merge(
+            pd.DataFrame({"b": np.arange(len(ids)), "sub": b_sub}), on="sub"
+        )
         i, b = pair["i"].to_numpy(), pair["b"].to_numpy()
         keep = ~np.isin(ids[b] * width + sensitive[rows[i]], has)
         i, b = i[keep], b[keep]
@@ -208,10 +251,16 @@ def place_leftovers(qi: pd.DataFrame, sensitive: np.ndarray, bucket: np.ndarray,
         growth = (np.maximum(hi[b], x) - np.minimum(lo[b], x)).sum(1) - (hi[b] - lo[b]).sum(1)
         pick = np.lexsort((b, growth, i))
         i, b = i[pick], b[pick]
-        firsts = np.flatnonzero(np.concatenate([[True], i[1:] != i[:-1]])) if len(i) else np.zeros(0, dtype=np.int64)
+        firsts = (
+            np.flatnonzero(np.concatenate([[True], i[1:] != i[:-1]]))
+            if len(i)
+            else np.zeros(0, dtype=np.int64)
+        )
         if len(firsts) < len(rows):
             lost = rows[np.setdiff1d(np.arange(len(rows)), i[firsts])[0]]
-            raise PrivacyError(f"a leftover tuple with sensitive code {int(sensitive[lost])} found no bucket of its sub-table without that value")
+            raise PrivacyError(
+                f"a leftover tuple with sensitive code {int(sensitive[lost])} found no bucket of its sub-table without that value"
+            )
         chosen = np.full(len(ids), -1, dtype=np.int64)
         chosen[b[firsts]] = i[firsts]  # bucket -> the leftover it serves
         mine = members[chosen[np.searchsorted(ids, bucket[members])] >= 0]
@@ -219,14 +268,24 @@ def place_leftovers(qi: pd.DataFrame, sensitive: np.ndarray, bucket: np.ndarray,
         dist = np.abs(pts[mine] - pts[rows[owner]]).sum(1)
         near = mine[np.lexsort((mine, dist, sensitive[mine], owner))]
         o = chosen[np.searchsorted(ids, bucket[near])]
-        firstv = np.concatenate([[True], (o[1:] != o[:-1]) | (sensitive[near][1:] != sensitive[near][:-1])])
+        firstv = np.concatenate(
+            [[True], (o[1:] != o[:-1]) | (sensitive[near][1:] != sensitive[near][:-1])]
+        )
         new = bucket.max() + 1 + np.arange(len(rows))
         bucket[near[firstv]] = new[o[firstv]]
         bucket[rows] = new
     return np.unique(bucket, return_inverse=True)[1].reshape(-1)
 
 
-def bucketize(qi: pd.DataFrame, sensitive: np.ndarray, m: int, extents: Mapping[str, int], seed: int, tries: int = 5, blocks: int = 32) -> tuple[np.ndarray, np.ndarray]:
+def bucketize(
+    qi: pd.DataFrame,
+    sensitive: np.ndarray,
+    m: int,
+    extents: Mapping[str, int],
+    seed: int,
+    tries: int = 5,
+    blocks: int = 32,
+) -> tuple[np.ndarray, np.ndarray]:
     """002's partitioning and assigning steps: (sub-table, bucket) per row. The rows'
     order matters for ties: callers put them in a canonical order first."""
     sub = partition(qi, sensitive, m, extents, seed, tries, blocks)
@@ -234,7 +293,9 @@ def bucketize(qi: pd.DataFrame, sensitive: np.ndarray, m: int, extents: Mapping[
     return sub, place_leftovers(qi, sensitive, bucket, extents, sub)
 
 
-def decompose(codes: pd.DataFrame, sensitive: np.ndarray, bucket: np.ndarray, extents: Mapping[str, int]) -> np.ndarray:
+def decompose(
+    codes: pd.DataFrame, sensitive: np.ndarray, bucket: np.ndarray, extents: Mapping[str, int]
+) -> np.ndarray:
     """QI-groups of one marginal (its attributes = `codes`' columns): each bucket halved
     recursively until a group holds one tuple per value of its signature. Returns a
     group index per row (groups numbered in order of their first row's bucket and path)."""
@@ -249,14 +310,23 @@ def decompose(codes: pd.DataFrame, sensitive: np.ndarray, bucket: np.ndarray, ex
         act = np.flatnonzero(c_row > 1)  # only nodes still to split do any work
         if len(act) == 0:
             break
-        side = _halve(codes.iloc[act], cols[act], node[act], sensitive[act], c_row[act] // 2, extents)
+        side = _halve(
+            codes.iloc[act], cols[act], node[act], sensitive[act], c_row[act] // 2, extents
+        )
         new = node * 2
         new[act] += side
         node = np.unique(new, return_inverse=True)[1].reshape(-1)
     return np.unique(node, return_inverse=True)[1].reshape(-1)
 
 
-def _halve(codes: pd.DataFrame, cols: np.ndarray, node: np.ndarray, sensitive: np.ndarray, half: np.ndarray, extents: Mapping[str, int]) -> np.ndarray:
+def _halve(
+    codes: pd.DataFrame,
+    cols: np.ndarray,
+    node: np.ndarray,
+    sensitive: np.ndarray,
+    half: np.ndarray,
+    extents: Mapping[str, int],
+) -> np.ndarray:
     """One level of `decompose` on the rows of nodes to split: per node, the side (0: left,
     the first `half` tuples of each value in the order of one attribute) of the attribute
     with the least NCP(B1) + NCP(B2) (ties: the first attribute)."""
@@ -280,7 +350,9 @@ def _halve(codes: pd.DataFrame, cols: np.ndarray, node: np.ndarray, sensitive: n
     return best_side
 
 
-def _split_level(points: np.ndarray, node: np.ndarray, nodes: int, rng: np.random.Generator, blocks: int) -> np.ndarray:
+def _split_level(
+    points: np.ndarray, node: np.ndarray, nodes: int, rng: np.random.Generator, blocks: int
+) -> np.ndarray:
     """One try of 002 Figure 1 lines 4-7 for every node at once: side 0 (the group seeded
     by the node's all-max artificial tuple) or 1 (all-min) per row. Each node's rows are
     visited in a random order in `blocks` blocks; a row is decided against the two
@@ -294,9 +366,13 @@ def _split_level(points: np.ndarray, node: np.ndarray, nodes: int, rng: np.rando
     rank[order] = np.arange(n) - start[node[order]]
     block = rank * blocks // np.maximum(size_of[node], 1)
     sorted_pts = points[order]
-    top = np.maximum.reduceat(sorted_pts, start, axis=0)  # every node has rows, so start is strictly increasing
+    top = np.maximum.reduceat(
+        sorted_pts, start, axis=0
+    )  # every node has rows, so start is strictly increasing
     bottom = np.minimum.reduceat(sorted_pts, start, axis=0)
-    lo = np.stack([top, bottom], axis=1)  # [nodes, 2, d]: the artificial tuples (the node's own extremes)
+    lo = np.stack(
+        [top, bottom], axis=1
+    )  # [nodes, 2, d]: the artificial tuples (the node's own extremes)
     hi = lo.copy()
     size = np.ones((nodes, 2))
     side = np.zeros(n, dtype=np.int64)
@@ -322,7 +398,9 @@ def _split_level(points: np.ndarray, node: np.ndarray, nodes: int, rng: np.rando
     return side
 
 
-def _eligible_halves(node: np.ndarray, side: np.ndarray, sensitive: np.ndarray, nodes: int, m: int) -> np.ndarray:
+def _eligible_halves(
+    node: np.ndarray, side: np.ndarray, sensitive: np.ndarray, nodes: int, m: int
+) -> np.ndarray:
     """Per node: both halves non-empty and m-eligible."""
     half = node * 2 + side
     sizes = np.bincount(half, minlength=2 * nodes)
@@ -331,7 +409,9 @@ def _eligible_halves(node: np.ndarray, side: np.ndarray, sensitive: np.ndarray, 
     return ok[0::2] & ok[1::2]
 
 
-def next_level(node: np.ndarray, split: np.ndarray, side: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def next_level(
+    node: np.ndarray, split: np.ndarray, side: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """One level of a binary split of every node at once: rows of a `split` node go to
     its child `side` (0/1), other nodes stay whole and become final. Returns the rows'
     new dense node ids and which new nodes are final."""
@@ -343,7 +423,15 @@ def next_level(node: np.ndarray, split: np.ndarray, side: np.ndarray) -> tuple[n
     return new, final
 
 
-def partition(codes: pd.DataFrame, sensitive: np.ndarray, m: int, extents: Mapping[str, int], seed: int, tries: int = 5, blocks: int = 32) -> np.ndarray:
+def partition(
+    codes: pd.DataFrame,
+    sensitive: np.ndarray,
+    m: int,
+    extents: Mapping[str, int],
+    seed: int,
+    tries: int = 5,
+    blocks: int = 32,
+) -> np.ndarray:
     """002 Figure 1: m-eligible sub-tables of QI-close tuples; returns a sub-table id per
     row. Every sub-table of a level is split at once (`_split_level`); a node whose
     halves are not both m-eligible gets up to `tries` shuffles, then stays whole."""

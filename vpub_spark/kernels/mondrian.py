@@ -19,7 +19,14 @@ import pandas as pd
 from .minvariance import next_level, top_counts
 
 
-def _allowed(node: np.ndarray, left: np.ndarray, sensitive: np.ndarray | None, l: int | None, k: int | None, nodes: int) -> np.ndarray:  # noqa: E741
+def _allowed(
+    node: np.ndarray,
+    left: np.ndarray,
+    sensitive: np.ndarray | None,
+    l: int | None,
+    k: int | None,
+    nodes: int,
+) -> np.ndarray:
     """Per node: both sides non-empty and allowed (size >= k; l-diverse: c(v) <= size / l)."""
     half = node * 2 + (~left).astype(np.int64)
     sizes = np.bincount(half, minlength=2 * nodes)
@@ -31,7 +38,13 @@ def _allowed(node: np.ndarray, left: np.ndarray, sensitive: np.ndarray | None, l
     return ok[0::2] & ok[1::2]
 
 
-def mondrian(codes: pd.DataFrame, extents: Mapping[str, int], sensitive: np.ndarray | None = None, l: int | None = None, k: int | None = None) -> np.ndarray:  # noqa: E741
+def mondrian(
+    codes: pd.DataFrame,
+    extents: Mapping[str, int],
+    sensitive: np.ndarray | None = None,
+    l: int | None = None,
+    k: int | None = None,
+) -> np.ndarray:
     """A group id per row: l-diverse groups (with `sensitive`, `l`) or strict k-anonymous
     ones (`k`), or both."""
     n, attrs = len(codes), list(codes.columns)
@@ -43,7 +56,9 @@ def mondrian(codes: pd.DataFrame, extents: Mapping[str, int], sensitive: np.ndar
         nodes = len(final)
         frame = pd.DataFrame(x).assign(__n=node).groupby("__n")
         width = (frame.max() - frame.min()).to_numpy() / ext  # [nodes, d], normalized
-        rank_attr = np.argsort(-width, axis=1, kind="stable")  # per node: attributes by decreasing width, ties lower index
+        rank_attr = np.argsort(
+            -width, axis=1, kind="stable"
+        )  # per node: attributes by decreasing width, ties lower index
         decided = final.copy()
         left = np.zeros(n, dtype=bool)
         for r in range(len(attrs)):

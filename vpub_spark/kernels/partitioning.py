@@ -36,7 +36,9 @@ SHARDS = 1024
 ROWS_PER_PARTITION = 131_072  # `partitions: auto` = ceil(rows / this)
 ROWS, FINGERPRINT = -1, -2  # `attr` markers in shard_counts' output
 COUNT_COLUMNS = ("attr", "shard", "value", "count")
-COUNT_SCHEMA = pa.schema([("attr", pa.int32()), ("shard", pa.int32()), ("value", pa.int32()), ("count", pa.int64())])
+COUNT_SCHEMA = pa.schema(
+    [("attr", pa.int32()), ("shard", pa.int32()), ("value", pa.int32()), ("count", pa.int64())]
+)
 
 
 def _mix(h: np.ndarray, seed: int) -> np.ndarray:
@@ -84,7 +86,9 @@ class QiShards:
         return np.minimum((pos * SHARDS).astype(np.int32), SHARDS - 1)
 
 
-def shard_counts(frame: pd.DataFrame, sensitive: Sequence[str], sharding: ContentShards | QiShards) -> pd.DataFrame:
+def shard_counts(
+    frame: pd.DataFrame, sensitive: Sequence[str], sharding: ContentShards | QiShards
+) -> pd.DataFrame:
     """Partial counts of one batch: rows per shard (attr = ROWS), values of each sensitive
     attribute per shard (attr = its index in `sensitive`), and the fingerprint halves
     (attr = FINGERPRINT, value 0 and 1). Engines sum `count` by (attr, shard, value)."""
@@ -94,16 +98,23 @@ def shard_counts(frame: pd.DataFrame, sensitive: Sequence[str], sharding: Conten
     for i, s in enumerate(sensitive):
         codes = frame[s].to_numpy().astype(np.int64)
         parts.append(_tally(i, shard, codes, int(codes.max()) + 1 if len(codes) else 1))
-    halves = [int((h & np.uint64(0xFFFFFFFF)).sum(dtype=np.uint64)), int((h >> np.uint64(32)).sum(dtype=np.uint64))]
+    halves = [
+        int((h & np.uint64(0xFFFFFFFF)).sum(dtype=np.uint64)),
+        int((h >> np.uint64(32)).sum(dtype=np.uint64)),
+    ]
     parts.append(pd.DataFrame({"attr": FINGERPRINT, "shard": 0, "value": [0, 1], "count": halves}))
     out = pd.concat(parts, ignore_index=True)
-    return out.astype({"attr": "int32", "shard": "int32", "value": "int32", "count": "int64"})[list(COUNT_COLUMNS)]
+    return out.astype({"attr": "int32", "shard": "int32", "value": "int32", "count": "int64"})[
+        list(COUNT_COLUMNS)
+    ]
 
 
 def _tally(attr: int, shard: np.ndarray, value: np.ndarray, width: int) -> pd.DataFrame:
     counts = np.bincount(shard * width + value, minlength=SHARDS * width)
     nz = np.flatnonzero(counts)
-    return pd.DataFrame({"attr": attr, "shard": nz // width, "value": nz % width, "count": counts[nz]})
+    return pd.DataFrame(
+        {"attr": attr, "shard": nz // width, "value": nz % width, "count": counts[nz]}
+    )
 
 
 @dataclass(frozen=True)
@@ -117,7 +128,9 @@ class ShardCounts:
         return int(self.rows.sum())
 
 
-def combine_counts(partials: pd.DataFrame, sensitive: Sequence[str], domains: Mapping[str, int]) -> ShardCounts:
+def combine_counts(
+    partials: pd.DataFrame, sensitive: Sequence[str], domains: Mapping[str, int]
+) -> ShardCounts:
     """Sum the engines' partial counts (already summed or not) into arrays."""
     p = partials.groupby(["attr", "shard", "value"], sort=False)["count"].sum().reset_index()
     rows = np.zeros(SHARDS, dtype=np.int64)
@@ -155,7 +168,7 @@ def auto_partitions(rows: int) -> int:
     return max(1, min(SHARDS, math.ceil(rows / ROWS_PER_PARTITION)))
 
 
-def plan_partitions(counts: ShardCounts, l: int, target: int | None = None) -> PartitionPlan:  # noqa: E741
+def plan_partitions(counts: ShardCounts, l: int, target: int | None = None) -> PartitionPlan:
     """The largest P <= target (default `auto_partitions`) for which `assign_shards`
     finds partitions that are all non-empty and l-eligible for every sensitive attribute."""
     target = auto_partitions(counts.total) if target is None else target
@@ -170,10 +183,12 @@ def plan_partitions(counts: ShardCounts, l: int, target: int | None = None) -> P
         if (rows > 0).all() and (sums >= 0).all():
             first = np.concatenate([[0], np.cumsum(rows // l)[:-1]]).astype(np.int64)
             return PartitionPlan(part.astype(np.int32), rows, first)
-    raise PrivacyError(f"the table is not {l}-eligible for every sensitive attribute; no partitioning exists")
+    raise PrivacyError(
+        f"the table is not {l}-eligible for every sensitive attribute; no partitioning exists"
+    )
 
 
-def plan_chunks(counts: ShardCounts, l: int, chunk_rows: int) -> PartitionPlan:  # noqa: E741
+def plan_chunks(counts: ShardCounts, l: int, chunk_rows: int) -> PartitionPlan:
     """Contiguous runs of shards (QI-local with `QiShards`) of at least `chunk_rows` rows,
     each l-eligible for every sensitive attribute on its own: a run closes once it is
     both; a tail that is not eligible merges backwards. The whole table is one eligible
@@ -202,11 +217,15 @@ def plan_chunks(counts: ShardCounts, l: int, chunk_rows: int) -> PartitionPlan: 
     return PartitionPlan(part, sizes, np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64))
 
 
-def _slack(counts: ShardCounts, l: int) -> np.ndarray:  # noqa: E741
+def _slack(counts: ShardCounts, l: int) -> np.ndarray:
     """[SHARDS, D]: per shard, rows - l * count of each sensitive value. A partition is
     l-eligible for every sensitive attribute iff its shards' slacks sum to >= 0."""
     cols = [counts.rows[:, None] - l * v for v in counts.values.values()]
-    return np.concatenate(cols, axis=1).astype(np.float64) if cols else counts.rows[:, None].astype(np.float64)
+    return (
+        np.concatenate(cols, axis=1).astype(np.float64)
+        if cols
+        else counts.rows[:, None].astype(np.float64)
+    )
 
 
 def assign_shards(rows: np.ndarray, slack: np.ndarray, p: int, repairs: int = 500) -> np.ndarray:
@@ -239,7 +258,9 @@ def assign_shards(rows: np.ndarray, slack: np.ndarray, p: int, repairs: int = 50
         j = int(np.argmin(sums[a]))
         b = int(np.argmax(np.where(np.arange(p) == a, -np.inf, sums[:, j])))
         in_a = np.flatnonzero((part == a) & (rows > 0))
-        in_b = np.concatenate([[-1], np.flatnonzero((part == b) & (rows > 0))])  # -1: a move, no swap back
+        in_b = np.concatenate(
+            [[-1], np.flatnonzero((part == b) & (rows > 0))]
+        )  # -1: a move, no swap back
         wa = slack[in_a][:, None, :]
         wb = np.where(in_b[:, None] >= 0, slack[np.maximum(in_b, 0)], 0.0)[None, :, :]
         new_a, new_b = sums[a] - wa + wb, sums[b] + wa - wb
@@ -260,7 +281,9 @@ def assign_shards(rows: np.ndarray, slack: np.ndarray, p: int, repairs: int = 50
 def partition_seed(seed: int, table: int, part: int) -> int:
     """The seed of one table's anatomy in one partition: fixed by (release seed, table,
     partition), so a retried task recomputes the same groups."""
-    return int(np.random.SeedSequence([seed, table, part]).generate_state(1, np.uint64)[0] >> np.uint64(1))
+    return int(
+        np.random.SeedSequence([seed, table, part]).generate_state(1, np.uint64)[0] >> np.uint64(1)
+    )
 
 
 def fingerprint(counts: ShardCounts, labels: Mapping[str, Sequence[str]]) -> str:

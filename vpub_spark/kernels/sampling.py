@@ -21,4 +21,6 @@ def sample_keys(frame: pd.DataFrame, seed: int) -> np.ndarray:
 
 
 def with_occurrence(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
-    return frame.assign(**{OCCURRENCE: frame.groupby(columns, sort=False).cumcount().astype(np.int64)})
+    return frame.assign(
+        **{OCCURRENCE: frame.groupby(columns, sort=False).cumcount().astype(np.int64)}
+    )

@@ -61,13 +61,15 @@ class MultiSaJob:
     table: str
     qi: tuple[str, ...]
     sa: tuple[str, ...]
-    l: int  # noqa: E741
+    l: int
     seed: int
     settings: MultiSaSettings
     first_group: tuple[int, ...]
     dictionaries: Mapping[str, Dictionary]
     sharding: ContentShards | QiShards
-    driver: tuple[MultiSaPlan, np.ndarray] | None = None  # exact mode: the solution and its combinations
+    driver: tuple[MultiSaPlan, np.ndarray] | None = (
+        None  # exact mode: the solution and its combinations
+    )
 
     summary_schema = SUMMARY_SCHEMA
 
@@ -84,7 +86,9 @@ class MultiSaJob:
         name = f"part-{part:05d}.parquet"
         write_parquet(res.qit, self.dictionaries, table_dir(self.stage, self.table, "qit"), name)
         write_parquet(res.st, self.dictionaries, table_dir(self.stage, self.table, "st"), name)
-        solves = [] if self.driver else res.plan.solves  # the driver's solves are counted once, by the driver
+        solves = (
+            [] if self.driver else res.plan.solves
+        )  # the driver's solves are counted once, by the driver
         row = {
             "table": self.table, "part": part, "rows": len(frame), "groups": res.groups, "suppressed": res.suppressed_rows,
             "solves": len(solves), "optimal": sum(x.status == "optimal" for x in solves),
@@ -93,7 +97,9 @@ class MultiSaJob:
         return pd.DataFrame([row], columns=list(SUMMARY_COLUMNS)).astype(SUMMARY_COLUMNS)
 
 
-def plan_multi_sa(cfg, engine, loaded, table: PublishedTable, stage) -> tuple[object, PartitionPlan, MultiSaJob, list[dict]]:
+def plan_multi_sa(
+    cfg, engine, loaded, table: PublishedTable, stage
+) -> tuple[object, PartitionPlan, MultiSaJob, list[dict]]:
     """(shard counts, partition plan, job, the driver's solves) for the multi-SA table."""
     qi, sa = split(table)
     sizes = {a: loaded.dictionaries[a].size for a in loaded.names}
@@ -102,14 +108,23 @@ def plan_multi_sa(cfg, engine, loaded, table: PublishedTable, stage) -> tuple[ob
     if s.mode == "exact":
         sharding: ContentShards | QiShards = ContentShards(cfg.seed)
         counts = combine_counts(engine.shard_counts(loaded, sa, sharding), sa, sizes)
-        plan = PartitionPlan(np.zeros(SHARDS, dtype=np.int32), np.array([counts.total]), np.zeros(1, dtype=np.int64))
+        plan = PartitionPlan(
+            np.zeros(SHARDS, dtype=np.int32), np.array([counts.total]), np.zeros(1, dtype=np.int64)
+        )
         combos = engine.combination_counts(loaded, sa)
         codes = combos[sa].to_numpy()
-        solution = multi_sa_groups(codes, combos["count"].to_numpy(), cfg.l, s.solver, s.time_limit_s)
+        solution = multi_sa_groups(
+            codes, combos["count"].to_numpy(), cfg.l, s.solver, s.time_limit_s
+        )
         driver = (solution, codes)
-        solves = [{"status": x.status, "seconds": round(x.seconds, 3), "selected": int(x.selected.sum())} for x in solution.solves]
+        solves = [
+            {"status": x.status, "seconds": round(x.seconds, 3), "selected": int(x.selected.sum())}
+            for x in solution.solves
+        ]
     else:
-        order = tuple(sorted(qi, key=lambda a: (-sizes[a], a)))  # the finest attribute first: finer cuts
+        order = tuple(
+            sorted(qi, key=lambda a: (-sizes[a], a))
+        )  # the finest attribute first: finer cuts
         sharding = QiShards(order, tuple(sizes[a] for a in order))
         counts = combine_counts(engine.shard_counts(loaded, sa, sharding), sa, sizes)
         plan = plan_chunks(counts, cfg.l, s.chunk_rows)
@@ -120,7 +135,9 @@ def plan_multi_sa(cfg, engine, loaded, table: PublishedTable, stage) -> tuple[ob
     return counts, plan, job, solves
 
 
-def multi_sa_cost(settings: MultiSaSettings, plan: PartitionPlan, summary: pd.DataFrame, driver_solves: list[dict]) -> dict:
+def multi_sa_cost(
+    settings: MultiSaSettings, plan: PartitionPlan, summary: pd.DataFrame, driver_solves: list[dict]
+) -> dict:
     """The manifest's `method_cost` of a multi-SA release: every solve's status counted;
     `all_optimal` is false as soon as one solve stopped at its time limit."""
     statuses = [d["status"] for d in driver_solves]
@@ -138,7 +155,9 @@ def multi_sa_cost(settings: MultiSaSettings, plan: PartitionPlan, summary: pd.Da
         "time_limited": limited,
         "other": total - optimal - limited,
         "all_optimal": optimal == total,
-        "solve_seconds": round(sum(d["seconds"] for d in driver_solves) + float(summary["solve_s"].sum()), 3),
+        "solve_seconds": round(
+            sum(d["seconds"] for d in driver_solves) + float(summary["solve_s"].sum()), 3
+        ),
         "suppressed_rows": int(summary["suppressed"].sum()),
         "driver_solves": driver_solves,
     }

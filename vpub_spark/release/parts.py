@@ -25,12 +25,20 @@ from ..kernels.anatomy import anatomize
 from ..kernels.partitioning import PartitionPlan, partition_seed, shard_of
 from ..model import Schema
 
-SUMMARY_COLUMNS = {"table": "string", "part": "int32", "rows": "int64", "groups": "int64", "task": "int32"}
+SUMMARY_COLUMNS = {
+    "table": "string",
+    "part": "int32",
+    "rows": "int64",
+    "groups": "int64",
+    "task": "int32",
+}
 
 
 def arrow_schema(columns: Mapping[str, str]) -> pa.Schema:
     """The Arrow schema of a summary frame's {column: dtype} (string or a numeric type)."""
-    return pa.schema([(n, pa.string() if t == "string" else getattr(pa, t)()) for n, t in columns.items()])
+    return pa.schema(
+        [(n, pa.string() if t == "string" else getattr(pa, t)()) for n, t in columns.items()]
+    )
 
 
 SUMMARY_SCHEMA = arrow_schema(SUMMARY_COLUMNS)
@@ -42,7 +50,7 @@ class PartitionJob:
 
     stage: str
     schema: Schema
-    l: int  # noqa: E741
+    l: int
     seed: int
     first_group: tuple[int, ...]
     dictionaries: Mapping[str, Dictionary]
@@ -56,15 +64,21 @@ class PartitionJob:
         return run_partition(frame, part, self, task)
 
     @classmethod
-    def of(cls, stage: Path, schema: Schema, l: int, seed: int, plan: PartitionPlan, dictionaries) -> PartitionJob:  # noqa: E741
-        return cls(str(stage), schema, l, seed, tuple(int(g) for g in plan.first_group), dict(dictionaries))
+    def of(
+        cls, stage: Path, schema: Schema, l: int, seed: int, plan: PartitionPlan, dictionaries
+    ) -> PartitionJob:
+        return cls(
+            str(stage), schema, l, seed, tuple(int(g) for g in plan.first_group), dict(dictionaries)
+        )
 
 
 def table_dir(root: str | Path, table: str, part: str) -> Path:
     return Path(root) / "tables" / table / part
 
 
-def write_parquet(frame: pd.DataFrame, dictionaries: Mapping[str, Dictionary], directory: Path, name: str) -> None:
+def write_parquet(
+    frame: pd.DataFrame, dictionaries: Mapping[str, Dictionary], directory: Path, name: str
+) -> None:
     """Decode and write one file atomically (temporary name, then rename)."""
     directory.mkdir(parents=True, exist_ok=True)
     batch = decode_batch(pa.Table.from_pandas(frame, preserve_index=False), dictionaries)
@@ -73,7 +87,9 @@ def write_parquet(frame: pd.DataFrame, dictionaries: Mapping[str, Dictionary], d
     os.replace(tmp, directory / name)
 
 
-def run_partition(frame: pd.DataFrame, part: int, job: PartitionJob, task: int = -1) -> pd.DataFrame:
+def run_partition(
+    frame: pd.DataFrame, part: int, job: PartitionJob, task: int = -1
+) -> pd.DataFrame:
     """Anatomize and write every anatomy table for one partition; one summary row per table."""
     rows = []
     name = f"part-{part:05d}.parquet"
@@ -81,9 +97,21 @@ def run_partition(frame: pd.DataFrame, part: int, job: PartitionJob, task: int =
         if t.sensitive is None:
             continue
         qit, st = anatomize(
-            frame[list(t.attributes)], t.sensitive, job.l, partition_seed(job.seed, i, part), first_group=job.first_group[part]
+            frame[list(t.attributes)],
+            t.sensitive,
+            job.l,
+            partition_seed(job.seed, i, part),
+            first_group=job.first_group[part],
         )
         write_parquet(qit, job.dictionaries, table_dir(job.stage, t.name, "qit"), name)
         write_parquet(st, job.dictionaries, table_dir(job.stage, t.name, "st"), name)
-        rows.append({"table": t.name, "part": part, "rows": len(frame), "groups": len(frame) // job.l, "task": task})
+        rows.append(
+            {
+                "table": t.name,
+                "part": part,
+                "rows": len(frame),
+                "groups": len(frame) // job.l,
+                "task": task,
+            }
+        )
     return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS)).astype(SUMMARY_COLUMNS)

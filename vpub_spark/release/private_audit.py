@@ -50,13 +50,25 @@ def audit_store(state: str | Path) -> AuditReport:
     if not check("store: bucket files", files, f"{len(files)} files"):
         return report
     tuples = pd.concat([pq.read_table(f).to_pandas() for f in files], ignore_index=True)
-    check("store: rows", len(tuples) == int(meta["source"]["rows"]) and tuples[ROW].is_unique, f"{len(tuples)} tuples, the source had {meta['source']['rows']}")
+    check(
+        "store: rows",
+        len(tuples) == int(meta["source"]["rows"]) and tuples[ROW].is_unique,
+        f"{len(tuples)} tuples, the source had {meta['source']['rows']}",
+    )
     cells = tuples.groupby([BUCKET, s]).size()
     per = cells.groupby(level=0).agg(["min", "max", "size"])
     ok = (per["min"] == per["max"]) & (per["size"] >= m)
-    check(f"store: buckets {m}-invariant", ok.all(), f"{len(per)} buckets; each value of a signature equally often, >= {m} values" if ok.all() else f"{int((~ok).sum())} buckets are not")
+    check(
+        f"store: buckets {m}-invariant",
+        ok.all(),
+        f"{len(per)} buckets; each value of a signature equally often, >= {m} values"
+        if ok.all()
+        else f"{int((~ok).sum())} buckets are not",
+    )
     domains = meta["domains"]
-    labels = tuples.assign(**{a: np.asarray(domains[a], dtype=object)[tuples[a].to_numpy()] for a in [*qi, s]})
+    labels = tuples.assign(
+        **{a: np.asarray(domains[a], dtype=object)[tuples[a].to_numpy()] for a in [*qi, s]}
+    )
     bucket_sig = _signature(labels, BUCKET, s)
     for pub in meta["published"]:
         name = f"{pub['release_id']}/{pub['table']}"
@@ -65,11 +77,26 @@ def audit_store(state: str | Path) -> AuditReport:
         except VpubError as e:
             check(f"{name}: release", False, str(e))
             continue
-        check(f"{name}: committed and from this store", rel.committed and rel.manifest.get("store", {}).get("store_id") == meta["store_id"], "store ids match" if rel.committed else "not committed")
+        check(
+            f"{name}: committed and from this store",
+            rel.committed and rel.manifest.get("store", {}).get("store_id") == meta["store_id"],
+            "store ids match" if rel.committed else "not committed",
+        )
         links_dir = group_dir(state, pub["release_id"], pub["table"])
-        links = pd.concat([pq.read_table(f).to_pandas() for f in sorted(links_dir.glob("*.parquet"))], ignore_index=True) if links_dir.is_dir() else pd.DataFrame(columns=[ROW, GROUP])
+        links = (
+            pd.concat(
+                [pq.read_table(f).to_pandas() for f in sorted(links_dir.glob("*.parquet"))],
+                ignore_index=True,
+            )
+            if links_dir.is_dir()
+            else pd.DataFrame(columns=[ROW, GROUP])
+        )
         linked = links[ROW].is_unique and set(links[ROW]) == set(tuples[ROW])
-        if not check(f"{name}: every tuple in exactly one group", linked, f"{len(links)} links for {len(tuples)} tuples"):
+        if not check(
+            f"{name}: every tuple in exactly one group",
+            linked,
+            f"{len(links)} links for {len(tuples)} tuples",
+        ):
             continue
         groups = rel.read(pub["table"], "groups").to_pandas()
         st = rel.read(pub["table"], "st").to_pandas()
@@ -77,18 +104,42 @@ def audit_store(state: str | Path) -> AuditReport:
         published_sig = _signature(st, GROUP, s)
         mine = published_sig.reindex(t[GROUP]).to_numpy()
         same = mine == bucket_sig.reindex(t[BUCKET]).to_numpy()
-        check(f"{name}: every tuple keeps its signature", same.all(), "each tuple's group shows its bucket's signature" if same.all() else f"{int((~same).sum())} tuples show another signature")
+        check(
+            f"{name}: every tuple keeps its signature",
+            same.all(),
+            "each tuple's group shows its bucket's signature"
+            if same.all()
+            else f"{int((~same).sum())} tuples show another signature",
+        )
         counted = t.groupby([GROUP, s]).size().rename(COUNT)
         shown = st.assign(**{s: st[s].astype(str)}).set_index([GROUP, s])[COUNT]
         counted.index = counted.index.set_levels(counted.index.levels[1].astype(str), level=1)
-        check(f"{name}: published counts are the linked tuples'", counted.sort_index().equals(shown.sort_index().astype(counted.dtype)), f"{len(shown)} (group, value) cells")
+        check(
+            f"{name}: published counts are the linked tuples'",
+            counted.sort_index().equals(shown.sort_index().astype(counted.dtype)),
+            f"{len(shown)} (group, value) cells",
+        )
         g = groups.set_index(GROUP).reindex(t[GROUP])
         inside = np.ones(len(t), dtype=bool)
         for a in pub["attributes"]:
             pos = {v: i for i, v in enumerate(domains[a])}
             code = tuples[a].to_numpy()  # a left merge on unique links keeps the tuples' order
-            inside &= (g[f"{a}_min"].astype(str).map(pos).to_numpy() <= code) & (code <= g[f"{a}_max"].astype(str).map(pos).to_numpy())
-        check(f"{name}: every tuple inside its box", inside.all(), f"{int((~inside).sum())} tuples outside" if not inside.all() else f"{len(groups)} boxes")
+            inside &= (g[f"{a}_min"].astype(str).map(pos).to_numpy() <= code) & (
+                code <= g[f"{a}_max"].astype(str).map(pos).to_numpy()
+            )
+        check(
+            f"{name}: every tuple inside its box",
+            inside.all(),
+            f"{int((~inside).sum())} tuples outside"
+            if not inside.all()
+            else f"{len(groups)} boxes",
+        )
         sizes = t.groupby(GROUP).size()
-        check(f"{name}: group sizes", sizes.sort_index().equals(groups.set_index(GROUP)["size"].sort_index().astype(sizes.dtype)), f"{len(groups)} groups")
+        check(
+            f"{name}: group sizes",
+            sizes.sort_index().equals(
+                groups.set_index(GROUP)["size"].sort_index().astype(sizes.dtype)
+            ),
+            f"{len(groups)} groups",
+        )
     return report

@@ -13,7 +13,12 @@ from ..errors import DataError
 
 FORMAT_VERSION = 1
 MANIFEST, SUCCESS = "manifest.json", "_SUCCESS"
-PARTS = {"anatomy": ("qit", "st"), "projection": ("counts",), "generalized": ("groups", "st"), "multi_sa": ("qit", "st")}
+PARTS = {
+    "anatomy": ("qit", "st"),
+    "projection": ("counts",),
+    "generalized": ("groups", "st"),
+    "multi_sa": ("qit", "st"),
+}
 GROUP, COUNT = "group_id", "count"
 
 
@@ -47,7 +52,9 @@ class Release:
         for t in self.tables:
             if t.get("name") == name:
                 return t
-        raise DataError(f"release has no table {name!r}; it has: {', '.join(t.get('name', '?') for t in self.tables)}")
+        raise DataError(
+            f"release has no table {name!r}; it has: {', '.join(t.get('name', '?') for t in self.tables)}"
+        )
 
     def part_dir(self, table: str, part: str) -> Path:
         return self.path / "tables" / table / part
@@ -61,12 +68,16 @@ class Release:
         if not files:
             raise DataError(f"{d.relative_to(self.path)}: no Parquet files")
         schema = pq.read_schema(files[0])
-        strings = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+        strings = [
+            f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+        ]
         tables = [pq.read_table(f, columns=columns, read_dictionary=strings) for f in files]
         try:
             return pa.concat_tables(tables).unify_dictionaries()
         except pa.ArrowInvalid as e:
-            raise DataError(f"{d.relative_to(self.path)}: files disagree on their columns ({e})") from None
+            raise DataError(
+                f"{d.relative_to(self.path)}: files disagree on their columns ({e})"
+            ) from None
 
 
 def open_release(path: str | Path) -> Release:

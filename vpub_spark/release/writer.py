@@ -93,36 +93,55 @@ def design_schema(cfg: PublishConfig, engine, loaded, rules) -> tuple[Schema, di
     def scorer():
         frame = engine.rows_sample(loaded, cfg.gd_sample_rows, cfg.seed)
         scored_on.append(len(frame))
-        return kl_scorer(frame, {a: loaded.dictionaries[a].size for a in loaded.names}, cfg.l, cfg.seed)
+        return kl_scorer(
+            frame, {a: loaded.dictionaries[a].size for a in loaded.names}, cfg.l, cfg.seed
+        )
 
     schema, cost = design(cfg.method, loaded.names, rules, cfg.seed, scorer, cfg.gd_budget_s)
     return schema, None if cost is None else cost.as_dict() | {"scored_on_rows": scored_on[0]}
 
 
-def publish(cfg: PublishConfig, engine, observer: Callable[[str], object] | None = None) -> PublishResult:
+def publish(
+    cfg: PublishConfig, engine, observer: Callable[[str], object] | None = None
+) -> PublishResult:
     step = Steps(observer)
     t_start = time.perf_counter()
     path, spec = resolve_table(cfg)
     letter = "m" if cfg.method == "marginals" else "l"
     release_id = cfg.release_id or f"{spec.name}-{cfg.method}-{letter}{cfg.l}-seed{cfg.seed}"
     target = Path(cfg.output_path) / release_id
-    check_target(target, cfg.overwrite)  # fail before any work: committed release, unwritable output
+    check_target(
+        target, cfg.overwrite
+    )  # fail before any work: committed release, unwritable output
     reserved = [a for a in spec.names if a in RESERVED]
     if reserved:
-        raise SpecError(f"attribute names {', '.join(RESERVED)} are reserved for release columns; rename {', '.join(reserved)}")
+        raise SpecError(
+            f"attribute names {', '.join(RESERVED)} are reserved for release columns; rename {', '.join(reserved)}"
+        )
     with step("read and encode"):
         loaded = engine.persist(engine.load(path, spec, cfg.input_format))
     try:
         if cfg.method == "marginals":
             from .marginals import publish_marginals
 
-            return publish_marginals(cfg, engine, loaded, release_id, target, step, _source(cfg, loaded, spec), t_start)
+            return publish_marginals(
+                cfg, engine, loaded, release_id, target, step, _source(cfg, loaded, spec), t_start
+            )
         return _publish(cfg, engine, loaded, spec, release_id, target, step, t_start)
     finally:
         engine.unpersist(loaded)
 
 
-def _publish(cfg: PublishConfig, engine, loaded, spec, release_id: str, target: Path, step: Steps, t_start: float) -> PublishResult:
+def _publish(
+    cfg: PublishConfig,
+    engine,
+    loaded,
+    spec,
+    release_id: str,
+    target: Path,
+    step: Steps,
+    t_start: float,
+) -> PublishResult:
     with step("rules and schema"):
         rules, dropped = choose_rules(cfg, loaded.names, loaded.frequencies())
         schema, method_cost = design_schema(cfg, engine, loaded, rules)
@@ -135,16 +154,24 @@ def _publish(cfg: PublishConfig, engine, loaded, spec, release_id: str, target: 
                 counts, plan, job, driver_solves = plan_multi_sa(cfg, engine, loaded, multi, stage)
             else:
                 domains = {a: loaded.dictionaries[a].size for a in loaded.names}
-                counts = combine_counts(engine.shard_counts(loaded, sensitive, ContentShards(cfg.seed)), sensitive, domains)
+                counts = combine_counts(
+                    engine.shard_counts(loaded, sensitive, ContentShards(cfg.seed)),
+                    sensitive,
+                    domains,
+                )
                 plan = plan_partitions(counts, cfg.l, cfg.partitions)
                 job = PartitionJob.of(stage, schema, cfg.l, cfg.seed, plan, loaded.dictionaries)
             if counts.total != loaded.rows:
-                raise PrivacyError(f"shard counts cover {counts.total} rows, the table has {loaded.rows}")
+                raise PrivacyError(
+                    f"shard counts cover {counts.total} rows, the table has {loaded.rows}"
+                )
         with step("anonymize and write"):
             summary = engine.run_partitions(loaded, plan, job) if sensitive or multi else None
             for t in schema.tables:
                 if t.kind == "projection":
-                    engine.write_projection(loaded, t.attributes, table_dir(stage, t.name, "counts"))
+                    engine.write_projection(
+                        loaded, t.attributes, table_dir(stage, t.name, "counts")
+                    )
         if multi is not None:
             method_cost = multi_sa_cost(cfg.multi_sa, plan, summary, driver_solves)
         manifest = {
@@ -154,7 +181,12 @@ def _publish(cfg: PublishConfig, engine, loaded, spec, release_id: str, target: 
             "software_version": __version__,
             "seed": cfg.seed,
             "engine": engine.name,
-            "source": _source(cfg, loaded, spec) | {"fingerprint": fingerprint(counts, {a: loaded.dictionaries[a].labels for a in loaded.names})},
+            "source": _source(cfg, loaded, spec)
+            | {
+                "fingerprint": fingerprint(
+                    counts, {a: loaded.dictionaries[a].labels for a in loaded.names}
+                )
+            },
             "privacy": cfg.privacy.as_dict(),
             "rules": [r.as_dict() for r in rules],
             "rules_dropped": dropped,
@@ -177,9 +209,14 @@ def audit_and_commit(stage: Path, manifest: dict, step: Steps, t_start: float) -
     with step("audit"):
         report = audit_release(stage, require_committed=False)
     if not report.passed:
-        raise PrivacyError("the audit of the staged release failed, nothing was committed: " + "; ".join(report.as_dict()["failures"][:5]))
+        raise PrivacyError(
+            "the audit of the staged release failed, nothing was committed: "
+            + "; ".join(report.as_dict()["failures"][:5])
+        )
     manifest["audit"] = report.as_dict()
-    manifest["timings_s"] = {k: round(v, 3) for k, v in step.timings.items()} | {"total": round(time.perf_counter() - t_start, 3)}
+    manifest["timings_s"] = {k: round(v, 3) for k, v in step.timings.items()} | {
+        "total": round(time.perf_counter() - t_start, 3)
+    }
     write_manifest(stage, manifest)
     (stage / SUCCESS).write_text("")
     return report
@@ -196,7 +233,7 @@ def _source(cfg: PublishConfig, loaded, spec) -> dict:
     }
 
 
-def _table_entry(stage: Path, t, rows: int, l: int, summary) -> dict:  # noqa: E741
+def _table_entry(stage: Path, t, rows: int, l: int, summary) -> dict:
     parts = {}
     for part in PARTS[t.kind]:
         d = table_dir(stage, t.name, part)

@@ -31,11 +31,15 @@ class Utility:
 def load_release_and_source(release: str, source: str):
     rel = open_release(release)
     models, domains = release_models(rel)
-    loaded = InProcessEngine().load(source, table_spec_from_dict(rel.manifest["source"]["table_spec"]))
+    loaded = InProcessEngine().load(
+        source, table_spec_from_dict(rel.manifest["source"]["table_spec"])
+    )
     return rel, models, domains, source_codes(loaded, domains)
 
 
-def evaluate(release: str, source: str, qd: int = 3, p: float = 0.4, queries: int = 1000, seed: int = 0) -> Utility:
+def evaluate(
+    release: str, source: str, qd: int = 3, p: float = 0.4, queries: int = 1000, seed: int = 0
+) -> Utility:
     _, models, domains, src = load_release_and_source(release, source)
     t0 = time.perf_counter()
     kl = kl_divergence(models, src, domains)
@@ -43,4 +47,12 @@ def evaluate(release: str, source: str, qd: int = 3, p: float = 0.4, queries: in
     wl = workload(src, domains, qd, p, queries, seed)
     errors = relative_errors(models, wl, len(src), domains)
     t2 = time.perf_counter()
-    return Utility(kl, float(errors.mean()), float(np.median(errors)), len(errors), wl.redrawn, t1 - t0, t2 - t1)
+    return Utility(
+        kl,
+        float(errors.mean()),
+        float(np.median(errors)),
+        len(errors),
+        wl.redrawn,
+        t1 - t0,
+        t2 - t1,
+    )

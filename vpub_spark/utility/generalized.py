@@ -32,7 +32,9 @@ def box_fraction(boxes: pd.DataFrame, ranges: Ranges) -> np.ndarray:
     return out
 
 
-def generalized_count(groups: pd.DataFrame, st: pd.DataFrame, sensitive: str, ranges: Ranges, values: set[int] | None) -> float:
+def generalized_count(
+    groups: pd.DataFrame, st: pd.DataFrame, sensitive: str, ranges: Ranges, values: set[int] | None
+) -> float:
     """Zhang et al.: `groups` has group_id and the boxes; `st` group_id, sensitive, count."""
     chosen = st if values is None else st[st[sensitive].isin(values)]
     n = chosen.groupby(GROUP)[COUNT].sum()
@@ -40,15 +42,23 @@ def generalized_count(groups: pd.DataFrame, st: pd.DataFrame, sensitive: str, ra
     return float((n.reindex(g.index, fill_value=0).to_numpy() * box_fraction(g, ranges)).sum())
 
 
-def angel_count(gt: pd.DataFrame, bt: pd.DataFrame, sensitive: str, ranges: Ranges, values: set[int] | None) -> float:
+def angel_count(
+    gt: pd.DataFrame, bt: pd.DataFrame, sensitive: str, ranges: Ranges, values: set[int] | None
+) -> float:
     """ANGEL: `gt` has the boxes, `batch`, `count`; `bt` has `batch`, sensitive, `count`."""
     size = bt.groupby("batch")[COUNT].sum()
     chosen = bt if values is None else bt[bt[sensitive].isin(values)]
     share = chosen.groupby("batch")[COUNT].sum().reindex(size.index, fill_value=0) / size
-    return float((gt[COUNT].to_numpy() * box_fraction(gt, ranges) * share.reindex(gt["batch"]).to_numpy()).sum())
+    return float(
+        (
+            gt[COUNT].to_numpy() * box_fraction(gt, ranges) * share.reindex(gt["batch"]).to_numpy()
+        ).sum()
+    )
 
 
-def boxes(codes: pd.DataFrame, group: np.ndarray, extra: Mapping[str, np.ndarray] | None = None) -> pd.DataFrame:
+def boxes(
+    codes: pd.DataFrame, group: np.ndarray, extra: Mapping[str, np.ndarray] | None = None
+) -> pd.DataFrame:
     """Aggregated boxes: one row per (group, extra keys) with `<A>_min`, `<A>_max`, `count`."""
     frame = codes.assign(**{GROUP: group}, **(extra or {}))
     keys = [GROUP, *(extra or {})]
@@ -58,7 +68,9 @@ def boxes(codes: pd.DataFrame, group: np.ndarray, extra: Mapping[str, np.ndarray
     return counts.merge(box.reset_index(), on=GROUP)
 
 
-def angel_batches(qi: pd.DataFrame, sensitive: np.ndarray, m: int, extents: Mapping[str, int]) -> np.ndarray:
+def angel_batches(
+    qi: pd.DataFrame, sensitive: np.ndarray, m: int, extents: Mapping[str, int]
+) -> np.ndarray:
     """ANGEL's batch partition (ALGORITHMS.md §1): Mondrian m-diverse on every QI attribute;
     one BT serves every marginal."""
     from ..kernels.mondrian import mondrian
@@ -66,7 +78,14 @@ def angel_batches(qi: pd.DataFrame, sensitive: np.ndarray, m: int, extents: Mapp
     return mondrian(qi, extents, sensitive, l=m)
 
 
-def angel_tables(qi: pd.DataFrame, marginal: list[str], sensitive: np.ndarray, m: int, extents: Mapping[str, int], batch: np.ndarray | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def angel_tables(
+    qi: pd.DataFrame,
+    marginal: list[str],
+    sensitive: np.ndarray,
+    m: int,
+    extents: Mapping[str, int],
+    batch: np.ndarray | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """ANGEL for one marginal (ALGORITHMS.md §1): the batches (`angel_batches`, computed
     here unless given); groups = strict Mondrian with k = m on the marginal's attributes
     (002's setup: ANGEL's parameter equals m). GT = (box, batch, count); BT = (batch, value, count)."""
@@ -75,5 +94,11 @@ def angel_tables(qi: pd.DataFrame, marginal: list[str], sensitive: np.ndarray, m
     batch = angel_batches(qi, sensitive, m, extents) if batch is None else batch
     group = mondrian(qi[marginal], extents, k=m)
     gt = boxes(qi[marginal], group, {"batch": batch})
-    bt = pd.DataFrame({"batch": batch, "s": sensitive}).groupby(["batch", "s"]).size().rename(COUNT).reset_index()
+    bt = (
+        pd.DataFrame({"batch": batch, "s": sensitive})
+        .groupby(["batch", "s"])
+        .size()
+        .rename(COUNT)
+        .reset_index()
+    )
     return gt, bt

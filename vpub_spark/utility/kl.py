@@ -31,7 +31,9 @@ def _expected_log(source: pd.DataFrame, cols: list[str], model: TableModel, n: i
         return float(np.sum(p * np.log(model.marginal(proj) / n)))
 
 
-def kl_divergence(models: Sequence[TableModel], source: pd.DataFrame, domains: Mapping[str, Sequence[str]]) -> float:
+def kl_divergence(
+    models: Sequence[TableModel], source: pd.DataFrame, domains: Mapping[str, Sequence[str]]
+) -> float:
     """`source`: the source rows in the release's code space (one column per attribute)."""
     n = len(source)
     p = source.groupby(list(source.columns), sort=False).size().to_numpy(float) / n

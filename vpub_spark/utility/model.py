@@ -85,9 +85,17 @@ class TableModel:
         per_q = self.qit.groupby([GROUP, *q], sort=False).size().rename("n").reset_index()
         if self.sensitive in cols:
             needed = keys.drop_duplicates()
-            joined = needed.merge(per_q, on=q, how="inner") if q else needed.merge(per_q, how="cross")
+            joined = (
+                needed.merge(per_q, on=q, how="inner") if q else needed.merge(per_q, how="cross")
+            )
             joined = joined.merge(self.share, on=[GROUP, self.sensitive], how="inner")
-            est = (joined["n"] * joined["w"]).groupby([joined[c] for c in cols], sort=False).sum().rename(EST).reset_index()
+            est = (
+                (joined["n"] * joined["w"])
+                .groupby([joined[c] for c in cols], sort=False)
+                .sum()
+                .rename(EST)
+                .reset_index()
+            )
         else:
             est = per_q.groupby(q, sort=False)["n"].sum().rename(EST).reset_index()
         return keys.merge(est, on=cols, how="left")[EST].fillna(0.0).to_numpy(float)
@@ -108,20 +116,33 @@ class TableModel:
             return self.counts.groupby(cols, sort=False)[COUNT].sum().rename(EST).reset_index()
         per_q = self.qit.groupby([GROUP, *self.qi], sort=False).size().rename("n").reset_index()
         j = per_q.merge(self.share, on=GROUP)
-        return (j["n"] * j["w"]).groupby([j[c] for c in cols], sort=False).sum().rename(EST).reset_index()
+        return (
+            (j["n"] * j["w"])
+            .groupby([j[c] for c in cols], sort=False)
+            .sum()
+            .rename(EST)
+            .reset_index()
+        )
 
     def rows(self) -> int:
         return int(len(self.qit) if self.sensitive is not None else self.counts[COUNT].sum())
 
 
-def anonymized_model(frame: pd.DataFrame, attributes: Sequence[str], sensitive: str | None, l: int, seed: int) -> TableModel:  # noqa: E741
+def anonymized_model(
+    frame: pd.DataFrame, attributes: Sequence[str], sensitive: str | None, l: int, seed: int
+) -> TableModel:
     """The model of one table anonymized in memory by the release's kernel (one
     partition): anatomy for `sensitive`, or the aggregated projection."""
     from ..kernels.anatomy import anatomize
 
     cols = list(attributes)
     if sensitive is None:
-        return TableModel("t", tuple(cols), None, counts=frame.groupby(cols, sort=False).size().rename(COUNT).reset_index())
+        return TableModel(
+            "t",
+            tuple(cols),
+            None,
+            counts=frame.groupby(cols, sort=False).size().rename(COUNT).reset_index(),
+        )
     qit, st = anatomize(frame[cols], sensitive, l, seed)
     return TableModel("t", tuple(cols), sensitive, qit=qit, st=st)
 
@@ -133,7 +154,11 @@ def _domains(parts: Mapping[tuple[str, str], pd.DataFrame]) -> dict[str, list[st
         for a in frame.columns:
             if a not in (GROUP, COUNT):
                 col = frame[a]
-                labels.setdefault(a, set()).update(col.cat.categories if isinstance(col.dtype, pd.CategoricalDtype) else col.dropna().unique())
+                labels.setdefault(a, set()).update(
+                    col.cat.categories
+                    if isinstance(col.dtype, pd.CategoricalDtype)
+                    else col.dropna().unique()
+                )
     return {a: sort_labels(v) for a, v in labels.items()}
 
 
@@ -147,29 +172,56 @@ def to_codes(frame: pd.DataFrame, domains: Mapping[str, Sequence[str]]) -> pd.Da
     return out
 
 
-def release_models(rel: Release, domains: Mapping[str, Sequence[str]] | None = None) -> tuple[list[TableModel], dict[str, list[str]]]:
+def release_models(
+    rel: Release, domains: Mapping[str, Sequence[str]] | None = None
+) -> tuple[list[TableModel], dict[str, list[str]]]:
     """The models of a release's tables in code space (each part read once), and the
     domains used: the given ones, or those the release shows."""
-    parts = {(t["name"], part): rel.read(t["name"], part).to_pandas() for t in rel.tables for part in t["parts"]}
+    parts = {
+        (t["name"], part): rel.read(t["name"], part).to_pandas()
+        for t in rel.tables
+        for part in t["parts"]
+    }
     domains = dict(domains) if domains is not None else _domains(parts)
     models = []
     for t in rel.tables:
         coded = {part: to_codes(parts[(t["name"], part)], domains) for part in t["parts"]}
         if t["kind"] == "anatomy":
-            models.append(TableModel(t["name"], tuple(t["attributes"]), t["sensitive"], qit=coded["qit"], st=coded["st"]))
+            models.append(
+                TableModel(
+                    t["name"],
+                    tuple(t["attributes"]),
+                    t["sensitive"],
+                    qit=coded["qit"],
+                    st=coded["st"],
+                )
+            )
         elif t["kind"] == "projection":
-            models.append(TableModel(t["name"], tuple(t["attributes"]), None, counts=coded["counts"]))
+            models.append(
+                TableModel(t["name"], tuple(t["attributes"]), None, counts=coded["counts"])
+            )
         elif t["kind"] == "multi_sa":
             from .multi_sa import MultiSaModel
 
             sizes = {a: len(domains[a]) for a in t["sensitive"]}
-            models.append(MultiSaModel(t["name"], tuple(t["attributes"]), tuple(t["sensitive"]), coded["qit"], coded["st"], sizes))
+            models.append(
+                MultiSaModel(
+                    t["name"],
+                    tuple(t["attributes"]),
+                    tuple(t["sensitive"]),
+                    coded["qit"],
+                    coded["st"],
+                    sizes,
+                )
+            )
         else:
             raise NotImplementedError(f"table kind {t['kind']!r} has no estimate yet")
     return models, domains
 
 
-def junction_tree(cliques: Sequence[Sequence[str]]) -> list[tuple[int, int | None, tuple[str, ...]]]:
+def junction_tree(
+    cliques: Sequence[Sequence[str]],
+) -> list[tuple[int, int | None, tuple[str, ...]]]:
     """(model index, parent index, separator) in breadth-first order of a maximum spanning
     tree on intersection sizes; a separator is the clique's intersection with its
     parent, which for a decomposable schema is its intersection with all before it."""
@@ -195,7 +247,9 @@ def junction_tree(cliques: Sequence[Sequence[str]]) -> list[tuple[int, int | Non
     return order
 
 
-def estimate_rows(models: Sequence[TableModel], rows: pd.DataFrame, n: int, domains: Mapping[str, Sequence[str]]) -> np.ndarray:
+def estimate_rows(
+    models: Sequence[TableModel], rows: pd.DataFrame, n: int, domains: Mapping[str, Sequence[str]]
+) -> np.ndarray:
     """p~(x) for each row of `rows` (codes of every attribute)."""
     log_p = np.zeros(len(rows))
     zero = np.zeros(len(rows), dtype=bool)  # a clique marginal of 0: p~ = 0 (and 0/0 := 0)
@@ -219,6 +273,8 @@ def source_codes(loaded, domains: Mapping[str, Sequence[str]]) -> pd.DataFrame:
     """A loaded source table (its own codes) recoded into a release's code space."""
     out = {}
     for a in loaded.names:
-        lookup = pd.Categorical(list(loaded.dictionaries[a].labels), categories=list(domains[a])).codes.astype(np.int32)
+        lookup = pd.Categorical(
+            list(loaded.dictionaries[a].labels), categories=list(domains[a])
+        ).codes.astype(np.int32)
         out[a] = lookup[loaded.data[a].to_numpy()]
     return pd.DataFrame(out)

@@ -44,7 +44,9 @@ class MultiSaModel:
         hidden = (self.st[sa] < 0).all(axis=1).to_numpy()
         size = self.st.groupby(GROUP)[COUNT].sum().rename("size")
         shown = self.st.loc[~hidden].join(size, on=GROUP)
-        return shown.assign(w=shown[COUNT] / shown["size"])[[GROUP, *sa, "w"]], self.st.loc[hidden, GROUP].unique()
+        return shown.assign(w=shown[COUNT] / shown["size"])[[GROUP, *sa, "w"]], self.st.loc[
+            hidden, GROUP
+        ].unique()
 
     def rows(self) -> int:
         return len(self.qit)
@@ -58,17 +60,31 @@ class MultiSaModel:
         per_q = self.qit.groupby([GROUP, *q], sort=False).size().rename("n").reset_index()
         if not s:
             est = per_q.groupby(q, sort=False)["n"].sum().rename(EST).reset_index() if q else None
-            return np.full(len(keys), float(self.rows())) if est is None else keys.merge(est, on=q, how="left")[EST].fillna(0.0).to_numpy(float)
+            return (
+                np.full(len(keys), float(self.rows()))
+                if est is None
+                else keys.merge(est, on=q, how="left")[EST].fillna(0.0).to_numpy(float)
+            )
         w = share.groupby([GROUP, *s], sort=False)["w"].sum().reset_index()
         needed = keys.drop_duplicates()
         joined = needed.merge(per_q, on=q, how="inner") if q else needed.merge(per_q, how="cross")
         joined = joined.merge(w, on=[GROUP, *s], how="inner")
-        est = (joined["n"] * joined["w"]).groupby([joined[c] for c in cols], sort=False).sum().rename(EST).reset_index()
+        est = (
+            (joined["n"] * joined["w"])
+            .groupby([joined[c] for c in cols], sort=False)
+            .sum()
+            .rename(EST)
+            .reset_index()
+        )
         out = keys.merge(est, on=cols, how="left")[EST].fillna(0.0).to_numpy(float)
         if len(hidden):
             sup = per_q[per_q[GROUP].isin(hidden)]
             n_q = sup.groupby(q, sort=False)["n"].sum().rename(EST).reset_index() if q else None
-            base = np.full(len(keys), float(sup["n"].sum())) if n_q is None else keys.merge(n_q, on=q, how="left")[EST].fillna(0.0).to_numpy(float)
+            base = (
+                np.full(len(keys), float(sup["n"].sum()))
+                if n_q is None
+                else keys.merge(n_q, on=q, how="left")[EST].fillna(0.0).to_numpy(float)
+            )
             out = out + base / float(np.prod([self.domain_sizes[a] for a in s]))
         return out
 
@@ -84,15 +100,30 @@ class MultiSaModel:
         n_g = np.bincount(gidx[in_q], minlength=len(ids))
         share, hidden = self._parts
         in_s = _mask(share, s_query)
-        c_g = np.bincount(np.searchsorted(ids, share[GROUP].to_numpy()[in_s]), weights=share["w"].to_numpy()[in_s], minlength=len(ids))
+        c_g = np.bincount(
+            np.searchsorted(ids, share[GROUP].to_numpy()[in_s]),
+            weights=share["w"].to_numpy()[in_s],
+            minlength=len(ids),
+        )
         frac = float(np.prod([len(v) / self.domain_sizes[a] for a, v in s_query.items()]))
         is_hidden = np.isin(ids, hidden)
         return float(np.sum(n_g * c_g) + frac * n_g[is_hidden].sum())
 
 
-def multi_sa_model(qit: pd.DataFrame, st: pd.DataFrame, attributes: Sequence[str], sensitive: Sequence[str], domain_sizes, name: str = "multi_sa") -> MultiSaModel:
+def multi_sa_model(
+    qit: pd.DataFrame,
+    st: pd.DataFrame,
+    attributes: Sequence[str],
+    sensitive: Sequence[str],
+    domain_sizes,
+    name: str = "multi_sa",
+) -> MultiSaModel:
     """The model of a chunk result or a release's parts (SA nulls become code -1)."""
     st = st.copy()
     for a in sensitive:
-        st[a] = pd.to_numeric(st[a]).fillna(-1).astype(np.int32) if st[a].isna().any() else st[a].astype(np.int32)
+        st[a] = (
+            pd.to_numeric(st[a]).fillna(-1).astype(np.int32)
+            if st[a].isna().any()
+            else st[a].astype(np.int32)
+        )
     return MultiSaModel(name, tuple(attributes), tuple(sensitive), qit, st, dict(domain_sizes))

@@ -85,7 +85,9 @@ class Estimator:
     def _separator(self, i: int, sep: tuple[str, ...]) -> pd.DataFrame:
         if i not in self._separators:
             j = self.models[i].joint
-            self._separators[i] = j.groupby(list(sep), sort=False)[EST].sum().rename("__sep").reset_index()
+            self._separators[i] = (
+                j.groupby(list(sep), sort=False)[EST].sum().rename("__sep").reset_index()
+            )
         return self._separators[i]
 
     def _tree_probability(self, query: Query) -> float:
@@ -100,7 +102,12 @@ class Estimator:
                 if isinstance(msg, float):
                     weight = weight * msg
                 else:
-                    got = frame[list(child_sep)].merge(msg, on=list(child_sep), how="left")["__msg"].fillna(0.0).to_numpy()
+                    got = (
+                        frame[list(child_sep)]
+                        .merge(msg, on=list(child_sep), how="left")["__msg"]
+                        .fillna(0.0)
+                        .to_numpy()
+                    )
                     weight = weight * got
             if parent is None:
                 total *= float(weight.sum())
@@ -108,9 +115,17 @@ class Estimator:
             if not sep:
                 messages.setdefault(parent, []).append(((), float(weight.sum())))
                 continue
-            summed = frame[list(sep)].assign(__w=weight).groupby(list(sep), sort=False)["__w"].sum().reset_index()
+            summed = (
+                frame[list(sep)]
+                .assign(__w=weight)
+                .groupby(list(sep), sort=False)["__w"]
+                .sum()
+                .reset_index()
+            )
             summed = summed.merge(self._separator(i, sep), on=list(sep), how="left")
-            summed["__msg"] = np.where(summed["__sep"] > 0, summed["__w"] / (summed["__sep"] / self.n), 0.0)
+            summed["__msg"] = np.where(
+                summed["__sep"] > 0, summed["__w"] / (summed["__sep"] / self.n), 0.0
+            )
             messages.setdefault(parent, []).append((sep, summed[[*sep, "__msg"]]))
         return total
 
@@ -123,7 +138,9 @@ class Estimator:
                 self._cells = False
             else:
                 grid = np.indices(sizes).reshape(len(sizes), -1)
-                cells = pd.DataFrame({a: grid[i].astype(np.int32) for i, a in enumerate(self.domains)})
+                cells = pd.DataFrame(
+                    {a: grid[i].astype(np.int32) for i, a in enumerate(self.domains)}
+                )
                 self._cells = (cells, estimate_rows(self.models, cells, self.n, self.domains))
         return self._cells or None
 
@@ -144,7 +161,9 @@ class Estimator:
         return est
 
 
-def estimate_count(models: Sequence[TableModel], query: Query, n: int, domains: Mapping[str, Sequence[str]]) -> float:
+def estimate_count(
+    models: Sequence[TableModel], query: Query, n: int, domains: Mapping[str, Sequence[str]]
+) -> float:
     return Estimator(models, n, domains).count(query)
 
 
@@ -155,7 +174,15 @@ class Workload:
     redrawn: int
 
 
-def workload(source: pd.DataFrame, domains: Mapping[str, Sequence[str]], qd: int, p: float, size: int, seed: int, max_draws: int | None = None) -> Workload:
+def workload(
+    source: pd.DataFrame,
+    domains: Mapping[str, Sequence[str]],
+    qd: int,
+    p: float,
+    size: int,
+    seed: int,
+    max_draws: int | None = None,
+) -> Workload:
     """`size` random queries with a non-zero exact answer (see the module's decision)."""
     attrs = list(source.columns)
     if not 1 <= qd <= len(attrs):
@@ -167,7 +194,9 @@ def workload(source: pd.DataFrame, domains: Mapping[str, Sequence[str]], qd: int
     limit = max_draws or size * 100
     while len(queries) < size:
         if len(queries) + redrawn >= limit:
-            raise SpecError(f"only {len(queries)} of {size} queries had a non-zero answer after {limit} draws; raise p or lower qd")
+            raise SpecError(
+                f"only {len(queries)} of {size} queries had a non-zero answer after {limit} draws; raise p or lower qd"
+            )
         picked = rng.choice(len(attrs), size=qd, replace=False)
         q = {}
         for i in sorted(picked):
@@ -184,7 +213,9 @@ def workload(source: pd.DataFrame, domains: Mapping[str, Sequence[str]], qd: int
     return Workload(tuple(queries), np.asarray(actual), redrawn)
 
 
-def relative_errors(models: Sequence[TableModel], wl: Workload, n: int, domains: Mapping[str, Sequence[str]]) -> np.ndarray:
+def relative_errors(
+    models: Sequence[TableModel], wl: Workload, n: int, domains: Mapping[str, Sequence[str]]
+) -> np.ndarray:
     estimator = Estimator(models, n, domains)
     est = np.array([estimator.count(q) for q in wl.queries])
     return np.abs(wl.actual - est) / wl.actual

@@ -13,7 +13,9 @@ from .kl import kl_divergence
 from .model import TableModel, anonymized_model
 
 
-def kl_scorer(frame: pd.DataFrame, sizes: Mapping[str, int], l: int, seed: int) -> Callable[[Schema], float]:  # noqa: E741
+def kl_scorer(
+    frame: pd.DataFrame, sizes: Mapping[str, int], l: int, seed: int
+) -> Callable[[Schema], float]:
     domains = {a: range(n) for a, n in sizes.items()}
     cache: dict[tuple, TableModel] = {}
 
@@ -24,6 +26,8 @@ def kl_scorer(frame: pd.DataFrame, sizes: Mapping[str, int], l: int, seed: int) 
         return cache[key]
 
     def score(schema: Schema) -> float:
-        return kl_divergence([model(t.attributes, t.sensitive) for t in schema.tables], frame, domains)
+        return kl_divergence(
+            [model(t.attributes, t.sensitive) for t in schema.tables], frame, domains
+        )
 
     return score

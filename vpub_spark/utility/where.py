@@ -34,7 +34,9 @@ def parse_where(text: str, domains: Mapping[str, Sequence[str]]) -> dict[str, fr
     while pos < len(text):
         m = _COND.match(text, pos)
         if not m:
-            raise SpecError(f"cannot parse the condition at: {text[pos:]!r} (use: a in (x, y) and b = z and c between 1 and 5)")
+            raise SpecError(
+                f"cannot parse the condition at: {text[pos:]!r} (use: a in (x, y) and b = z and c between 1 and 5)"
+            )
         pos = m.end()
         attr = m["attr"]
         if attr not in domains:
@@ -45,9 +47,15 @@ def parse_where(text: str, domains: Mapping[str, Sequence[str]]) -> dict[str, fr
                 lo, hi = float(_unquote(m["lo"])), float(_unquote(m["hi"]))
                 codes = {i for i, v in enumerate(labels) if lo <= float(v) <= hi}
             except ValueError:
-                raise SpecError(f"{attr}: between needs numeric bounds and numeric values") from None
+                raise SpecError(
+                    f"{attr}: between needs numeric bounds and numeric values"
+                ) from None
         else:
-            values = [_unquote(v) for v in re.findall(_VALUE, m["set"])] if m["set"] is not None else [_unquote(m["eq"])]
+            values = (
+                [_unquote(v) for v in re.findall(_VALUE, m["set"])]
+                if m["set"] is not None
+                else [_unquote(m["eq"])]
+            )
             unknown = [v for v in values if v not in labels]
             if unknown:
                 shown = ", ".join(labels[:20]) + (" ..." if len(labels) > 20 else "")

@@ -15,7 +15,12 @@ def struct_type(schema):
     """A pyspark StructType for a pyarrow schema (int32/int64/float64/string columns)."""
     from pyspark.sql import types as T
 
-    kinds = {"int32": T.IntegerType(), "int64": T.LongType(), "double": T.DoubleType(), "string": T.StringType()}
+    kinds = {
+        "int32": T.IntegerType(),
+        "int64": T.LongType(),
+        "double": T.DoubleType(),
+        "string": T.StringType(),
+    }
     return T.StructType([T.StructField(f.name, kinds[str(f.type)], True) for f in schema])
 
 
@@ -43,7 +48,9 @@ class SparkEngine:
         p = str(Path(path))
         reader = self.spark.read
         if Path(path).is_dir():  # only the data files, like the in-process engine
-            reader = reader.option("pathGlobFilter", "*.csv*" if kind == "csv" else "*.parquet").option("recursiveFileLookup", True)
+            reader = reader.option(
+                "pathGlobFilter", "*.csv*" if kind == "csv" else "*.parquet"
+            ).option("recursiveFileLookup", True)
         if kind == "csv":
             df = reader.option("header", True).option("inferSchema", False).csv(p)
         else:
@@ -70,10 +77,14 @@ class SparkEngine:
             .agg(F.sum("count").alias("count"))
             .collect()  # small: one row per distinct raw value of each attribute
         )
-        raw, rows, missing_rows = raw_counts_from(((r["attr"], r["value"], r["count"]) for r in sums), spec)
+        raw, rows, missing_rows = raw_counts_from(
+            ((r["attr"], r["value"], r["count"]) for r in sums), spec
+        )
         plan, dictionaries, counts = plan_encoding(spec, raw, rows, missing_rows)
         encoded = df.mapInArrow(_encoder(plan), struct_type(plan.schema))
-        return LoadedTable(spec, dictionaries, counts, rows, missing_rows, encoded, source=str(path))
+        return LoadedTable(
+            spec, dictionaries, counts, rows, missing_rows, encoded, source=str(path)
+        )
 
     # --- data sets -------------------------------------------------------------
     def code_counts(self, df, dictionaries) -> dict:
@@ -83,7 +94,9 @@ class SparkEngine:
 
         names = list(df.columns)
         cells = [F.struct(F.lit(i).alias("a"), F.col(n).alias("v")) for i, n in enumerate(names)]
-        agg = df.select(F.explode(F.array(*cells)).alias("x")).groupBy("x.a", "x.v").count().collect()
+        agg = (
+            df.select(F.explode(F.array(*cells)).alias("x")).groupBy("x.a", "x.v").count().collect()
+        )
         counts = {n: np.zeros(dictionaries[n].size, dtype=np.int64) for n in names}
         for r in agg:
             counts[names[r["a"]]][r["v"]] = r["count"]
@@ -106,7 +119,9 @@ class SparkEngine:
 
             for b in batches:
                 frame = b.to_pandas()
-                yield pa.RecordBatch.from_pandas(frame.assign(__key=sample_keys(frame, seed).view("int64")), preserve_index=False)
+                yield pa.RecordBatch.from_pandas(
+                    frame.assign(__key=sample_keys(frame, seed).view("int64")), preserve_index=False
+                )
 
         from pyspark.sql import types as T
 
@@ -146,7 +161,9 @@ class SparkEngine:
         from pyspark.sql import types as T
 
         out = T.StructType([T.StructField(a, T.IntegerType()) for a, _ in schema(name)])
-        self.spark.range(nblocks, numPartitions=parts).mapInArrow(make, out).write.parquet(str(directory))
+        self.spark.range(nblocks, numPartitions=parts).mapInArrow(make, out).write.parquet(
+            str(directory)
+        )
 
     # --- publishing (release/parts.py does the per-partition work) --------------
     def persist(self, loaded: LoadedTable) -> LoadedTable:
@@ -177,16 +194,28 @@ class SparkEngine:
 
         def run(batches):
             for b in batches:
-                yield pa.RecordBatch.from_pandas(shard_counts(b.to_pandas(), sensitive, sharding), preserve_index=False)
+                yield pa.RecordBatch.from_pandas(
+                    shard_counts(b.to_pandas(), sensitive, sharding), preserve_index=False
+                )
 
-        partials = loaded.data.mapInArrow(run, struct_type(COUNT_SCHEMA)).groupBy("attr", "shard", "value").agg(F.sum("count").alias("count"))
+        partials = (
+            loaded.data.mapInArrow(run, struct_type(COUNT_SCHEMA))
+            .groupBy("attr", "shard", "value")
+            .agg(F.sum("count").alias("count"))
+        )
         return partials.toPandas()  # small: shards x sensitive domains
 
     def combination_counts(self, loaded: LoadedTable, columns):
         """Rows per distinct combination of `columns` (codes + `count`), sorted: an
         aggregate, as small as the number of combinations."""
         cols = list(columns)
-        return loaded.data.groupBy(*cols).count().toPandas().sort_values(cols, kind="stable").reset_index(drop=True)
+        return (
+            loaded.data.groupBy(*cols)
+            .count()
+            .toPandas()
+            .sort_values(cols, kind="stable")
+            .reset_index(drop=True)
+        )
 
     def partition_keys(self, parts: int) -> list[int]:
         """For each partition p, a key k with pmod(hash(k), parts) = p: `repartition(parts, key)`
@@ -224,14 +253,23 @@ class SparkEngine:
         def tag(batches):
             for b in batches:
                 frame = b.to_pandas()
-                yield pa.RecordBatch.from_pandas(frame.assign(__key=key_of_shard[job.shards(frame)]), preserve_index=False)
+                yield pa.RecordBatch.from_pandas(
+                    frame.assign(__key=key_of_shard[job.shards(frame)]), preserve_index=False
+                )
 
         def task(frame):
             part = part_of_key[int(frame["__key"].iloc[0])]
             return job.run(frame.drop(columns="__key"), part, TaskContext.get().partitionId())
 
-        tagged = loaded.data.mapInArrow(tag, T.StructType(loaded.data.schema.fields + [T.StructField("__key", T.LongType())]))
-        return tagged.repartition(plan.parts, "__key").groupBy("__key").applyInPandas(task, struct_type(job.summary_schema)).toPandas()
+        tagged = loaded.data.mapInArrow(
+            tag, T.StructType(loaded.data.schema.fields + [T.StructField("__key", T.LongType())])
+        )
+        return (
+            tagged.repartition(plan.parts, "__key")
+            .groupBy("__key")
+            .applyInPandas(task, struct_type(job.summary_schema))
+            .toPandas()
+        )
 
     def write_projection(self, loaded: LoadedTable, attributes, directory: Path) -> None:
         """A duplicate-preserving projection, aggregated (`count`), decoded and written by Spark."""
@@ -247,5 +285,8 @@ class SparkEngine:
             for b in batches:
                 yield decode_batch(b, dictionaries)
 
-        schema = T.StructType([T.StructField(a, T.StringType()) for a in attrs] + [T.StructField("count", T.LongType())])
+        schema = T.StructType(
+            [T.StructField(a, T.StringType()) for a in attrs]
+            + [T.StructField("count", T.LongType())]
+        )
         counts.mapInArrow(decode, schema).write.parquet(str(directory))

@@ -46,7 +46,9 @@ class SparkSettings:
         conf = tuple(sorted((str(k), str(v)) for k, v in (d.pop("conf", None) or {}).items()))
         sp = d.get("shuffle_partitions")
         if sp not in (None, "auto") and (not isinstance(sp, int) or sp < 1):
-            raise SpecError(f"spark settings: shuffle_partitions must be a positive integer or auto, not {sp!r}")
+            raise SpecError(
+                f"spark settings: shuffle_partitions must be a positive integer or auto, not {sp!r}"
+            )
         return cls(
             master=str(d.get("master", cls.master)),
             app_name=str(d.get("app_name", cls.app_name)),
@@ -65,7 +67,11 @@ class SparkSettings:
 
 
 def java_major_version() -> int | None:
-    java = Path(os.environ["JAVA_HOME"]) / "bin" / "java" if os.environ.get("JAVA_HOME") else shutil.which("java")
+    java = (
+        Path(os.environ["JAVA_HOME"]) / "bin" / "java"
+        if os.environ.get("JAVA_HOME")
+        else shutil.which("java")
+    )
     if not java or not Path(java).exists():
         return None
     out = subprocess.run([str(java), "-version"], capture_output=True, text=True).stderr
@@ -79,7 +85,9 @@ def java_major_version() -> int | None:
 def require_java() -> None:
     v = java_major_version()
     if v is None:
-        raise VpubError("Java was not found: install a Java 17 runtime (e.g. apt-get install openjdk-17-jre-headless) or set JAVA_HOME")
+        raise VpubError(
+            "Java was not found: install a Java 17 runtime (e.g. apt-get install openjdk-17-jre-headless) or set JAVA_HOME"
+        )
     if v < 17:
         raise VpubError(f"Java {v} found; Spark 4 needs Java 17 or newer (set JAVA_HOME)")
 

@@ -28,12 +28,21 @@ def _encoded(spark, rel: Release, table: str, part: str, dictionaries):
     def encode(batches):
         for b in batches:
             cols = [
-                pc.index_in(b.column(n), value_set=pa.array(labels[n], pa.string())).cast(pa.int32()) if n in labels else b.column(n)
+                pc.index_in(b.column(n), value_set=pa.array(labels[n], pa.string())).cast(
+                    pa.int32()
+                )
+                if n in labels
+                else b.column(n)
                 for n in b.schema.names
             ]
             yield pa.RecordBatch.from_arrays(cols, names=b.schema.names)
 
-    schema = T.StructType([T.StructField(f.name, T.IntegerType() if f.name in labels else f.dataType) for f in df.schema.fields])
+    schema = T.StructType(
+        [
+            T.StructField(f.name, T.IntegerType() if f.name in labels else f.dataType)
+            for f in df.schema.fields
+        ]
+    )
     return df.mapInArrow(encode, schema).persist()  # read by one or two terms
 
 
@@ -42,13 +51,17 @@ class _Table:
         from pyspark.sql import functions as F
 
         self.attributes, self.sensitive = list(entry["attributes"]), entry["sensitive"]
-        self.parts = {p: _encoded(spark, rel, entry["name"], p, dictionaries) for p in entry["parts"]}
+        self.parts = {
+            p: _encoded(spark, rel, entry["name"], p, dictionaries) for p in entry["parts"]
+        }
         if self.sensitive is None:
             self.counts = self.parts["counts"]
             return
         self.qit, st = self.parts["qit"], self.parts["st"]
         size = st.groupBy(GROUP).agg(F.sum(COUNT).alias("__size"))
-        self.share = st.join(size, GROUP).select(GROUP, self.sensitive, (F.col(COUNT) / F.col("__size")).alias("__w"))
+        self.share = st.join(size, GROUP).select(
+            GROUP, self.sensitive, (F.col(COUNT) / F.col("__size")).alias("__w")
+        )
 
     def marginal(self, keys, cols: list[str]):
         """`keys` (distinct values of `cols`) with their estimated count EST."""
@@ -61,7 +74,9 @@ class _Table:
         per_q = self.qit.groupBy(GROUP, *q).agg(F.count(F.lit(1)).alias("__n"))
         if self.sensitive not in cols:
             return keys.join(per_q.groupBy(*q).agg(F.sum("__n").alias(EST)), q, "left")
-        joined = (keys.join(per_q, q) if q else keys.crossJoin(per_q)).join(self.share, [GROUP, self.sensitive])
+        joined = (keys.join(per_q, q) if q else keys.crossJoin(per_q)).join(
+            self.share, [GROUP, self.sensitive]
+        )
         est = joined.groupBy(*cols).agg(F.sum(F.col("__n") * F.col("__w")).alias(EST))
         return keys.join(est, cols, "left")
 
