@@ -27,8 +27,10 @@ demo: check-java $(VENV)/.installed
 test: check-java $(VENV)/.installed-dev
 	$(BIN)/pytest -q
 
+# ruff (lint and format) and mypy; CI runs this before the tests
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 bench-generate: check-java $(VENV)/.installed
 	rm -rf out/bench-sal-10m
