@@ -31,6 +31,7 @@ test: check-java $(VENV)/.installed-dev
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 bench-generate: check-java $(VENV)/.installed
 	rm -rf out/bench-sal-10m

@@ -17,7 +17,6 @@ from typing import Any
 from .errors import SpecError
 from .model import PrivacySpec, TableSpec
 
-METHODS = ("uad", "gd", "single_attribute", "multi_sa_bip", "marginals")
 BIP_MODES = ("exact", "partitioned")
 ENGINES = ("spark", "inprocess")
 KEYS = {
@@ -169,23 +168,10 @@ class PublishConfig:
     marginals: MarginalSettings | None = None
 
     def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise SpecError(f"method must be one of {', '.join(METHODS)}, not {self.method!r}")
+        # the method's name and what it needs (privacy model, rules, its own section) are
+        # checked by the method registry (publish/registry.py), before any work
         if self.engine not in ENGINES:
             raise SpecError(f"engine must be spark or inprocess, not {self.engine!r}")
-        if self.method == "marginals":
-            if self.privacy.model != "m-invariance":
-                raise SpecError(
-                    f"method marginals needs privacy model m-invariance (privacy: {{model: m-invariance, m: 6}}), not {self.privacy.model}"
-                )
-            if self.marginals is None:
-                raise SpecError(
-                    "method marginals needs a `marginals:` section with sensitive, schemas and state"
-                )
-        elif self.privacy.model != "l-diversity":
-            raise SpecError(
-                f"method {self.method} needs privacy model l-diversity, not {self.privacy.model}"
-            )
         if self.partitions is not None and (
             not isinstance(self.partitions, int) or self.partitions < 1
         ):
@@ -220,6 +206,29 @@ class PublishConfig:
         return d
 
 
+def with_overrides(
+    cfg: PublishConfig,
+    *,
+    l: int | None = None,
+    m: int | None = None,
+    state: str | None = None,
+    overwrite: bool = False,
+    **fields: Any,
+) -> PublishConfig:
+    """The config with the command line's overrides (DESIGN.md §8): every field given
+    (not None) wins; `l` / `m` set the privacy model, `state` the marginals' store."""
+    cfg = cfg.with_overrides(**fields)
+    if l is not None:
+        cfg = replace(cfg, privacy=PrivacySpec("l-diversity", l))
+    if m is not None:
+        cfg = replace(cfg, privacy=PrivacySpec("m-invariance", None, m))
+    if state is not None:
+        if cfg.marginals is None:
+            raise SpecError("--state needs method marginals and a `marginals:` section")
+        cfg = replace(cfg, marginals=replace(cfg.marginals, state=state))
+    return replace(cfg, overwrite=True) if overwrite else cfg
+
+
 def _section(d: dict, key: str) -> dict:
     v = d.get(key) or {}
     if not isinstance(v, dict):
@@ -235,8 +244,6 @@ def _privacy(d: dict) -> PrivacySpec:
 
 
 def _rules(v: Any) -> tuple[Any, ...] | RandomRules:
-    if v is None:
-        raise SpecError("config: `rules` is required (a list, or {random: {c, lhs, seed}})")
     if isinstance(v, dict):
         if set(v) != {"random"} or not isinstance(v["random"], dict):
             raise SpecError("config: rules must be a list or {random: {c: 5, lhs: 3, seed: 1}}")
@@ -272,9 +279,7 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
             table=None if inp.get("table") is None else str(inp["table"]),
             input_format=inp.get("format"),
             privacy=_privacy(_section(d, "privacy")),
-            rules=()
-            if d.get("method") == "marginals" and d.get("rules") is None
-            else _rules(d.get("rules")),
+            rules=() if d.get("rules") is None else _rules(d.get("rules")),
             method=str(d.get("method", "uad")),
             output_path=str(out.get("path", "releases")),
             release_id=None if out.get("release_id") is None else str(out["release_id"]),
@@ -297,20 +302,20 @@ def load_config(path: str | Path) -> PublishConfig:
     return config_from_dict(load_yaml(path), str(path))
 
 
-def resolve_table(cfg: PublishConfig) -> tuple[str, TableSpec]:
-    """(data path, table spec) for the config's input: a spec file, a preset name, or the
+def resolve_table(input_path: str, table: str | None) -> tuple[str, TableSpec]:
+    """(data path, table spec) for a config's input: a spec file, a preset name, or the
     input directory's own table.yaml."""
     from .datasets import adult, synthetic
     from .datasets.presets import resolve_input
 
-    t = cfg.table
+    t = table
     if t is not None and not t.endswith((".yaml", ".yml")):
         if t == "adult":
-            return cfg.input_path, adult.adult_spec()
+            return input_path, adult.adult_spec()
         if t in synthetic.SCHEMAS:
-            data = Path(cfg.input_path) / "data"
-            return str(data) if data.is_dir() else cfg.input_path, synthetic.table_spec(t)
+            data = Path(input_path) / "data"
+            return str(data) if data.is_dir() else input_path, synthetic.table_spec(t)
         raise SpecError(
             f"input.table {t!r} is neither a .yaml file nor a preset (adult, {', '.join(synthetic.SCHEMAS)})"
         )
-    return resolve_input(cfg.input_path, t)
+    return resolve_input(input_path, t)

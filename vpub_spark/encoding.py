@@ -11,12 +11,17 @@ groups' order, or sorted labels.
 from __future__ import annotations
 
 import math
+import os
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from .errors import DataError
 from .model import Attribute, TableSpec, number_label
@@ -248,3 +253,16 @@ def decode_batch(
             pa.array(dictionaries[n].labels, pa.string()).take(col) if n in dictionaries else col
         )
     return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def write_decoded(
+    frame: pd.DataFrame, dictionaries: Mapping[str, Dictionary], directory: Path, name: str
+) -> None:
+    """Decode `frame` and write it as `directory/name` atomically (temporary name, then
+    rename): a retried task rewrites the same file, a killed one leaves only a hidden
+    temporary file."""
+    directory.mkdir(parents=True, exist_ok=True)
+    batch = decode_batch(pa.Table.from_pandas(frame, preserve_index=False), dictionaries)
+    tmp = directory / f".{name}.{uuid.uuid4().hex[:8]}.tmp"
+    pq.write_table(pa.Table.from_batches([batch]), tmp)
+    os.replace(tmp, directory / name)

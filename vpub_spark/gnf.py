@@ -63,7 +63,7 @@ class Verdict:
     reason: str = ""
 
     def as_dict(self) -> dict:
-        d = {"rule": self.index, "status": self.status, "reason": self.reason}
+        d: dict[str, object] = {"rule": self.index, "status": self.status, "reason": self.reason}
         if self.guardian is not None:
             d["guardian"] = self.guardian
         if self.path:
@@ -144,3 +144,23 @@ class GnfReport:
 def check_gnf(schema: Schema, rules: Sequence[Rule]) -> GnfReport:
     """Definition 5 over every rule; rule indices are 0-based positions in `rules`."""
     return GnfReport(tuple(verdict(schema.tables, r, i) for i, r in enumerate(rules)))
+
+
+def load_schema(path: str) -> Schema:
+    """A publication schema from YAML: `tables:` with {name, attributes, sensitive}."""
+    from .errors import VpubError
+    from .tablespec import load_yaml
+
+    data = load_yaml(path)
+    tables = data.get("tables") if isinstance(data, dict) else data
+    if not isinstance(tables, list) or not tables:
+        raise VpubError(
+            f"{path}: expected `tables:` with a list of {{name, attributes, sensitive}}"
+        )
+    out = []
+    for i, t in enumerate(tables):
+        if not isinstance(t, dict) or "attributes" not in t:
+            raise VpubError(f"{path}: table {i + 1} needs `attributes`")
+        attrs = tuple(str(a) for a in t["attributes"])
+        out.append(PublishedTable(str(t.get("name", f"T{i + 1}")), attrs, t.get("sensitive")))
+    return Schema(tuple(out))

@@ -200,3 +200,16 @@ def random_rules(
             f"({len(rhs_pool)} eligible as RHS)"
         )
     return tuple(rules)
+
+
+def load_rules(path: str) -> list:
+    """The rule items of a YAML file: a list, or a mapping with a `rules` list."""
+    from .errors import VpubError
+    from .tablespec import load_yaml
+
+    data = load_yaml(path)
+    if isinstance(data, dict):
+        data = data.get("rules")
+    if data is None:
+        raise VpubError(f"{path}: expected a list of rules (or a mapping with a `rules` list)")
+    return data

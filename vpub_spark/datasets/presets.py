@@ -12,7 +12,7 @@ from pathlib import Path
 from ..engines.base import Engine, LoadedTable
 from ..errors import SpecError
 from ..model import TableSpec
-from ..staging import staged_directory
+from ..release.commit import staged_directory
 from ..tablespec import load_table_spec, write_table_spec
 from . import adult, synthetic
 
@@ -46,10 +46,10 @@ def write_adult(
     if sample is not None:
         if sample < 1:
             raise SpecError(f"--sample must be a positive number of rows, not {sample}")
-        loaded = engine.sample(loaded, sample, seed)  # type: ignore[attr-defined]
+        loaded = engine.sample(loaded, sample, seed)
     spec = adult.published_spec(loaded.spec, loaded.dictionaries)
     with staged_directory(out, overwrite) as stage:
-        engine.write_decoded(loaded, stage / DATA)  # type: ignore[attr-defined]
+        engine.write_decoded(loaded, stage / DATA)
         write_table_spec(spec, stage / SPEC)
     return Written(Path(out), loaded.rows, dropped, spec)
 
@@ -67,6 +67,6 @@ def write_generated(
     if rows < 1:
         raise SpecError(f"--rows must be positive, not {rows}")
     with staged_directory(out, overwrite) as stage:
-        engine.generate(name, rows, seed, stage / DATA, progress)  # type: ignore[attr-defined]
+        engine.generate(name, rows, seed, stage / DATA, progress)
         write_table_spec(spec, stage / SPEC)
     return Written(Path(out), rows, 0, spec)

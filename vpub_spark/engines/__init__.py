@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .base import Engine, LoadedTable
 
+if TYPE_CHECKING:
+    from .spark.session import SparkSettings
 
-def make_engine(name: str, spark_conf: object | None = None) -> Engine:
+
+def make_engine(name: str, spark_conf: SparkSettings | None = None) -> Engine:
     """The engine named in the config: `spark` (default) or `inprocess`."""
     from ..errors import SpecError
 
@@ -16,7 +21,7 @@ def make_engine(name: str, spark_conf: object | None = None) -> Engine:
     if name == "spark":
         from .spark.engine import SparkEngine
 
-        return SparkEngine(spark_conf)  # type: ignore[arg-type]
+        return SparkEngine(spark_conf)
     raise SpecError(f"engine must be spark or inprocess, not {name!r}")
 
 

@@ -1,16 +1,20 @@
-"""What every engine returns, and the engine-neutral steps of loading a table."""
+"""The engine seam (DESIGN.md §2, §5): the `Engine` and `PartitionJob` protocols, what
+every engine returns (`LoadedTable`), and the engine-neutral steps of loading a table."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import numpy as np
+import pandas as pd
+import pyarrow as pa
 
 from ..encoding import Dictionary, EncodingPlan, build_dictionary
 from ..errors import DataError, SpecError
+from ..kernels.partitioning import PartitionPlan, Sharding
 from ..model import TableSpec
 
 Format = Literal["csv", "parquet"]
@@ -58,10 +62,67 @@ class LoadedTable:
         return out
 
 
+class PartitionJob(Protocol):
+    """The work of one partition, shipped to the tasks (small, picklable): how rows map
+    to shards (`shards`), what a partition does (`run`: kernels, then writing its part
+    files), and the Arrow schema of the summary rows `run` returns."""
+
+    @property
+    def summary_schema(self) -> pa.Schema: ...
+
+    def shards(self, frame: pd.DataFrame) -> np.ndarray: ...
+
+    def run(self, frame: pd.DataFrame, part: int, task: int = -1) -> pd.DataFrame: ...
+
+
 class Engine(Protocol):
+    """The seam between the library and where the rows live (DESIGN.md §5): every member
+    the publishers, data sets, experiments and the CLI use. `spark` keeps the rows in
+    Spark and runs partitions as tasks; `inprocess` keeps them in pandas and runs the same
+    jobs one partition after another. Only small aggregates reach the caller."""
+
     name: str
 
-    def load(self, path: str, spec: TableSpec, fmt: Format | None = None) -> LoadedTable: ...
+    def start(self) -> float:
+        """Start the engine's runtime (a Spark session); its start-up time in seconds."""
+        ...
+
+    def load(self, path: str, spec: TableSpec, fmt: str | None = None) -> LoadedTable: ...
+
+    # data sets
+    def sample(self, loaded: LoadedTable, n: int, seed: int) -> LoadedTable: ...
+
+    def write_decoded(self, loaded: LoadedTable, directory: Path) -> None: ...
+
+    def generate(
+        self,
+        name: str,
+        rows: int,
+        seed: int,
+        directory: Path,
+        progress: Callable[[int], object] | None = None,
+    ) -> None: ...
+
+    # publishing
+    def persist(self, loaded: LoadedTable) -> LoadedTable: ...
+
+    def unpersist(self, loaded: LoadedTable) -> None: ...
+
+    def rows_sample(self, loaded: LoadedTable, n: int, seed: int) -> pd.DataFrame: ...
+
+    def shard_counts(
+        self, loaded: LoadedTable, sensitive: Sequence[str], sharding: Sharding
+    ) -> pd.DataFrame: ...
+
+    def combination_counts(self, loaded: LoadedTable, columns: Sequence[str]) -> pd.DataFrame: ...
+
+    def run_partitions(
+        self, loaded: LoadedTable, plan: PartitionPlan, job: PartitionJob
+    ) -> pd.DataFrame: ...
+
+    def write_projection(
+        self, loaded: LoadedTable, attributes: Sequence[str], directory: Path
+    ) -> None: ...
 
 
 def detect_format(path: str | Path, fmt: str | None = None) -> Format:

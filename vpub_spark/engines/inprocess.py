@@ -14,7 +14,7 @@ from ..model import TableSpec
 from .base import Format, LoadedTable, check_columns, detect_format, plan_encoding
 
 
-def read_arrow(path: str, spec: TableSpec, fmt: Format | None = None) -> pa.Table:
+def read_arrow(path: str, spec: TableSpec, fmt: str | None = None) -> pa.Table:
     """The spec's source columns; CSV is read as strings, like the Spark engine does."""
     kind = detect_format(path, fmt)
     files = _files(path, kind)
@@ -52,9 +52,14 @@ def _files(path: str, kind: Format) -> list[str]:
 
 
 class InProcessEngine:
+    """Rows in pandas; partitions run one after another, through the same jobs."""
+
     name = "inprocess"
 
-    def load(self, path: str, spec: TableSpec, fmt: Format | None = None) -> LoadedTable:
+    def start(self) -> float:
+        return 0.0  # nothing to start
+
+    def load(self, path: str, spec: TableSpec, fmt: str | None = None) -> LoadedTable:
         table = read_arrow(path, spec, fmt)
         raw, rows, missing = raw_value_counts(table, spec)
         plan, dictionaries, counts = plan_encoding(spec, raw, rows, missing)
@@ -111,7 +116,7 @@ class InProcessEngine:
         if writer:
             writer.close()
 
-    # --- publishing (release/parts.py does the per-partition work) --------------
+    # --- publishing (publish/ jobs do the per-partition work) --------------
     def persist(self, loaded: LoadedTable) -> LoadedTable:
         return loaded  # already in memory
 
@@ -150,9 +155,9 @@ class InProcessEngine:
 
     def write_projection(self, loaded: LoadedTable, attributes, directory: Path) -> None:
         """A duplicate-preserving projection, aggregated (`count`)."""
-        from ..release.parts import write_parquet
+        from ..encoding import write_decoded
 
         counts = (
             loaded.data.groupby(list(attributes), sort=True).size().rename("count").reset_index()
         )
-        write_parquet(counts, loaded.dictionaries, directory, "part-00000.parquet")
+        write_decoded(counts, loaded.dictionaries, directory, "part-00000.parquet")

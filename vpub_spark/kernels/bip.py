@@ -187,6 +187,7 @@ def place_rows(inverse: np.ndarray, plan: MultiSaPlan, seed: int) -> np.ndarray:
     """Each row's group index in `plan.groups` (len(groups): suppressed). Within each
     combination k, rows in a seeded random order fill group 0's quota of k, then group
     1's, ...; rows beyond the quotas are the suppressed residue."""
+    assert plan.suppressed is not None, "place_rows needs a solved plan"
     n = len(inverse)
     order = np.lexsort((np.random.default_rng(seed).random(n), inverse))
     k_sorted = inverse[order]

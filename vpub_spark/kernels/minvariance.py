@@ -331,7 +331,8 @@ def _halve(
     the first `half` tuples of each value in the order of one attribute) of the attribute
     with the least NCP(B1) + NCP(B2) (ties: the first attribute)."""
     n, attrs = len(node), list(codes.columns)
-    best_side, best_cost = None, np.full(n, np.inf)
+    best_side: np.ndarray | None = None
+    best_cost = np.full(n, np.inf)
     for j in range(max(len(attrs), 1)):
         key = cols[:, j] if attrs else np.zeros(n, dtype=np.int64)
         order = np.lexsort((np.arange(n), key, sensitive, node))
@@ -347,6 +348,7 @@ def _halve(
         better = node_cost < best_cost
         best_side = side if best_side is None else np.where(better, side, best_side)
         best_cost = np.where(better, node_cost, best_cost)
+    assert best_side is not None  # the loop runs at least once
     return best_side
 
 
@@ -358,7 +360,7 @@ def _split_level(
     visited in a random order in `blocks` blocks; a row is decided against the two
     groups as they were at its block's start (blocks = rows: the paper's greedy)."""
     n, d = points.shape
-    key = rng.random(n)
+    key = rng.random(int(n))
     order = np.lexsort((key, node))
     size_of = np.bincount(node, minlength=nodes)
     start = np.concatenate([[0], np.cumsum(size_of)[:-1]])

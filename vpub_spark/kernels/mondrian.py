@@ -34,6 +34,7 @@ def _allowed(
     if k is not None:
         ok &= sizes >= k
     if l is not None:
+        assert sensitive is not None, "l-diverse cuts need the sensitive values"
         ok &= top_counts(half, sensitive, 2 * nodes) * l <= sizes
     return ok[0::2] & ok[1::2]
 

@@ -86,9 +86,10 @@ class QiShards:
         return np.minimum((pos * SHARDS).astype(np.int32), SHARDS - 1)
 
 
-def shard_counts(
-    frame: pd.DataFrame, sensitive: Sequence[str], sharding: ContentShards | QiShards
-) -> pd.DataFrame:
+Sharding = ContentShards | QiShards
+
+
+def shard_counts(frame: pd.DataFrame, sensitive: Sequence[str], sharding: Sharding) -> pd.DataFrame:
     """Partial counts of one batch: rows per shard (attr = ROWS), values of each sensitive
     attribute per shard (attr = its index in `sensitive`), and the fingerprint halves
     (attr = FINGERPRINT, value 0 and 1). Engines sum `count` by (attr, shard, value)."""

@@ -19,9 +19,10 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from ..errors import VpubError
-from ..state import BUCKET, ROW, bucket_files, group_dir, read_store
-from .audit import AuditReport, Check
-from .reader import COUNT, GROUP, open_release
+from .checks import AuditReport, Check, Checker
+from .layout import COUNT, GROUP
+from .reader import Release, open_release
+from .store import BUCKET, ROW, bucket_files, group_dir, read_store
 
 SEP = "\x1f"
 
@@ -45,29 +46,14 @@ def audit_store(state: str | Path) -> AuditReport:
     except (VpubError, ValueError) as e:
         check("store", False, str(e))
         return report
-    s, m, qi = meta["sensitive"], int(meta["m"]), list(meta["qi"])
     files = bucket_files(state)
     if not check("store: bucket files", files, f"{len(files)} files"):
         return report
     tuples = pd.concat([pq.read_table(f).to_pandas() for f in files], ignore_index=True)
-    check(
-        "store: rows",
-        len(tuples) == int(meta["source"]["rows"]) and tuples[ROW].is_unique,
-        f"{len(tuples)} tuples, the source had {meta['source']['rows']}",
-    )
-    cells = tuples.groupby([BUCKET, s]).size()
-    per = cells.groupby(level=0).agg(["min", "max", "size"])
-    ok = (per["min"] == per["max"]) & (per["size"] >= m)
-    check(
-        f"store: buckets {m}-invariant",
-        ok.all(),
-        f"{len(per)} buckets; each value of a signature equally often, >= {m} values"
-        if ok.all()
-        else f"{int((~ok).sum())} buckets are not",
-    )
-    domains = meta["domains"]
+    _bucket_checks(meta, tuples, check)
+    s, domains = meta["sensitive"], meta["domains"]
     labels = tuples.assign(
-        **{a: np.asarray(domains[a], dtype=object)[tuples[a].to_numpy()] for a in [*qi, s]}
+        **{a: np.asarray(domains[a], dtype=object)[tuples[a].to_numpy()] for a in [*meta["qi"], s]}
     )
     bucket_sig = _signature(labels, BUCKET, s)
     for pub in meta["published"]:
@@ -82,64 +68,74 @@ def audit_store(state: str | Path) -> AuditReport:
             rel.committed and rel.manifest.get("store", {}).get("store_id") == meta["store_id"],
             "store ids match" if rel.committed else "not committed",
         )
-        links_dir = group_dir(state, pub["release_id"], pub["table"])
-        links = (
-            pd.concat(
-                [pq.read_table(f).to_pandas() for f in sorted(links_dir.glob("*.parquet"))],
-                ignore_index=True,
-            )
-            if links_dir.is_dir()
-            else pd.DataFrame(columns=[ROW, GROUP])
-        )
+        links = _links(group_dir(state, pub["release_id"], pub["table"]))
         linked = links[ROW].is_unique and set(links[ROW]) == set(tuples[ROW])
-        if not check(
-            f"{name}: every tuple in exactly one group",
-            linked,
-            f"{len(links)} links for {len(tuples)} tuples",
-        ):
-            continue
-        groups = rel.read(pub["table"], "groups").to_pandas()
-        st = rel.read(pub["table"], "st").to_pandas()
-        t = labels.merge(links, on=ROW, how="left")
-        published_sig = _signature(st, GROUP, s)
-        mine = published_sig.reindex(t[GROUP]).to_numpy()
-        same = mine == bucket_sig.reindex(t[BUCKET]).to_numpy()
-        check(
-            f"{name}: every tuple keeps its signature",
-            same.all(),
-            "each tuple's group shows its bucket's signature"
-            if same.all()
-            else f"{int((~same).sum())} tuples show another signature",
-        )
-        counted = t.groupby([GROUP, s]).size().rename(COUNT)
-        shown = st.assign(**{s: st[s].astype(str)}).set_index([GROUP, s])[COUNT]
-        counted.index = counted.index.set_levels(counted.index.levels[1].astype(str), level=1)
-        check(
-            f"{name}: published counts are the linked tuples'",
-            counted.sort_index().equals(shown.sort_index().astype(counted.dtype)),
-            f"{len(shown)} (group, value) cells",
-        )
-        g = groups.set_index(GROUP).reindex(t[GROUP])
-        inside = np.ones(len(t), dtype=bool)
-        for a in pub["attributes"]:
-            pos = {v: i for i, v in enumerate(domains[a])}
-            code = tuples[a].to_numpy()  # a left merge on unique links keeps the tuples' order
-            inside &= (g[f"{a}_min"].astype(str).map(pos).to_numpy() <= code) & (
-                code <= g[f"{a}_max"].astype(str).map(pos).to_numpy()
-            )
-        check(
-            f"{name}: every tuple inside its box",
-            inside.all(),
-            f"{int((~inside).sum())} tuples outside"
-            if not inside.all()
-            else f"{len(groups)} boxes",
-        )
-        sizes = t.groupby(GROUP).size()
-        check(
-            f"{name}: group sizes",
-            sizes.sort_index().equals(
-                groups.set_index(GROUP)["size"].sort_index().astype(sizes.dtype)
-            ),
-            f"{len(groups)} groups",
-        )
+        if check(f"{name}: every tuple in exactly one group", linked, f"{len(links)} links for {len(tuples)} tuples"):  # fmt: skip
+            _published_checks(rel, pub, meta, tuples, labels.merge(links, on=ROW, how="left"), bucket_sig, check)  # fmt: skip
     return report
+
+
+def _bucket_checks(meta: dict, tuples: pd.DataFrame, check: Checker) -> None:
+    """Every tuple once; every bucket holds each value of its signature equally often."""
+    s, m = meta["sensitive"], int(meta["m"])
+    check(
+        "store: rows",
+        len(tuples) == int(meta["source"]["rows"]) and tuples[ROW].is_unique,
+        f"{len(tuples)} tuples, the source had {meta['source']['rows']}",
+    )
+    per = tuples.groupby([BUCKET, s]).size().groupby(level=0).agg(["min", "max", "size"])
+    ok = (per["min"] == per["max"]) & (per["size"] >= m)
+    check(
+        f"store: buckets {m}-invariant",
+        ok.all(),
+        f"{len(per)} buckets; each value of a signature equally often, >= {m} values"
+        if ok.all()
+        else f"{int((~ok).sum())} buckets are not",
+    )
+
+
+def _links(directory: Path) -> pd.DataFrame:
+    """A published marginal's tuple -> group links (none if the directory is missing)."""
+    if not directory.is_dir():
+        return pd.DataFrame(columns=[ROW, GROUP])
+    files = sorted(directory.glob("*.parquet"))
+    return pd.concat([pq.read_table(f).to_pandas() for f in files], ignore_index=True)
+
+
+def _published_checks(rel: Release, pub: dict, meta: dict, tuples: pd.DataFrame, t: pd.DataFrame, bucket_sig: pd.Series, check: Checker) -> None:  # fmt: skip
+    """One published marginal against the linked tuples `t` (labels + group_id)."""
+    name, s = f"{pub['release_id']}/{pub['table']}", meta["sensitive"]
+    groups = rel.read(pub["table"], "groups").to_pandas()
+    st = rel.read(pub["table"], "st").to_pandas()
+    mine = _signature(st, GROUP, s).reindex(t[GROUP]).to_numpy()
+    same = mine == bucket_sig.reindex(t[BUCKET]).to_numpy()
+    check(
+        f"{name}: every tuple keeps its signature",
+        same.all(),
+        "each tuple's group shows its bucket's signature"
+        if same.all()
+        else f"{int((~same).sum())} tuples show another signature",
+    )
+    counted = t.groupby([GROUP, s]).size().rename(COUNT)
+    shown = st.assign(**{s: st[s].astype(str)}).set_index([GROUP, s])[COUNT]
+    counted.index = counted.index.set_levels(counted.index.levels[1].astype(str), level=1)
+    check(
+        f"{name}: published counts are the linked tuples'",
+        counted.sort_index().equals(shown.sort_index().astype(counted.dtype)),
+        f"{len(shown)} (group, value) cells",
+    )
+    g = groups.set_index(GROUP).reindex(t[GROUP])
+    inside = np.ones(len(t), dtype=bool)
+    for a in pub["attributes"]:
+        pos = {v: i for i, v in enumerate(meta["domains"][a])}
+        code = tuples[a].to_numpy()  # a left merge on unique links keeps the tuples' order
+        lo, hi = g[f"{a}_min"].astype(str).map(pos).to_numpy(), g[f"{a}_max"].astype(str).map(pos).to_numpy()  # fmt: skip
+        inside &= (lo <= code) & (code <= hi)
+    check(
+        f"{name}: every tuple inside its box",
+        inside.all(),
+        f"{int((~inside).sum())} tuples outside" if not inside.all() else f"{len(groups)} boxes",
+    )
+    sizes = t.groupby(GROUP).size()
+    published = groups.set_index(GROUP)["size"].sort_index().astype(sizes.dtype)
+    check(f"{name}: group sizes", sizes.sort_index().equals(published), f"{len(groups)} groups")

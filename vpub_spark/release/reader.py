@@ -10,16 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import DataError
-
-FORMAT_VERSION = 1
-MANIFEST, SUCCESS = "manifest.json", "_SUCCESS"
-PARTS = {
-    "anatomy": ("qit", "st"),
-    "projection": ("counts",),
-    "generalized": ("groups", "st"),
-    "multi_sa": ("qit", "st"),
-}
-GROUP, COUNT = "group_id", "count"
+from .layout import MANIFEST, SUCCESS, table_dir
 
 
 def read_manifest(path: str | Path) -> dict:
@@ -57,7 +48,7 @@ class Release:
         )
 
     def part_dir(self, table: str, part: str) -> Path:
-        return self.path / "tables" / table / part
+        return table_dir(self.path, table, part)
 
     def read(self, table: str, part: str, columns: list[str] | None = None) -> pa.Table:
         """One part of one table; string columns come back dictionary-encoded (compact)."""

@@ -12,9 +12,10 @@ import numpy as np
 from ..engines.inprocess import InProcessEngine
 from ..release.reader import open_release
 from ..tablespec import table_spec_from_dict
+from .codes import source_codes
 from .kl import kl_divergence
-from .model import release_models, source_codes
 from .queries import relative_errors, workload
+from .release_models import release_models
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,9 @@ def load_release_and_source(release: str, source: str):
     loaded = InProcessEngine().load(
         source, table_spec_from_dict(rel.manifest["source"]["table_spec"])
     )
+    # attributes no table publishes (a marginal release) are uniform over the source's domain
+    unpublished = {a: list(loaded.dictionaries[a].labels) for a in loaded.names if a not in domains}
+    domains = domains | unpublished
     return rel, models, domains, source_codes(loaded, domains)
 
 

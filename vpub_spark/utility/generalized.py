@@ -6,30 +6,24 @@ included; several attributes multiply.
 - Zhang et al. (ICDE 2007), one generalized table of QI-groups: est = sum_G
   n_G(sensitive in V) * prod_A frac(box_G(A), R_A) — tuples uniform inside their box,
   independent of the sensitive value.
-- ANGEL (Tao et al. TKDE 2009): GT rows (box, batch, cnt) and BT (batch, v, c_b(v)):
+  `GeneralizedModel` reads a published marginal this way, with value sets.
+- ANGEL (Tao et al. TKDE 2009; the algorithm is kernels/angel.py): GT rows (box, batch, cnt) and BT (batch, v, c_b(v)):
   est = sum_rows cnt * prod_A frac(box(A), R_A) * sum_{v in V} c_b(v) / |b|.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
 
-from ..release.reader import COUNT, GROUP
-
-Ranges = Mapping[str, tuple[int, int]]
-
-
-def box_fraction(boxes: pd.DataFrame, ranges: Ranges) -> np.ndarray:
-    """prod_A frac([A_min, A_max], R_A) per row of `boxes` (columns `<A>_min`, `<A>_max`)."""
-    out = np.ones(len(boxes))
-    for a, (lo, hi) in ranges.items():
-        bmin, bmax = boxes[f"{a}_min"].to_numpy(), boxes[f"{a}_max"].to_numpy()
-        inside = np.minimum(bmax, hi) - np.maximum(bmin, lo) + 1
-        out *= np.clip(inside, 0, None) / (bmax - bmin + 1)
-    return out
+from ..errors import DataError
+from ..kernels.angel import Ranges, box_fraction
+from ..release.layout import COUNT, GROUP, SIZE
+from .codes import Query, to_codes
 
 
 def generalized_count(
@@ -56,49 +50,98 @@ def angel_count(
     )
 
 
-def boxes(
-    codes: pd.DataFrame, group: np.ndarray, extra: Mapping[str, np.ndarray] | None = None
-) -> pd.DataFrame:
-    """Aggregated boxes: one row per (group, extra keys) with `<A>_min`, `<A>_max`, `count`."""
-    frame = codes.assign(**{GROUP: group}, **(extra or {}))
-    keys = [GROUP, *(extra or {})]
-    box = frame.groupby(GROUP)[list(codes.columns)].agg(["min", "max"])
-    box.columns = [f"{a}_{f}" for a, f in box.columns]
-    counts = frame.groupby(keys).size().rename(COUNT).reset_index()
-    return counts.merge(box.reset_index(), on=GROUP)
+@dataclass(frozen=True)
+class GeneralizedModel:
+    """A generalized marginal of the m-invariant publisher (002) in code space:
+    `groups` (group_id, `<A>_min`, `<A>_max` codes, size) and `st` (group_id, S code,
+    count), read with Zhang et al.'s estimate: a group's tuples are spread uniformly over
+    the domain points of its box, independently of the sensitive value.
+    Decisions: a marginal is a `view` (002 §4: a query is answered by the smallest
+    marginal holding its attributes, not by combining marginals); `joint` (needed only
+    to pass messages between overlapping tables) is refused: a box spreads over every
+    cell it covers, which the estimate never enumerates. KL uses `marginal`."""
 
+    name: str
+    attributes: tuple[str, ...]
+    sensitive: str
+    groups: pd.DataFrame
+    st: pd.DataFrame
+    view = True  # each marginal covers every row on its own attributes
 
-def angel_batches(
-    qi: pd.DataFrame, sensitive: np.ndarray, m: int, extents: Mapping[str, int]
-) -> np.ndarray:
-    """ANGEL's batch partition (ALGORITHMS.md §1): Mondrian m-diverse on every QI attribute;
-    one BT serves every marginal."""
-    from ..kernels.mondrian import mondrian
+    @property
+    def qi(self) -> list[str]:
+        return [a for a in self.attributes if a != self.sensitive]
 
-    return mondrian(qi, extents, sensitive, l=m)
+    def rows(self) -> int:
+        return int(self.groups[SIZE].sum())
 
+    @cached_property
+    def _by_value(self) -> np.ndarray:
+        """Count per (group position, sensitive code): groups x |S| (dense, small)."""
+        pos = np.searchsorted(self.groups[GROUP].to_numpy(), self.st[GROUP].to_numpy())
+        s = self.st[self.sensitive].to_numpy()
+        out = np.zeros((len(self.groups), int(s.max(initial=0)) + 1))
+        np.add.at(out, (pos, s), self.st[COUNT].to_numpy())
+        return out
 
-def angel_tables(
-    qi: pd.DataFrame,
-    marginal: list[str],
-    sensitive: np.ndarray,
-    m: int,
-    extents: Mapping[str, int],
-    batch: np.ndarray | None = None,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """ANGEL for one marginal (ALGORITHMS.md §1): the batches (`angel_batches`, computed
-    here unless given); groups = strict Mondrian with k = m on the marginal's attributes
-    (002's setup: ANGEL's parameter equals m). GT = (box, batch, count); BT = (batch, value, count)."""
-    from ..kernels.mondrian import mondrian
+    def _box(self, a: str) -> tuple[np.ndarray, np.ndarray]:
+        return self.groups[f"{a}_min"].to_numpy(), self.groups[f"{a}_max"].to_numpy()
 
-    batch = angel_batches(qi, sensitive, m, extents) if batch is None else batch
-    group = mondrian(qi[marginal], extents, k=m)
-    gt = boxes(qi[marginal], group, {"batch": batch})
-    bt = (
-        pd.DataFrame({"batch": batch, "s": sensitive})
-        .groupby(["batch", "s"])
-        .size()
-        .rename(COUNT)
-        .reset_index()
-    )
-    return gt, bt
+    def count(self, query: Query) -> float:
+        """sum_G n_G(S in V) * prod_A |box_G(A) ∩ V_A| / |box_G(A)| (domain points)."""
+        frac = np.ones(len(self.groups))
+        for a in self.qi:
+            if a in query:
+                lo, hi = self._box(a)
+                inside = np.zeros(max(int(hi.max(initial=0)), max(query[a], default=0)) + 2)
+                inside[[v + 1 for v in query[a]]] = 1.0
+                cum = np.cumsum(inside)
+                frac *= (cum[hi + 1] - cum[lo]) / (hi - lo + 1)
+        if self.sensitive in query:
+            values = [v for v in query[self.sensitive] if v < self._by_value.shape[1]]
+            n = self._by_value[:, values].sum(axis=1)
+        else:
+            n = self.groups[SIZE].to_numpy()
+        return float((n * frac).sum())
+
+    def marginal(self, keys: pd.DataFrame, cells: int = 4_000_000) -> np.ndarray:
+        """At each row of `keys`: sum_G n_G(x_S) * prod_A [x_A in box_G(A)] / |box_G(A)|,
+        computed for the distinct rows in blocks of at most `cells` (row, group) pairs."""
+        cols = list(keys.columns)
+        if not cols:
+            return np.full(len(keys), float(self.rows()))
+        distinct, back = np.unique(keys.to_numpy(), axis=0, return_inverse=True)
+        out = np.zeros(len(distinct))
+        step = max(1, cells // max(len(self.groups), 1))
+        for start in range(0, len(distinct), step):
+            x = distinct[start : start + step]
+            w = np.ones((len(x), len(self.groups)))
+            for i, a in enumerate(cols):
+                if a == self.sensitive:
+                    s = np.clip(x[:, i], 0, self._by_value.shape[1] - 1)
+                    w *= self._by_value[:, s].T * (x[:, i] < self._by_value.shape[1])[:, None]
+                else:
+                    lo, hi = self._box(a)
+                    xa = x[:, i][:, None]
+                    w *= ((lo <= xa) & (xa <= hi)) / (hi - lo + 1)
+            if self.sensitive not in cols:
+                w *= self.groups[SIZE].to_numpy()[None, :]
+            out[start : start + step] = w.sum(axis=1)
+        return out[back.reshape(-1)]
+
+    @property
+    def joint(self) -> pd.DataFrame:
+        raise DataError(
+            f"{self.name}: a generalized marginal has no finite joint table to pass messages"
+            " with; ask a query on one marginal's attributes"
+        )
+
+    @classmethod
+    def from_parts(
+        cls, entry: dict, parts: Mapping[str, pd.DataFrame], domains
+    ) -> GeneralizedModel:
+        qi = [a for a in entry["attributes"] if a != entry["sensitive"]]
+        ends = {f"{a}_{e}": domains[a] for a in qi for e in ("min", "max")}
+        groups = to_codes(parts["groups"], ends).sort_values(GROUP).reset_index(drop=True)
+        st = to_codes(parts["st"], domains)
+        return cls(entry["name"], tuple(entry["attributes"]), entry["sensitive"], groups, st)

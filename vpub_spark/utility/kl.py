@@ -16,14 +16,16 @@ table's estimate at the projected keys: the shape the Spark adapter computes too
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .model import TableModel, junction_tree
+from .junction import junction_tree
+from .models import EstimateModel
 
 
-def _expected_log(source: pd.DataFrame, cols: list[str], model: TableModel, n: int) -> float:
+def _expected_log(source: pd.DataFrame, cols: list[str], model: EstimateModel, n: int) -> float:
     """sum over the source's distinct x_cols of p(x_cols) log p~_model(x_cols)."""
     proj = source.groupby(cols, sort=False).size().rename("__n").reset_index()
     p = proj.pop("__n").to_numpy(float) / n
@@ -32,7 +34,7 @@ def _expected_log(source: pd.DataFrame, cols: list[str], model: TableModel, n: i
 
 
 def kl_divergence(
-    models: Sequence[TableModel], source: pd.DataFrame, domains: Mapping[str, Sequence[str]]
+    models: Sequence[EstimateModel], source: pd.DataFrame, domains: Mapping[str, Sequence[Any]]
 ) -> float:
     """`source`: the source rows in the release's code space (one column per attribute)."""
     n = len(source)

@@ -17,8 +17,8 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from ..release.reader import COUNT, GROUP
-from .model import EST
+from ..release.layout import COUNT, GROUP
+from .codes import EST, Query, mask, to_codes
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class MultiSaModel:
     qit: pd.DataFrame
     st: pd.DataFrame
     domain_sizes: Mapping[str, int]
-    sensitive = None  # not one sensitive attribute: queries.table_estimate asks `count`
+    view = False
 
     @property
     def qi(self) -> list[str]:
@@ -88,18 +88,16 @@ class MultiSaModel:
             out = out + base / float(np.prod([self.domain_sizes[a] for a in s]))
         return out
 
-    def count(self, query: Mapping[str, frozenset[int]]) -> float:
+    def count(self, query: Query) -> float:
         """COUNT(*) of `query`'s conditions on this table's attributes."""
-        from .queries import _mask
-
-        in_q = _mask(self.qit, {a: v for a, v in query.items() if a in self.qi})
+        in_q = mask(self.qit, {a: v for a, v in query.items() if a in self.qi})
         s_query = {a: v for a, v in query.items() if a in self.sensitive_set}
         if not s_query:
             return float(in_q.sum())
         ids, gidx = np.unique(self.qit[GROUP].to_numpy(), return_inverse=True)
         n_g = np.bincount(gidx[in_q], minlength=len(ids))
         share, hidden = self._parts
-        in_s = _mask(share, s_query)
+        in_s = mask(share, s_query)
         c_g = np.bincount(
             np.searchsorted(ids, share[GROUP].to_numpy()[in_s]),
             weights=share["w"].to_numpy()[in_s],
@@ -108,6 +106,39 @@ class MultiSaModel:
         frac = float(np.prod([len(v) / self.domain_sizes[a] for a, v in s_query.items()]))
         is_hidden = np.isin(ids, hidden)
         return float(np.sum(n_g * c_g) + frac * n_g[is_hidden].sum())
+
+    @cached_property
+    def joint(self) -> pd.DataFrame:
+        """Every QI combination of a group with every published sensitive combination of
+        it; a suppressed group's with every combination of the domains (uniform)."""
+        sa, cols = list(self.sensitive_set), list(self.attributes)
+        share, hidden = self._parts
+        per_q = self.qit.groupby([GROUP, *self.qi], sort=False).size().rename("n").reset_index()
+        grid = np.indices([self.domain_sizes[a] for a in sa]).reshape(len(sa), -1)
+        uniform = pd.DataFrame({a: grid[i].astype(np.int32) for i, a in enumerate(sa)})
+        uniform = uniform.assign(w=1.0 / len(uniform))
+        j = pd.concat(
+            [
+                per_q.merge(share, on=GROUP),
+                per_q[per_q[GROUP].isin(hidden)].merge(uniform, how="cross"),
+            ],
+            ignore_index=True,
+        )
+        return (
+            (j["n"] * j["w"])
+            .groupby([j[c] for c in cols], sort=False)
+            .sum()
+            .rename(EST)
+            .reset_index()
+        )
+
+    @classmethod
+    def from_parts(cls, entry: dict, parts: Mapping[str, pd.DataFrame], domains) -> MultiSaModel:
+        sizes = {a: len(domains[a]) for a in entry["sensitive"]}
+        qit, st = to_codes(parts["qit"], domains), to_codes(parts["st"], domains)
+        return cls(
+            entry["name"], tuple(entry["attributes"]), tuple(entry["sensitive"]), qit, st, sizes
+        )
 
 
 def multi_sa_model(

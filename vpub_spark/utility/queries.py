@@ -16,49 +16,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..errors import SpecError
-from ..release.reader import COUNT
-from .model import EST, TableModel, estimate_rows, junction_tree
-
-Query = Mapping[str, frozenset[int]]
-
-
-def _mask(frame: pd.DataFrame, query: Query) -> np.ndarray:
-    """Rows meeting every condition on `frame`'s columns (a lookup table per attribute:
-    no hashing, one gather per condition)."""
-    m = np.ones(len(frame), dtype=bool)
-    for a, values in query.items():
-        if a in frame.columns:
-            col = frame[a].to_numpy()
-            lut = np.zeros(max(int(col.max(initial=0)), max(values, default=0)) + 1, dtype=bool)
-            lut[list(values)] = True
-            m &= lut[col]
-    return m
+from .codes import EST, Query, mask
+from .junction import estimate_rows, junction_tree
+from .models import EstimateModel
 
 
 def exact_count(source: pd.DataFrame, query: Query) -> int:
-    return int(_mask(source, query).sum())
-
-
-def table_estimate(m: TableModel, query: Query) -> float:
-    """est_T of the query's conditions on T's attributes."""
-    if hasattr(m, "count"):  # a multi-SA table (utility/multi_sa.py)
-        return m.count(query)
-    if m.sensitive is None:
-        return float(m.counts.loc[_mask(m.counts, query), COUNT].sum())
-    qi_q = {a: v for a, v in query.items() if a in m.qi}
-    in_q = _mask(m.qit, qi_q)
-    if m.sensitive not in query:
-        return float(in_q.sum())
-    g = m.groups
-    n_g = np.bincount(g.qit[in_q], minlength=g.count)
-    in_s = _mask(m.st, {m.sensitive: query[m.sensitive]})
-    c_g = np.bincount(g.st[in_s], weights=m.st[COUNT].to_numpy()[in_s], minlength=g.count)
-    return float(np.sum(n_g * c_g / g.size))
+    return int(mask(source, query).sum())
 
 
 CELLS = 2_000_000
@@ -73,7 +43,9 @@ class Estimator:
     clique, as in `estimate_rows`); roots multiply. Small domains take a shortcut
     (`_domain_cells`); the tests check both paths against enumeration."""
 
-    def __init__(self, models: Sequence[TableModel], n: int, domains: Mapping[str, Sequence[str]]):
+    def __init__(
+        self, models: Sequence[EstimateModel], n: int, domains: Mapping[str, Sequence[Any]]
+    ):
         self.models, self.n, self.domains = list(models), n, domains
         names = [a for m in self.models for a in m.attributes]
         self.overlapping = len(names) != len(set(names))
@@ -95,7 +67,7 @@ class Estimator:
         total = 1.0
         for i, parent, sep in reversed(self.tree):
             joint = self.models[i].joint
-            pot = joint.loc[_mask(joint, query)]
+            pot = joint.loc[mask(joint, query)]
             weight = pot[EST].to_numpy(float) / self.n
             frame = pot.drop(columns=[EST])
             for child_sep, msg in messages.pop(i, []):
@@ -142,19 +114,33 @@ class Estimator:
                     {a: grid[i].astype(np.int32) for i, a in enumerate(self.domains)}
                 )
                 self._cells = (cells, estimate_rows(self.models, cells, self.n, self.domains))
-        return self._cells or None
+        return self._cells if isinstance(self._cells, tuple) else None
+
+    def _view_count(self, query: Query) -> float:
+        """Views (generalized marginals, 002 §4): the smallest table holding every
+        published attribute of the query answers it alone."""
+        asked = {a for a in query if a in self.published}
+        covering = [m for m in self.models if asked <= set(m.attributes)]
+        if not covering:
+            raise SpecError(
+                f"no table of this release holds all of {', '.join(sorted(asked))}; "
+                "ask a query on one marginal's attributes"
+            )
+        return min(covering, key=lambda m: len(m.attributes)).count(query)
 
     def count(self, query: Query) -> float:
-        if self.overlapping:
+        if self.models and all(m.view for m in self.models):
+            est = self._view_count(query)
+        elif self.overlapping:
             cells = self._domain_cells()
             if cells is not None:
-                return float(self.n * cells[1][_mask(cells[0], query)].sum())
+                return float(self.n * cells[1][mask(cells[0], query)].sum())
             est = self.n * self._tree_probability(query)
         else:
             est = float(self.n)
             for m in self.models:
                 if any(a in m.attributes for a in query):
-                    est *= table_estimate(m, query) / self.n
+                    est *= m.count(query) / self.n
         for a, values in query.items():
             if a not in self.published:
                 est *= len(values) / len(self.domains[a])
@@ -162,7 +148,7 @@ class Estimator:
 
 
 def estimate_count(
-    models: Sequence[TableModel], query: Query, n: int, domains: Mapping[str, Sequence[str]]
+    models: Sequence[EstimateModel], query: Query, n: int, domains: Mapping[str, Sequence[Any]]
 ) -> float:
     return Estimator(models, n, domains).count(query)
 
@@ -176,7 +162,7 @@ class Workload:
 
 def workload(
     source: pd.DataFrame,
-    domains: Mapping[str, Sequence[str]],
+    domains: Mapping[str, Sequence[Any]],
     qd: int,
     p: float,
     size: int,
@@ -190,7 +176,9 @@ def workload(
     if not 0 < p <= 1:
         raise SpecError(f"value percentage p must be in (0, 1], not {p}")
     rng = np.random.default_rng(seed)
-    queries, actual, redrawn = [], [], 0
+    queries: list[dict[str, frozenset[int]]] = []
+    actual: list[int] = []
+    redrawn = 0
     limit = max_draws or size * 100
     while len(queries) < size:
         if len(queries) + redrawn >= limit:
@@ -214,7 +202,7 @@ def workload(
 
 
 def relative_errors(
-    models: Sequence[TableModel], wl: Workload, n: int, domains: Mapping[str, Sequence[str]]
+    models: Sequence[EstimateModel], wl: Workload, n: int, domains: Mapping[str, Sequence[Any]]
 ) -> np.ndarray:
     estimator = Estimator(models, n, domains)
     est = np.array([estimator.count(q) for q in wl.queries])

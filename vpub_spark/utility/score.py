@@ -10,16 +10,16 @@ import pandas as pd
 
 from ..model import Schema
 from .kl import kl_divergence
-from .model import TableModel, anonymized_model
+from .models import EstimateModel, anonymized_model
 
 
 def kl_scorer(
     frame: pd.DataFrame, sizes: Mapping[str, int], l: int, seed: int
 ) -> Callable[[Schema], float]:
-    domains = {a: range(n) for a, n in sizes.items()}
-    cache: dict[tuple, TableModel] = {}
+    domains = {a: range(n) for a, n in sizes.items()}  # only their sizes are used
+    cache: dict[tuple, EstimateModel] = {}
 
-    def model(attrs: tuple[str, ...], sensitive: str | None) -> TableModel:
+    def model(attrs: tuple[str, ...], sensitive: str | None) -> EstimateModel:
         key = (frozenset(attrs), sensitive)
         if key not in cache:
             cache[key] = anonymized_model(frame, sorted(attrs), sensitive, l, seed)

@@ -27,7 +27,7 @@ def _unquote(v: str) -> str:
 
 def parse_where(text: str, domains: Mapping[str, Sequence[str]]) -> dict[str, frozenset[int]]:
     """The query as attribute -> set of codes of the release's domains."""
-    pos, out = 0, {}
+    pos, out = 0, {}  # type: tuple[int, dict[str, frozenset[int]]]
     text = text.strip()
     if not text:
         raise SpecError("empty --where clause")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ...encoding import EncodingPlan, encode_batch
 from ...model import TableSpec
-from ..base import Format, LoadedTable, check_columns, detect_format, plan_encoding
+from ..base import LoadedTable, check_columns, detect_format, plan_encoding
 from .session import SparkSettings, get_session
 
 
@@ -40,9 +40,18 @@ class SparkEngine:
 
     @property
     def spark(self):
+        """The session (started on first use)."""
         return get_session(self.settings)
 
-    def read(self, path: str, spec: TableSpec, fmt: Format | None = None):
+    def start(self) -> float:
+        """Start the session now, outside any timed step; its start-up time in seconds."""
+        import time
+
+        t0 = time.perf_counter()
+        get_session(self.settings)
+        return time.perf_counter() - t0
+
+    def read(self, path: str, spec: TableSpec, fmt: str | None = None):
         """The spec's source columns as stored (CSV: strings); the kernels normalize them."""
         kind = detect_format(path, fmt)
         p = str(Path(path))
@@ -58,7 +67,7 @@ class SparkEngine:
         check_columns(df.columns, spec, path)
         return df.select(*sorted({a.column for a in spec.attributes}))
 
-    def load(self, path: str, spec: TableSpec, fmt: Format | None = None) -> LoadedTable:
+    def load(self, path: str, spec: TableSpec, fmt: str | None = None) -> LoadedTable:
         """One pass counts the raw values (the shared pyarrow kernel per batch, summed by
         Spark: small), the driver builds the dictionaries, `mapInArrow` encodes."""
         from pyspark.sql import functions as F
@@ -165,7 +174,7 @@ class SparkEngine:
             str(directory)
         )
 
-    # --- publishing (release/parts.py does the per-partition work) --------------
+    # --- publishing (publish/ jobs do the per-partition work) --------------
     def persist(self, loaded: LoadedTable) -> LoadedTable:
         """Keep the encoded codes (int32, compact) for the passes of one release, so the
         source is read and encoded once more, not once per pass."""
@@ -240,7 +249,7 @@ class SparkEngine:
     def run_partitions(self, loaded: LoadedTable, plan, job):
         """One shuffle: tag rows with their partition's key, `repartition(P, key)`, and run
         `job.run` per partition with applyInPandas; returns the summary rows (the job
-        says how rows map to shards and what a partition does: release/parts.py)."""
+        says how rows map to shards and what a partition does: publish/)."""
         import numpy as np
         import pyarrow as pa
         from pyspark import TaskContext
@@ -259,7 +268,9 @@ class SparkEngine:
 
         def task(frame):
             part = part_of_key[int(frame["__key"].iloc[0])]
-            return job.run(frame.drop(columns="__key"), part, TaskContext.get().partitionId())
+            context = TaskContext.get()
+            task_id = context.partitionId() if context is not None else -1
+            return job.run(frame.drop(columns="__key"), part, task_id)
 
         tagged = loaded.data.mapInArrow(
             tag, T.StructType(loaded.data.schema.fields + [T.StructField("__key", T.LongType())])

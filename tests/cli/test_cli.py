@@ -1,0 +1,177 @@
+"""Bad input gives one clear line on stderr and a non-zero exit, never a traceback."""
+
+import pytest
+import yaml
+
+from vpub_spark.cli import main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err
+    return code, out.out, out.err
+
+
+@pytest.fixture
+def data(tmp_path, capsys):
+    code, _, _ = run(
+        capsys,
+        "datasets",
+        "generate",
+        "sal",
+        "--rows",
+        "20000",
+        "--seed",
+        "1",
+        "--out",
+        str(tmp_path / "sal"),
+        "--engine",
+        "inprocess",
+    )
+    assert code == 0
+    return tmp_path / "sal"
+
+
+def test_generate_refuses_to_overwrite(capsys, data):
+    code, _, err = run(
+        capsys,
+        "datasets",
+        "generate",
+        "sal",
+        "--rows",
+        "10",
+        "--out",
+        str(data),
+        "--engine",
+        "inprocess",
+    )
+    assert code == 2 and "already exists" in err and "--overwrite" in err
+    assert (data / "table.yaml").exists()  # the existing data set is untouched
+
+
+def test_rules_check(capsys, data, tmp_path):
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(
+        yaml.safe_dump(
+            {
+                "rules": [
+                    "age, education -> salary",
+                    "age -> salary",
+                    {"lhs": ["race"], "rhs": "birthplace"},
+                ]
+            }
+        )
+    )
+    code, out, _ = run(
+        capsys,
+        "rules",
+        "check",
+        "--rules",
+        str(rules),
+        "--input",
+        str(data),
+        "--l",
+        "10",
+        "--engine",
+        "inprocess",
+    )
+    assert code == 0 and "implied by" in out and "10-eligible" in out
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(["age -> gender"]))
+    code, _, err = run(
+        capsys,
+        "rules",
+        "check",
+        "--rules",
+        str(bad),
+        "--input",
+        str(data),
+        "--l",
+        "10",
+        "--engine",
+        "inprocess",
+    )
+    assert code == 2 and "gender" in err and "more than 1/l" in err
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text(yaml.safe_dump(["age -> salry"]))
+    code, _, err = run(
+        capsys,
+        "rules",
+        "check",
+        "--rules",
+        str(unknown),
+        "--input",
+        str(data),
+        "--engine",
+        "inprocess",
+    )
+    assert code == 2 and "unknown attribute salry" in err
+
+
+def test_gnf_check_exit_codes(capsys, tmp_path):
+    rules = tmp_path / "r.yaml"
+    rules.write_text(
+        yaml.safe_dump(
+            ["age, icd9 -> race", "gender, icd9 -> zipcode", "hospital, race -> zipcode"]
+        )
+    )
+    good = tmp_path / "good.yaml"
+    good.write_text(
+        yaml.safe_dump(
+            {
+                "tables": [
+                    {"attributes": ["hospital", "age", "gender", "icd9"]},
+                    {"attributes": ["race", "zipcode"], "sensitive": "zipcode"},
+                ]
+            }
+        )
+    )
+    assert run(capsys, "gnf", "check", "--schema", str(good), "--rules", str(rules))[0] == 0
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        yaml.safe_dump(
+            {
+                "tables": [
+                    {
+                        "name": "all",
+                        "attributes": ["hospital", "age", "gender", "icd9", "race", "zipcode"],
+                    }
+                ]
+            }
+        )
+    )
+    code, out, _ = run(capsys, "gnf", "check", "--schema", str(bad), "--rules", str(rules))
+    assert code == 1 and "violated" in out and "NOT GNF" in out
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["profile", "--input", "nowhere", "--engine", "inprocess"], "no table spec"),
+        (
+            ["profile", "--input", ".", "--table", "missing.yaml", "--engine", "inprocess"],
+            "file not found",
+        ),
+        (["gnf", "check", "--schema", "missing.yaml", "--rules", "x"], "file not found"),
+        (
+            ["datasets", "generate", "sal", "--rows", "0", "--out", "x", "--engine", "inprocess"],
+            "--rows must be positive",
+        ),
+    ],
+)
+def test_bad_arguments(capsys, argv, fragment):
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and fragment in err
+
+
+def test_every_feature_registers_its_commands():
+    from vpub_spark.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert set(sub.choices) == {
+        "datasets", "profile", "rules", "gnf", "publish", "marginals", "audit",
+        "query", "utility", "compare", "bench", "demo",
+    }  # fmt: skip
+    bench = next(a for a in sub.choices["bench"]._actions if a.dest == "what")
+    assert set(bench.choices) == {"publish", "multi-sa", "marginals", "utility"}

@@ -1,0 +1,91 @@
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from vpub_spark.datasets import synthetic
+from vpub_spark.datasets.presets import resolve_input, write_adult, write_generated
+
+ADULT = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "adult"
+
+
+@pytest.mark.parametrize("name", sorted(synthetic.SCHEMAS))
+def test_generator_deterministic_and_within_domains(name):
+    a = synthetic.generate_block(name, 7, 250_000, 1).to_pandas()
+    assert a.equals(synthetic.generate_block(name, 7, 250_000, 1).to_pandas())
+    assert not a.equals(synthetic.generate_block(name, 8, 250_000, 1).to_pandas())
+    assert len(a) == synthetic.BLOCK_ROWS
+    for col, d in synthetic.schema(name):
+        assert a[col].min() >= 1 and a[col].max() <= d
+    assert len(synthetic.generate_block(name, 7, 250_000, 2)) == 50_000
+
+
+def test_generator_has_skew_and_dependence():
+    df = synthetic.generate_block("sal", 7, 100_000, 0).to_pandas()
+    shares = df["salary"].value_counts(normalize=True)
+    assert shares.max() > 2.0 / 50  # skewed: the top value is well above uniform
+    # dependence: some child attribute is far from independent of its parent
+    nodes = synthetic.network("sal", 7)
+    names = [a for a, _ in synthetic.schema("sal")]
+    child = next(i for i, n in enumerate(nodes) if n.parents)
+    ct = pd.crosstab(df[names[nodes[child].parents[0]]], df[names[child]], normalize="index")
+    assert (ct.max(axis=0) - ct.min(axis=0)).max() > 0.05
+
+
+@pytest.mark.spark
+def test_spark_generation_equals_inprocess(spark_engine, inprocess, tmp_path):
+    rows = 2 * synthetic.BLOCK_ROWS + 123
+    write_generated(spark_engine, "census", rows, 3, str(tmp_path / "s"))
+    write_generated(inprocess, "census", rows, 3, str(tmp_path / "i"))
+    s = pq.read_table(tmp_path / "s" / "data").to_pandas()
+    i = pq.read_table(tmp_path / "i" / "data").to_pandas()
+    assert len(s) == rows
+    key = list(s.columns)
+    assert (
+        s.sort_values(key).reset_index(drop=True).equals(i.sort_values(key).reset_index(drop=True))
+    )
+    path, spec = resolve_input(tmp_path / "s", None)
+    loaded = inprocess.load(path, spec)
+    assert loaded.rows == rows and spec.names == tuple(key)
+
+
+@pytest.mark.spark
+def test_adult_preset_domains_rows_and_sample(spark_engine, inprocess, tmp_path):
+    if not ADULT.is_dir():
+        pytest.skip("shared/data/adult is not beside the checkout")
+    w = write_adult(spark_engine, str(ADULT), str(tmp_path / "adult"), None, 0)
+    assert (w.rows, w.dropped) == (45_223, 3_619)
+    path, spec = resolve_input(tmp_path / "adult", None)
+    full = inprocess.load(path, spec)
+    sizes = {a: full.dictionaries[a].size for a in full.names}
+    assert sizes == {
+        "age": 6,
+        "country": 2,
+        "education": 7,
+        "marital_status": 7,
+        "occupation": 3,
+        "income": 2,
+        "sex": 2,
+    }
+    assert full.dictionaries["age"].labels[0] == "17-24" and full.dictionaries[
+        "occupation"
+    ].labels == ("white-collar", "blue-collar", "other")
+    # the paper's 10,000-row sample: same rows from both engines, and a subset of the full table
+    a = write_adult(spark_engine, str(ADULT), str(tmp_path / "sa"), 10_000, 5)
+    b = write_adult(inprocess, str(ADULT), str(tmp_path / "sb"), 10_000, 5)
+    assert a.rows == b.rows == 10_000
+    sa = pq.read_table(tmp_path / "sa" / "data").to_pandas()
+    sb = pq.read_table(tmp_path / "sb" / "data").to_pandas()
+    cols = list(sa.columns)
+    assert (
+        sa.sort_values(cols)
+        .reset_index(drop=True)
+        .equals(sb.sort_values(cols).reset_index(drop=True))
+    )
+    fulldf = pq.read_table(tmp_path / "adult" / "data").to_pandas()
+    counts_full = fulldf.value_counts()
+    counts_s = sa.value_counts()
+    assert (counts_s <= counts_full.reindex(counts_s.index)).all()
+    assert np.isclose(sa["sex"].eq("Male").mean(), fulldf["sex"].eq("Male").mean(), atol=0.03)

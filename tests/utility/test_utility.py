@@ -1,0 +1,246 @@
+"""Utility (000 §5.1, §6.1): the decomposable estimate, KL divergence, counting queries."""
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from release_helpers import RULES_1_3, TABLE1, publish_inprocess, write_table
+
+from vpub_spark.kernels.anatomy import anatomize
+from vpub_spark.release.reader import open_release
+from vpub_spark.utility.codes import to_codes
+from vpub_spark.utility.junction import estimate_rows
+from vpub_spark.utility.kl import kl_divergence
+from vpub_spark.utility.models import AnatomyModel, ProjectionModel
+from vpub_spark.utility.queries import (
+    estimate_count,
+    exact_count,
+    relative_errors,
+    workload,
+)
+from vpub_spark.utility.release_models import release_models
+
+
+def _projection(frame, name="all"):
+    counts = frame.groupby(list(frame.columns)).size().rename("count").reset_index()
+    return ProjectionModel(name, tuple(frame.columns), counts)
+
+
+def _anatomy(frame, s, l, seed=0, name="t"):
+    qit, st_ = anatomize(frame, s, l, seed)
+    return AnatomyModel(name, tuple(frame.columns), s, qit, st_)
+
+
+def _brute_force(models, frame, domains):
+    """p~ over the whole domain, and KL by enumeration."""
+    cells = pd.DataFrame(
+        list(itertools.product(*[range(len(domains[a])) for a in frame.columns])),
+        columns=frame.columns,
+    )
+    p_est = estimate_rows(models, cells, len(frame), domains)
+    p = cells.merge(
+        frame.groupby(list(frame.columns)).size().rename("n").reset_index(), how="left"
+    ).fillna(0)["n"].to_numpy() / len(frame)
+    nz = p > 0
+    return p_est, float(np.sum(p[nz] * np.log(p[nz] / p_est[nz])))
+
+
+def test_exact_release_has_zero_kl_and_zero_error():
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({a: rng.integers(0, 4, 500).astype(np.int32) for a in "abc"})
+    domains = {a: [str(i) for i in range(4)] for a in "abc"}
+    models = [_projection(frame)]
+    assert kl_divergence(models, frame, domains) == pytest.approx(0.0, abs=1e-12)
+    wl = workload(frame, domains, qd=2, p=0.5, size=50, seed=1)
+    assert np.allclose(relative_errors(models, wl, len(frame), domains), 0.0)
+
+
+@st.composite
+def small_tables(draw):
+    n = draw(st.integers(8, 60))
+    rng = np.random.default_rng(draw(st.integers(0, 10_000)))
+    frame = pd.DataFrame(
+        {
+            a: rng.integers(0, d, n).astype(np.int32)
+            for a, d in zip("abcd", [2, 3, 3, 4], strict=True)
+        }
+    )
+    split = draw(st.sampled_from(["disjoint", "overlap", "single"]))
+    return frame, split
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=small_tables())
+def test_kl_equals_brute_force_on_tiny_tables(case):
+    frame, split = case
+    domains = {a: [str(i) for i in range(d)] for a, d in zip("abcd", [2, 3, 3, 4], strict=True)}
+    if split == "disjoint":  # an anatomy table for d (when eligible) beside a projection
+        l = 2
+        if frame["d"].value_counts().max() * l <= len(frame):
+            models = [_projection(frame[["a", "b"]], "p"), _anatomy(frame[["c", "d"]], "d", l)]
+        else:
+            models = [_projection(frame[["a", "b"]], "p"), _projection(frame[["c", "d"]], "q")]
+    elif split == "overlap":  # a junction tree with separator b
+        models = [_projection(frame[["a", "b"]], "p"), _projection(frame[["b", "c", "d"]], "q")]
+    else:
+        models = [_projection(frame[[a]], a) for a in "abc"]  # d unpublished: uniform
+    p_est, brute = _brute_force(models, frame, domains)
+    assert p_est.sum() == pytest.approx(1.0)
+    assert kl_divergence(models, frame, domains) == pytest.approx(brute, abs=1e-9)
+    assert brute >= -1e-12
+
+
+def test_anatomy_estimate_of_004_table3():
+    """004 Table 3 (QIT and ST of partition P1) and Q1: Age in [30, 50] and Disease = flu.
+    est = sum_g n_g(age) * c_g(flu) / |g| = 2*1/2 + 2*1/2 + 1*1/3 = 7/3 (the true count is 3)."""
+    ages = [20, 23, 38, 42, 46, 48, 49, 52, 53, 59, 61]
+    groups = [1, 1, 2, 2, 3, 3, 4, 4, 4, 5, 5]
+    disease = [
+        "flu",
+        "gastritis",
+        "flu",
+        "gastritis",
+        "flu",
+        "gastritis",
+        "flu",
+        "insomnia",
+        "gastritis",
+        "flu",
+        "gastritis",
+    ]
+    domains = {"age": [str(a) for a in ages], "disease": ["flu", "gastritis", "insomnia"]}
+    qit = to_codes(pd.DataFrame({"group_id": groups, "age": [str(a) for a in ages]}), domains)
+    st_ = to_codes(pd.DataFrame({"group_id": groups, "disease": disease, "count": 1}), domains)
+    model = AnatomyModel("t", ("age", "disease"), "disease", qit, st_)
+    q1 = {
+        "age": frozenset(i for i, a in enumerate(ages) if 30 <= a <= 50),
+        "disease": frozenset({0}),
+    }
+    assert model.count(q1) == pytest.approx(7 / 3)
+    assert estimate_count([model], q1, 11, domains) == pytest.approx(7 / 3)
+    source = to_codes(pd.DataFrame({"age": [str(a) for a in ages], "disease": disease}), domains)
+    assert exact_count(source, q1) == 3
+
+
+def test_release_models_from_a_published_release(tmp_path):
+    data = write_table(TABLE1, tmp_path / "t1")
+    result = publish_inprocess(data, tmp_path / "out", RULES_1_3, l=2)
+    models, domains = release_models(open_release(result.path))
+    source = to_codes(TABLE1, domains)
+    kl = kl_divergence(models, source, domains)
+    assert kl > 0  # race is published alone and zipcode anatomized: information is lost
+    # every single-attribute count is exact in this release (each table covers every row)
+    for a in TABLE1.columns:
+        for code in range(len(domains[a])):
+            q = {a: frozenset({code})}
+            assert estimate_count(models, q, 6, domains) == pytest.approx(exact_count(source, q))
+
+
+def test_where_clauses():
+    from vpub_spark.errors import SpecError
+    from vpub_spark.utility.where import parse_where
+
+    domains = {"age": ["17", "25", "37", "71"], "sex": ["F", "M"], "zip": ["71000", "72000"]}
+    q = parse_where("age between 20 and 40 and sex = 'F' and zip in (71000, \"72000\")", domains)
+    assert q == {"age": frozenset({1, 2}), "sex": frozenset({0}), "zip": frozenset({0, 1})}
+    assert parse_where("sex in ('F') and sex = M", domains) == {"sex": frozenset()}  # both: nothing
+    for bad, msg in [
+        ("sex = X", "no value 'X'"),
+        ("height = 3", "unknown attribute"),
+        ("sex == F", "cannot parse"),
+        ("", "empty"),
+    ]:
+        with pytest.raises(SpecError, match=msg):
+            parse_where(bad, domains)
+
+
+def test_query_and_utility_commands(tmp_path, capsys):
+    from vpub_spark.cli import main
+
+    data = write_table(TABLE1, tmp_path / "t1")
+    result = publish_inprocess(data, tmp_path / "out", RULES_1_3, l=2)
+    assert (
+        main(
+            [
+                "query",
+                str(result.path),
+                "--where",
+                "gender = F and age in (37)",
+                "--source",
+                str(data / "data"),
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    # gender and age share the zipcode table's QIT: the estimate is exact (2 rows: F, 37)
+    assert "estimate: 2.0 of 6 rows" in out and "exact:    2" in out
+    assert (
+        main(
+            [
+                "utility",
+                str(result.path),
+                "--source",
+                str(data / "data"),
+                "--qd",
+                "2",
+                "--queries",
+                "20",
+            ]
+        )
+        == 0
+    )
+    assert "KL divergence" in capsys.readouterr().out
+    assert main(["query", str(result.path), "--where", "gender = X"]) == 2
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=small_tables(), qseed=st.integers(0, 1000))
+def test_query_estimates_equal_the_model_summed_over_the_domain(case, qseed):
+    """Message passing on the junction tree (overlapping tables) and the product
+    (disjoint tables) both equal n * sum of p~ over the query's cells, enumerated."""
+    from vpub_spark.utility.queries import Estimator
+
+    frame, split = case
+    sizes = dict(zip("abcd", [2, 3, 3, 4], strict=True))
+    domains = {a: [str(i) for i in range(d)] for a, d in sizes.items()}
+    if split == "overlap":
+        models = [
+            _projection(frame[["a", "b"]], "p"),
+            _projection(frame[["b", "c"]], "q"),
+            _projection(frame[["c", "d"]], "r"),
+        ]
+        if frame["d"].value_counts().max() * 2 <= len(frame):
+            models[2] = _anatomy(frame[["b", "c", "d"]], "d", 2)
+    else:
+        models = [
+            _projection(frame[["a", "b"]], "p"),
+            _projection(frame[["c"]], "q"),
+        ]  # d unpublished
+    cells = pd.DataFrame(
+        list(itertools.product(*[range(d) for d in sizes.values()])), columns=list(sizes)
+    )
+    p_est = estimate_rows(models, cells, len(frame), domains)
+    rng = np.random.default_rng(qseed)
+    est = Estimator(models, len(frame), domains)
+    est._cells = False  # the message-passing path (the domain shortcut is checked below)
+    shortcut = Estimator(models, len(frame), domains)
+    for _ in range(5):
+        attrs = rng.choice(list(sizes), size=int(rng.integers(1, 4)), replace=False)
+        q = {
+            str(a): frozenset(
+                int(v)
+                for v in rng.choice(
+                    sizes[a], size=int(rng.integers(1, sizes[a] + 1)), replace=False
+                )
+            )
+            for a in attrs
+        }
+        inside = np.ones(len(cells), dtype=bool)
+        for a, vals in q.items():
+            inside &= cells[a].isin(list(vals)).to_numpy()
+        assert est.count(q) == pytest.approx(len(frame) * p_est[inside].sum(), abs=1e-9)
+        assert shortcut.count(q) == pytest.approx(len(frame) * p_est[inside].sum(), abs=1e-9)

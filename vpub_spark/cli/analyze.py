@@ -1,0 +1,81 @@
+"""`vpub query` and `vpub utility`: what analysts get from a release (000 §5.1, §6.1)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from ..release.reader import open_release
+from ..report import console
+from ..utility.evaluate import evaluate, load_release_and_source
+from ..utility.queries import estimate_count, exact_count
+from ..utility.release_models import release_models
+from ..utility.spark_kl import release_kl_on_spark
+from ..utility.where import parse_where
+from .common import engine_of, engine_options
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    rel = open_release(args.release)
+    models, domains = release_models(rel)
+    query = parse_where(args.where, domains)
+    n = int(rel.manifest["source"]["rows"])
+    est = estimate_count(models, query, n, domains)
+    console.print(f"estimate: [bold]{est:,.1f}[/bold] of {n:,} rows  (COUNT(*) WHERE {args.where})")
+    if args.source:
+        _, _, _, src = load_release_and_source(args.release, args.source)
+        act = exact_count(src, query)
+        error = abs(act - est) / act if act else float("nan")
+        console.print(
+            f"exact:    {act:,}  relative error {error:.2%}"
+            if act
+            else f"exact:    0 (relative error undefined; estimate {est:,.1f})"
+        )
+    return 0
+
+
+def cmd_utility(args: argparse.Namespace) -> int:
+    if args.engine == "spark":  # KL with Spark joins and aggregates; queries in process
+        engine = engine_of(args)
+        with console.status("KL divergence with Spark ..."):
+            t0 = time.perf_counter()
+            kl = release_kl_on_spark(engine, args.release, args.source)
+        console.print(
+            f"KL divergence: [bold]{kl:.4f}[/bold] nats (Spark, {time.perf_counter() - t0:.1f} s)"
+        )
+        if args.queries == 0:
+            return 0
+    with console.status("estimating KL divergence and the query workload ..."):
+        u = evaluate(args.release, args.source, args.qd, args.p, max(args.queries, 1), args.seed)
+    if args.engine != "spark":
+        console.print(f"KL divergence: [bold]{u.kl:.4f}[/bold] nats ({u.kl_seconds:.1f} s)")
+    console.print(
+        f"relative error over {u.queries:,} queries (qd = {args.qd}, p = {args.p:.0%}, seed {args.seed}): "
+        f"mean [bold]{u.mean_relative_error:.4f}[/bold], median {u.median_relative_error:.4f} "
+        f"({u.redrawn} queries with exact answer 0 redrawn; {u.queries_seconds:.1f} s)"
+    )
+    return 0
+
+
+def register(sub) -> None:
+    qy = sub.add_parser("query", help="estimate COUNT(*) WHERE ... from a release")
+    qy.add_argument("release")
+    qy.add_argument(
+        "--where", required=True, help="e.g. \"age in ('17-24', '25-34') and sex = Female\""
+    )
+    qy.add_argument(
+        "--source", default=None, help="also compute the exact count and the relative error"
+    )
+    qy.set_defaults(func=cmd_query)
+
+    ut = sub.add_parser(
+        "utility", help="KL divergence and workload relative error of a release (000 §5.1, §6.1)"
+    )
+    ut.add_argument("release")
+    ut.add_argument("--source", required=True)
+    ut.add_argument("--qd", type=int, default=3, help="query dimension (default 3)")
+    ut.add_argument("--p", type=float, default=0.4, help="value percentage (default 0.4)")
+    ut.add_argument("--queries", type=int, default=1000)
+    ut.add_argument("--seed", type=int, default=0)
+    engine_options(ut)
+    ut.set_defaults(func=cmd_utility, engine="inprocess")

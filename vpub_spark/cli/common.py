@@ -1,0 +1,38 @@
+"""What the command's features share: the engine options and typed configs from args."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import fields
+from typing import Any, TypeVar
+
+from ..engines import Engine, make_engine
+from ..engines.spark.session import SparkSettings
+
+T = TypeVar("T")
+
+
+def engine_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--engine",
+        choices=["spark", "inprocess"],
+        default="spark",
+        help="execution engine (default: spark)",
+    )
+    p.add_argument(
+        "--spark-conf", default=None, help="Spark settings YAML (default: local[*], 4g driver)"
+    )
+
+
+def engine_of(args: argparse.Namespace) -> Engine:
+    return make_engine(args.engine, SparkSettings.load(args.spark_conf))
+
+
+def config_of(cls: type[T], args: argparse.Namespace, **given: Any) -> T:
+    """A typed (dataclass) config from the namespace's fields of the same names."""
+    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    return cls(**{n: getattr(args, n) for n in names if hasattr(args, n)} | given)
+
+
+def engines(text: str) -> tuple[str, ...]:
+    return tuple(e.strip() for e in text.split(",") if e.strip())

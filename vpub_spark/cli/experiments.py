@@ -1,0 +1,149 @@
+"""`vpub compare`, `vpub bench ...` and `vpub demo`: the experiments (vpub_spark/experiments/)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from ..experiments.bench import (
+    BenchMarginals,
+    BenchMultiSa,
+    BenchPublish,
+    BenchUtility,
+    bench_marginals,
+    bench_multi_sa,
+    bench_publish,
+    bench_utility,
+)
+from ..experiments.comparison import load_comparison, run_comparison
+from ..experiments.demo import Demo, run_demo
+from ..report import console
+from .common import config_of, engine_options, engines
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """000 §6 (rule-based methods) or, for a config with `marginals:`, 002 §4 (m-invariant
+    marginals against ANGEL): run the sweeps, write results and plots, print the means."""
+    from rich.progress import Progress
+    from rich.table import Table
+
+    comp = load_comparison(args.config, args.repeats, args.queries, args.out)
+    cfg, t0 = comp.cfg, time.perf_counter()
+    with Progress(console=console) as bar:
+        task = bar.add_task(f"{', '.join(cfg.methods)}: {comp.steps} {comp.unit}", total=comp.steps)
+        results, summary, files = run_comparison(comp, lambda k: bar.advance(task, k))
+    t = Table(
+        title=f"means over {cfg.repeats} repeat(s) of {cfg.queries} queries (seed {cfg.seed})"
+    )
+    for c in summary.columns:
+        t.add_column(c, justify="left" if c in ("sweep", "method") else "right")
+    for row in summary.itertuples(index=False):
+        t.add_row(
+            row.sweep, str(row.value), row.method, *(f"{getattr(row, c):.4f}" for c in comp.columns)
+        )
+    console.print(t)
+    console.print(
+        f"{len(results)} results in {time.perf_counter() - t0:.0f} s; results and {len(files)} plots in {cfg.out}"
+    )
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Every benchmark: its typed config from the arguments, then the run."""
+    kind, run = {
+        "publish": (BenchPublish, bench_publish),
+        "multi-sa": (BenchMultiSa, bench_multi_sa),
+        "marginals": (BenchMarginals, bench_marginals),
+        "utility": (BenchUtility, bench_utility),
+    }[args.what]
+    given = {"engines": engines(args.engines)} if hasattr(args, "engines") else {}
+    run(config_of(kind, args, **given))  # type: ignore[operator]
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    return run_demo(config_of(Demo, args))
+
+
+def _bench_publish(bn) -> None:
+    bp = bn.add_parser("publish", help="end-to-end publish time per engine")
+    bp.add_argument("--name", default="sal", choices=["sal", "occ", "texas", "census"])
+    bp.add_argument("--rows", type=int, default=1_000_000)
+    bp.add_argument("--l", type=int, default=10)
+    bp.add_argument("--c", type=int, default=5)
+    bp.add_argument("--lhs", type=int, default=3)
+    bp.add_argument("--seed", type=int, default=7)
+    bp.add_argument("--partitions", type=int, default=None)
+    bp.add_argument("--repeat", type=int, default=3)
+    bp.add_argument("--engines", default="inprocess,spark")
+    bp.add_argument("--spark-conf", default=None)
+    bp.add_argument("--out", default="out/bench")
+
+
+def _bench_multi_sa(bn) -> None:
+    bm = bn.add_parser(
+        "multi-sa",
+        help="000 Appendix B: partitioned mode at scale, exact vs partitioned on a sample",
+    )
+    bm.add_argument("--name", default="sal", choices=["sal", "occ", "texas", "census"])
+    bm.add_argument("--rows", type=int, default=1_000_000)
+    bm.add_argument("--l", type=int, default=2)
+    bm.add_argument("--c", type=int, default=5)
+    bm.add_argument("--lhs", type=int, default=3)
+    bm.add_argument("--seed", type=int, default=7)
+    bm.add_argument("--solver", default="highs", choices=["cbc", "highs"])
+    bm.add_argument("--time-limit", type=float, default=300.0)
+    bm.add_argument("--chunk-rows", type=int, default=20_000)
+    bm.add_argument("--sample-rows", type=int, default=50_000)
+    bm.add_argument("--queries", type=int, default=1000)
+    bm.add_argument("--qd", type=int, default=3)
+    bm.add_argument("--p", type=float, default=0.4)
+    bm.add_argument("--engines", default="inprocess,spark")
+    bm.add_argument("--spark-conf", default=None)
+    bm.add_argument("--out", default="out/bench-1m")
+
+
+def _bench_others(bn) -> None:
+    bg = bn.add_parser(
+        "marginals", help="002 §4: M1..M5 of census at m, per engine, and ANGEL in the same run"
+    )
+    bg.add_argument("--rows", type=int, default=1_000_000)
+    bg.add_argument("--m", type=int, default=6)
+    bg.add_argument("--seed", type=int, default=7)
+    bg.add_argument("--chunk-rows", type=int, default=50_000)
+    bg.add_argument("--engines", default="spark,inprocess")
+    bg.add_argument("--spark-conf", default=None)
+    bg.add_argument("--out", default="out/bench-1m")
+    bu = bn.add_parser("utility", help="KL and query-workload time on a release")
+    bu.add_argument("release")
+    bu.add_argument("--source", required=True)
+    bu.add_argument("--qd", type=int, default=3)
+    bu.add_argument("--p", type=float, default=0.4)
+    bu.add_argument("--queries", type=int, default=1000)
+    bu.add_argument("--repeat", type=int, default=3)
+    bu.add_argument("--seed", type=int, default=0)
+
+
+def register(sub) -> None:
+    cp = sub.add_parser(
+        "compare", help="000 §6's comparison runs: KL, relative error and time per method"
+    )
+    cp.add_argument("--config", required=True, help="e.g. conf/compare_adult.yaml")
+    cp.add_argument("--repeats", type=int, default=None, help="override compare.repeats")
+    cp.add_argument("--queries", type=int, default=None, help="override compare.queries")
+    cp.add_argument("--out", default=None, help="override output.path")
+    cp.set_defaults(func=cmd_compare)
+
+    bn = sub.add_parser("bench", help="benchmarks (jobs that print numbers)").add_subparsers(
+        dest="what", required=True
+    )
+    for add in (_bench_publish, _bench_multi_sa, _bench_others):
+        add(bn)
+    for p in bn.choices.values():
+        p.set_defaults(func=cmd_bench)
+
+    d = sub.add_parser("demo", help="the end-to-end demo on a generated data set")
+    d.add_argument("--out", default="out/demo")
+    d.add_argument("--rows", type=int, default=200_000)
+    engine_options(d)
+    d.set_defaults(func=cmd_demo)

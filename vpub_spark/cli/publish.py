@@ -1,0 +1,148 @@
+"""`vpub publish`, `vpub marginals add` and `vpub audit`: make, extend and re-check releases."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from ..config import load_config, with_overrides
+from ..engines import make_engine
+from ..engines.spark.session import SparkSettings
+from ..errors import SpecError
+from ..publish.marginals import add_marginal
+from ..publish.pipeline import publish
+from ..release.audit import audit_release
+from ..release.commit import Steps
+from ..release.private_audit import audit_store
+from ..report import audit_table, console, progress_step, publish_summary
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    cfg = with_overrides(
+        load_config(args.config), l=args.l, m=args.m, state=args.state, overwrite=args.overwrite,
+        input_path=args.input, table=args.table, output_path=args.out, release_id=args.release_id,
+        engine=args.engine, seed=args.seed, partitions=args.partitions, spark=args.spark_conf,
+    )  # fmt: skip
+    engine = make_engine(cfg.engine, SparkSettings.load(cfg.spark))
+    letter = "m" if cfg.privacy.model == "m-invariance" else "l"
+    console.print(
+        f"publishing {cfg.input_path} with {cfg.method} on the {cfg.engine} engine ({letter} = {cfg.l}, seed = {cfg.seed})"
+    )
+    t0 = time.perf_counter()
+    if cfg.engine == "spark":
+        with progress_step("start Spark"):
+            engine.start()
+    result = publish(cfg, engine, progress_step)
+    publish_summary(result)
+    console.print(
+        f"[green]release committed[/green] at {result.path} in {time.perf_counter() - t0:.1f} s"
+    )
+    return 0
+
+
+def cmd_marginals_add(args: argparse.Namespace) -> int:
+    attrs = [a.strip() for a in args.attributes.split(",") if a.strip()]
+    t0 = time.perf_counter()
+    result = add_marginal(
+        args.state, attrs, args.out, args.release_id, args.overwrite, Steps(progress_step)
+    )
+    publish_summary(result)
+    console.print(
+        f"[green]release committed[/green] at {result.path} in {time.perf_counter() - t0:.1f} s"
+    )
+    return 0
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    if (args.release is None) == (args.state is None):
+        raise SpecError(
+            "give a release directory, or --state STORE for the private audit of a bucket store"
+        )
+    with console.status("auditing ..."):
+        report = (
+            audit_store(args.state)
+            if args.state
+            else audit_release(args.release, source=args.source)
+        )
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2))
+    else:
+        console.print(audit_table(report))
+    return 0 if report.passed else 1
+
+
+def register(sub) -> None:
+    _register_publish(sub)
+    _register_marginals_and_audit(sub)
+
+
+def _register_publish(sub) -> None:
+    pb = sub.add_parser(
+        "publish", help="publish a release: decompose, anonymize, write, audit, commit"
+    )
+    pb.add_argument("--config", required=True, help="job config YAML (see conf/adult_uad.yaml)")
+    pb.add_argument("--input", default=None, help="override input.path")
+    pb.add_argument("--table", default=None, help="override input.table (spec YAML or preset name)")
+    pb.add_argument("--out", default=None, help="override output.path")
+    pb.add_argument("--release-id", default=None, help="override output.release_id")
+    pb.add_argument(
+        "--engine", choices=["spark", "inprocess"], default=None, help="override engine"
+    )
+    pb.add_argument("--spark-conf", default=None, help="override spark (settings YAML)")
+    pb.add_argument("--seed", type=int, default=None)
+    pb.add_argument("--l", type=int, default=None, help="override privacy.l")
+    pb.add_argument(
+        "--m",
+        type=int,
+        default=None,
+        help="override privacy: m-invariance with this m (method marginals)",
+    )
+    pb.add_argument(
+        "--state", default=None, help="override marginals.state (the private bucket store)"
+    )
+    pb.add_argument(
+        "--partitions", type=int, default=None, help="override partitions (default: auto)"
+    )
+    pb.add_argument(
+        "--overwrite", action="store_true", help="replace a committed release with the same id"
+    )
+    pb.set_defaults(func=cmd_publish)
+
+
+def _register_marginals_and_audit(sub) -> None:
+    mg = sub.add_parser(
+        "marginals", help="m-invariant marginals (002): add one from a private bucket store"
+    )
+    mgs = mg.add_subparsers(dest="marginals_cmd", required=True)
+    ma = mgs.add_parser(
+        "add",
+        help="decompose the stored buckets for new attributes and publish them as a new release",
+    )
+    ma.add_argument(
+        "--state",
+        required=True,
+        help="the private bucket store (marginals.state of the first release)",
+    )
+    ma.add_argument(
+        "--attributes", required=True, help="the marginal's QI attributes, e.g. age,education"
+    )
+    ma.add_argument(
+        "--out", required=True, help="the output directory (the release goes to <out>/<release_id>)"
+    )
+    ma.add_argument("--release-id", default=None)
+    ma.add_argument("--overwrite", action="store_true")
+    ma.set_defaults(func=cmd_marginals_add)
+
+    au = sub.add_parser("audit", help="re-check a release from its files alone")
+    au.add_argument(
+        "release", nargs="?", default=None, help="the release directory (<output>/<release_id>)"
+    )
+    au.add_argument(
+        "--state",
+        default=None,
+        help="instead: the private audit of a bucket store and every release made from it",
+    )
+    au.add_argument("--source", default=None, help="also check every table against the source data")
+    au.add_argument("--json", action="store_true", help="print the result as JSON")
+    au.set_defaults(func=cmd_audit)

@@ -1,0 +1,426 @@
+"""`vpub bench publish | multi-sa | marginals | utility`: benchmarks, measured in one run.
+
+Each takes a typed configuration (frozen dataclasses below; the CLI fills them). A benchmark is a job that prints numbers (DEVELOPERS.md): it generates the data set
+once (not timed), starts Spark once (timed apart), then publishes `repeat` times per
+engine, each run timed from reading the input to the committed, audited release, and
+prints the median per engine, the step medians, and the spark / in-process ratio.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from dataclasses import dataclass, replace
+from functools import partial
+from pathlib import Path
+
+from ..config import PublishConfig, RandomRules
+from ..datasets.presets import write_generated
+from ..engines import make_engine
+from ..model import PrivacySpec
+from ..publish.pipeline import publish
+from ..report import console
+from .common import started_engine, timed
+
+ENGINES = ("inprocess", "spark")
+
+
+@dataclass(frozen=True)
+class BenchPublish:
+    """`vpub bench publish`: UAD on `rows` generated rows of `name`, per engine."""
+
+    name: str = "sal"
+    rows: int = 1_000_000
+    l: int = 10
+    c: int = 5
+    lhs: int = 3
+    seed: int = 7
+    partitions: int | None = None
+    repeat: int = 3
+    engines: tuple[str, ...] = ENGINES
+    spark_conf: str | None = None
+    out: str = "out/bench"
+
+
+@dataclass(frozen=True)
+class BenchMultiSa:
+    """`vpub bench multi-sa`: the partitioned multi-SA baseline at scale, then exact vs
+    partitioned vs UAD on a seeded sample."""
+
+    name: str = "sal"
+    rows: int = 1_000_000
+    l: int = 2
+    c: int = 5
+    lhs: int = 3
+    seed: int = 7
+    solver: str = "highs"
+    time_limit: float = 300.0
+    chunk_rows: int = 20_000
+    sample_rows: int = 50_000
+    queries: int = 1000
+    qd: int = 3
+    p: float = 0.4
+    engines: tuple[str, ...] = ENGINES
+    spark_conf: str | None = None
+    out: str = "out/bench-1m"
+
+
+@dataclass(frozen=True)
+class BenchMarginals:
+    """`vpub bench marginals`: 002 §4's M1..M5 of `census` at m, per engine, and ANGEL."""
+
+    rows: int = 1_000_000
+    m: int = 6
+    seed: int = 7
+    chunk_rows: int = 50_000
+    engines: tuple[str, ...] = ("spark", "inprocess")
+    spark_conf: str | None = None
+    out: str = "out/bench-1m"
+
+
+@dataclass(frozen=True)
+class BenchUtility:
+    """`vpub bench utility`: KL and a query workload on a committed release."""
+
+    release: str
+    source: str
+    qd: int = 3
+    p: float = 0.4
+    queries: int = 1000
+    repeat: int = 3
+    seed: int = 0
+
+
+def generated(name: str, rows: int, seed: int, out: Path) -> Path:
+    """The benchmark's data set, generated once (not timed)."""
+    data = out / f"{name}-{rows}"
+    if not (data / "table.yaml").exists():
+        with console.status(f"generating {rows:,} rows of {name} (not timed) ..."):
+            write_generated(make_engine("inprocess"), name, rows, seed, str(data), overwrite=True)
+    return data
+
+
+def bench_publish(bench: BenchPublish) -> dict:
+    from rich.table import Table
+
+    out = Path(bench.out)
+    data = generated(bench.name, bench.rows, bench.seed, out)
+    base = PublishConfig(
+        input_path=str(data),
+        privacy=PrivacySpec("l-diversity", bench.l),
+        rules=RandomRules(bench.c, bench.lhs, bench.seed),
+        method="uad",
+        output_path=str(out / "releases"),
+        seed=bench.seed,
+        partitions=bench.partitions,
+        overwrite=True,
+    )
+    results: dict = {
+        "data": bench.name,
+        "rows": bench.rows,
+        "l": bench.l,
+        "c": bench.c,
+        "lhs": bench.lhs,
+        "repeat": bench.repeat,
+        "engines": {},
+    }
+    for name in bench.engines:
+        engine, startup = started_engine(name, bench.spark_conf)
+        runs, steps, manifest = [], [], None
+        for i in range(bench.repeat):
+            cfg = replace(base, engine=name, release_id=f"bench-{name}")
+            with console.status(f"{name}: run {i + 1} of {bench.repeat} ..."):
+                r, took = timed(partial(publish, cfg, engine))
+            runs.append(took)
+            steps.append(r.timings)
+            manifest = r.manifest
+        assert manifest is not None
+        results["engines"][name] = {
+            "median_s": statistics.median(runs),
+            "runs_s": runs,
+            "startup_s": startup,
+            "steps_median_s": {k: statistics.median(s[k] for s in steps) for k in steps[0]},
+            "partitions": manifest["partitions"],
+            "tables": [(t["name"], t["kind"], len(t["attributes"])) for t in manifest["tables"]],
+        }
+    t = Table(
+        title=f"publish {bench.rows:,} rows of {bench.name}, UAD, l = {bench.l}, c = {bench.c}, lhs = {bench.lhs} (median of {bench.repeat})"
+    )
+    for c in ("engine", "median (s)", "start-up (s)", "rows/s", "partitions", "slowest step"):
+        t.add_column(c, justify="left" if c in ("engine", "slowest step") else "right")
+    for name, e in results["engines"].items():
+        slow = max(e["steps_median_s"].items(), key=lambda kv: kv[1])
+        t.add_row(
+            name,
+            f"{e['median_s']:.2f}",
+            f"{e['startup_s']:.1f}",
+            f"{bench.rows / e['median_s']:,.0f}",
+            str(e["partitions"]),
+            f"{slow[0]} {slow[1]:.2f} s",
+        )
+    console.print(t)
+    e = results["engines"]
+    if "spark" in e and "inprocess" in e:
+        results["spark_over_inprocess"] = e["spark"]["median_s"] / e["inprocess"]["median_s"]
+        console.print(
+            f"spark / inprocess (start-up excluded, same run): {results['spark_over_inprocess']:.2f}x"
+        )
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    console.print(f"results in {out / 'results.json'}")
+    return results
+
+
+def bench_utility(bench: BenchUtility) -> dict:
+    """Medians of: KL divergence of a release, drawing a workload (exact answers), and
+    estimating it (000 §6.1), each timed alone; the release and source read once."""
+    from ..utility.evaluate import load_release_and_source
+    from ..utility.kl import kl_divergence
+    from ..utility.queries import relative_errors, workload
+
+    with console.status("reading the release and its source ..."):
+        _, models, domains, src = load_release_and_source(bench.release, bench.source)
+    kl_s, wl_s, est_s = [], [], []
+    for i in range(bench.repeat):
+        with console.status(f"run {i + 1} of {bench.repeat} ..."):
+            t0 = time.perf_counter()
+            kl = kl_divergence(models, src, domains)
+            t1 = time.perf_counter()
+            wl = workload(src, domains, bench.qd, bench.p, bench.queries, bench.seed + i)
+            t2 = time.perf_counter()
+            errors = relative_errors(models, wl, len(src), domains)
+            t3 = time.perf_counter()
+        kl_s.append(t1 - t0)
+        wl_s.append(t2 - t1)
+        est_s.append(t3 - t2)
+    out = {
+        "rows": len(src),
+        "kl": kl,
+        "mean_relative_error": float(errors.mean()),
+        "kl_median_s": statistics.median(kl_s),
+        "workload_median_s": statistics.median(wl_s),
+        "estimate_median_s": statistics.median(est_s),
+    }
+    console.print(
+        f"{len(src):,} rows: KL {kl:.4f} in {out['kl_median_s']:.1f} s; {bench.queries:,} queries (qd = {bench.qd}, p = {bench.p}): "
+        f"exact answers {out['workload_median_s']:.1f} s, estimates {out['estimate_median_s']:.1f} s (medians of {bench.repeat})"
+    )
+    return out
+
+
+def write_sample(source_dir: Path, rows: int, seed: int, out: Path) -> Path:
+    """A seeded sample (without replacement) of a prepared data set, as its own data set."""
+    from ..datasets.presets import DATA, SPEC, resolve_input
+    from ..engines.inprocess import InProcessEngine
+    from ..release.commit import staged_directory
+    from ..tablespec import write_table_spec
+
+    if not (out / SPEC).exists():
+        engine = InProcessEngine()
+        path, spec = resolve_input(source_dir, None)
+        sample = engine.sample(engine.load(path, spec), rows, seed)
+        with staged_directory(out, True) as stage:
+            engine.write_decoded(sample, stage / DATA)
+            write_table_spec(spec, stage / SPEC)
+    return out
+
+
+def bench_multi_sa(bench: BenchMultiSa) -> dict:
+    """000 Appendix B at scale: the partitioned mode on the whole table per engine (each
+    run timed from reading to the committed release), then, on a seeded sample small
+    enough for the exact mode, exact vs partitioned vs UAD: time, KL, relative error
+    and suppressed rows, all measured in this run."""
+    from rich.table import Table
+
+    from ..config import MultiSaSettings
+    from ..utility.evaluate import evaluate
+
+    out = Path(bench.out)
+    data = generated(bench.name, bench.rows, bench.seed, out)
+    settings = MultiSaSettings("partitioned", bench.solver, bench.time_limit, bench.chunk_rows)
+    base = PublishConfig(
+        input_path=str(data), privacy=PrivacySpec("l-diversity", bench.l), rules=RandomRules(bench.c, bench.lhs, bench.seed),
+        method="multi_sa_bip", output_path=str(out / "releases"), seed=bench.seed, overwrite=True, multi_sa=settings,
+    )  # fmt: skip
+    results: dict = {
+        "data": bench.name,
+        "rows": bench.rows,
+        "l": bench.l,
+        "c": bench.c,
+        "lhs": bench.lhs,
+        "chunk_rows": bench.chunk_rows,
+        "full": {},
+        "sample": {},
+    }
+    for name in bench.engines:
+        engine, startup = started_engine(name, bench.spark_conf)
+        cfg = replace(base, engine=name, release_id=f"multi-sa-{name}")
+        with console.status(f"{name}: partitioned multi-SA on {bench.rows:,} rows ..."):
+            r, took = timed(partial(publish, cfg, engine))
+        cost = r.manifest["method_cost"]
+        results["full"][name] = {"s": took, "startup_s": startup, "steps_s": r.timings} | {
+            k: v for k, v in cost.items() if k != "driver_solves"
+        }
+    sample = write_sample(
+        data, bench.sample_rows, bench.seed, out / f"{bench.name}-sample-{bench.sample_rows}"
+    )
+    engine = make_engine("inprocess")
+    runs = {
+        "multi_sa_bip exact": replace(
+            base, input_path=str(sample), multi_sa=replace(settings, mode="exact")
+        ),
+        "multi_sa_bip partitioned": replace(base, input_path=str(sample)),
+        "uad": replace(base, input_path=str(sample), method="uad"),
+    }
+    for label, cfg in runs.items():
+        one = replace(cfg, engine="inprocess", release_id=f"sample-{label.replace(' ', '-')}")
+        with console.status(f"sample: {label} ..."):
+            r, took = timed(partial(publish, one, engine))
+            u = evaluate(
+                str(r.path), str(sample / "data"), bench.qd, bench.p, bench.queries, bench.seed
+            )
+        cost = r.manifest.get("method_cost") or {}
+        results["sample"][label] = {
+            "s": took, "kl": u.kl, "relative_error": u.mean_relative_error, "suppressed_rows": cost.get("suppressed_rows", 0),
+            "chunks": cost.get("chunks"), "all_optimal": cost.get("all_optimal"), "groups": sum(t.get("groups", 0) for t in r.manifest["tables"]),
+        }  # fmt: skip
+    t = Table(
+        title=f"multi-SA (partitioned, {bench.solver}, chunks of {bench.chunk_rows:,} rows) on {bench.rows:,} rows of {bench.name}, l = {bench.l}, c = {bench.c}"
+    )
+    for c in (
+        "engine",
+        "time (s)",
+        "start-up (s)",
+        "chunks",
+        "solves",
+        "all optimal",
+        "suppressed rows",
+    ):
+        t.add_column(c, justify="left" if c == "engine" else "right")
+    for name, e in results["full"].items():
+        t.add_row(
+            name,
+            f"{e['s']:.1f}",
+            f"{e['startup_s']:.1f}",
+            str(e["chunks"]),
+            str(e["solves"]),
+            str(e["all_optimal"]),
+            f"{e['suppressed_rows']:,}",
+        )
+    console.print(t)
+    t = Table(
+        title=f"the same rules on a {bench.sample_rows:,}-row sample (in-process; {bench.queries} queries, qd = {bench.qd}, p = {bench.p})"
+    )
+    for c in ("method", "time (s)", "KL", "relative error", "groups", "suppressed rows"):
+        t.add_column(c, justify="left" if c == "method" else "right")
+    for label, e in results["sample"].items():
+        t.add_row(
+            label,
+            f"{e['s']:.2f}",
+            f"{e['kl']:.4f}",
+            f"{e['relative_error']:.4f}",
+            f"{e['groups']:,}",
+            f"{e['suppressed_rows']:,}",
+        )
+    console.print(t)
+    (out / "multi_sa.json").write_text(json.dumps(results, indent=2, default=str))
+    console.print(f"results in {out / 'multi_sa.json'}")
+    return results
+
+
+M_SCHEMAS = [
+    ["age"],
+    ["age", "gender"],
+    ["age", "gender", "education"],
+    ["age", "gender", "education", "marital"],
+    ["age", "gender", "education", "marital", "race"],
+]
+
+
+def bench_marginals(bench: BenchMarginals) -> dict:
+    """002 §4's efficiency run: M1..M5 (occupation sensitive) at m on the `census` table,
+    per engine timed from reading the input to the committed, audited release and its
+    private store; ANGEL (batches + one GT per marginal, in-process) timed in the same
+    run on the same rows. Prints both and the ratios."""
+    import shutil
+
+    from rich.table import Table
+
+    from ..config import MarginalSettings
+    from ..engines.inprocess import InProcessEngine
+    from ..kernels.angel import angel_batches, angel_tables
+    from ..tablespec import load_table_spec
+
+    out = Path(bench.out)
+    data = generated("census", bench.rows, bench.seed, out)
+    state = out / "private" / "census-store"
+    qi = tuple(dict.fromkeys(a for s in M_SCHEMAS for a in s))
+    base = PublishConfig(
+        input_path=str(data), privacy=PrivacySpec("m-invariance", None, bench.m), rules=(), method="marginals",
+        output_path=str(out / "releases"), seed=bench.seed, overwrite=True,
+        marginals=MarginalSettings("occupation", tuple(tuple(s) for s in M_SCHEMAS), str(state), qi, bench.chunk_rows),
+    )  # fmt: skip
+    results: dict = {
+        "rows": bench.rows,
+        "m": bench.m,
+        "chunk_rows": bench.chunk_rows,
+        "engines": {},
+    }
+    for name in bench.engines:
+        engine, startup = started_engine(name, bench.spark_conf)
+        shutil.rmtree(state, ignore_errors=True)
+        cfg = replace(base, engine=name, release_id=f"marginals-{name}")
+        with console.status(f"{name}: marginals M1..M5 on {bench.rows:,} rows ..."):
+            r, took = timed(partial(publish, cfg, engine))
+        results["engines"][name] = {
+            "s": took,
+            "startup_s": startup,
+            "steps_s": r.timings,
+        } | r.manifest["method_cost"]
+    with console.status("ANGEL: batches and five GTs (in-process) ..."):
+        t0 = time.perf_counter()
+        loaded = InProcessEngine().load(str(data / "data"), load_table_spec(data / "table.yaml"))
+        read = time.perf_counter() - t0
+        frame, sizes = loaded.data, {a: loaded.dictionaries[a].size for a in loaded.names}
+        extents = {a: sizes[a] - 1 for a in qi}
+        s = frame["occupation"].to_numpy()
+        t1 = time.perf_counter()
+        batch = angel_batches(frame[list(qi)], s, bench.m, extents)
+        for attrs in M_SCHEMAS:
+            angel_tables(frame[list(qi)], attrs, s, bench.m, extents, batch)
+        angel = time.perf_counter() - t1
+    results["angel"] = {"s": angel, "read_s": read}
+    t = Table(
+        title=f"m-invariant marginals M1..M5 of {bench.rows:,} census rows, m = {bench.m} (one run each)"
+    )
+    for c in (
+        "run",
+        "end to end (s)",
+        "start-up (s)",
+        "bucketize+decompose+write (s)",
+        "chunks",
+        "vs ANGEL",
+    ):
+        t.add_column(c, justify="left" if c == "run" else "right")
+    for name, e in results["engines"].items():
+        core = e["steps_s"].get("bucketize, decompose and write", float("nan"))
+        t.add_row(
+            f"ours, {name}",
+            f"{e['s']:.1f}",
+            f"{e['startup_s']:.1f}",
+            f"{core:.1f}",
+            str(e["chunks"]),
+            f"{core / angel:.0%} (core) / {e['s'] / (angel + read):.0%} (end to end)",
+        )
+    t.add_row(
+        "ANGEL, in-process",
+        f"{angel + read:.1f}",
+        "-",
+        f"{angel:.1f} (batches + 5 GTs)",
+        "-",
+        "100%",
+    )
+    console.print(t)
+    (out / "marginals.json").write_text(json.dumps(results, indent=2, default=str))
+    console.print(f"results in {out / 'marginals.json'}")
+    return results

@@ -1,0 +1,64 @@
+"""`vpub compare`: which comparison a config asks for, run it, write and summarize it.
+
+A config with a `marginals:` section is 002 §4's (m-invariant marginals against ANGEL,
+experiments/compare_marginals.py); any other is 000 §6's (the rule-based methods,
+experiments/compare.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..tablespec import load_yaml
+from .compare import MEASURES, compare_config_from_dict, run_compare, write_results
+from .compare_marginals import marginals_compare_config_from_dict, run_marginals_compare
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A parsed comparison: its config, how to run it, what it measures."""
+
+    cfg: Any  # CompareConfig | MarginalsCompareConfig
+    run: Callable[..., pd.DataFrame]
+    unit: str  # what one step of progress is
+    measures: dict[str, str]  # plotted: column -> label
+    columns: tuple[str, ...]  # summarized
+
+    @property
+    def steps(self) -> int:
+        return sum(len(values) for _, values in self.cfg.sweeps) * self.cfg.repeats
+
+
+def load_comparison(
+    path: str, repeats: int | None = None, queries: int | None = None, out: str | None = None
+) -> Comparison:
+    raw = load_yaml(path)
+    if isinstance(raw, dict) and "marginals" in raw:
+        measures = {"relative_error": "mean relative error", "time_s": "time for M1..Mk (s)"}
+        comp = Comparison(
+            marginals_compare_config_from_dict(raw, path), run_marginals_compare, "points",
+            measures, ("relative_error", "median_error", "time_s"),
+        )  # fmt: skip
+    else:
+        comp = Comparison(
+            compare_config_from_dict(raw, path), run_compare, "rule sets", MEASURES,
+            ("kl", "relative_error", "time_s"),
+        )  # fmt: skip
+    overrides = {"repeats": repeats, "out": out, "queries": queries}
+    return replace(
+        comp, cfg=replace(comp.cfg, **{k: v for k, v in overrides.items() if v is not None})
+    )
+
+
+def run_comparison(
+    comp: Comparison, progress: Callable[[int], object] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, list[Path]]:
+    """(every result, the means per sweep, value and method, the files written)."""
+    results = comp.run(comp.cfg, progress)
+    files = write_results(results, comp.cfg, Path(comp.cfg.input_path).name, comp.measures)
+    summary = results.groupby(["sweep", "value", "method"], sort=False)[list(comp.columns)].mean()
+    return results, summary.reset_index(), files

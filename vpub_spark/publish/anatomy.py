@@ -1,0 +1,139 @@
+"""Rule-based publishing (000): `uad`, `gd` and `single_attribute`, every table of the
+schema anonymized by anatomy (Xiao & Tao; DESIGN.md §6) in ONE pass over ONE
+partitioning.
+
+Plan: every row gets one of 1,024 shards from a seeded hash of its content; one
+counting pass gives rows and each sensitive attribute's values per shard, and the
+driver deals shards to partitions so that every partition is l-eligible for every
+sensitive attribute at once (kernels/partitioning.py).
+Job: per partition, every anatomy table is built by the kernel seeded by (release
+seed, table, partition), decoded and written as `tables/<t>/{qit,st}/part-<p>.parquet`
+(temporary name then rename, so a retried or speculative task rewrites the same bytes);
+group ids run on across partitions (offsets from the plan). Tables enforcing no rule
+are aggregated projections, written by the pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ..config import PublishConfig
+from ..encoding import Dictionary, write_decoded
+from ..engines.base import Engine, LoadedTable
+from ..kernels.anatomy import anatomize
+from ..kernels.partitioning import (
+    ContentShards,
+    combine_counts,
+    partition_seed,
+    plan_partitions,
+    shard_of,
+)
+from ..model import PublishedTable
+from ..release.kinds import table_kind
+from ..release.layout import part_file, table_dir
+from ..release.manifest import table_entry
+from .method import Design, Plan, RuleBased, sizes_of, summary_frame, summary_schema
+
+SUMMARY_COLUMNS = {
+    "table": "string",
+    "part": "int32",
+    "rows": "int64",
+    "groups": "int64",
+    "task": "int32",
+}
+
+
+@dataclass(frozen=True)
+class AnatomyJob:
+    """Everything a partition task needs (small; shipped to the workers)."""
+
+    stage: str
+    tables: tuple[PublishedTable, ...]
+    l: int
+    seed: int
+    first_group: tuple[int, ...]
+    dictionaries: Mapping[str, Dictionary]
+
+    summary_schema = summary_schema(SUMMARY_COLUMNS)
+
+    def shards(self, frame: pd.DataFrame):
+        return shard_of(frame, self.seed)
+
+    def run(self, frame: pd.DataFrame, part: int, task: int = -1) -> pd.DataFrame:
+        """Anatomize and write every anatomy table of one partition; a summary row each."""
+        rows = []
+        for i, t in enumerate(self.tables):
+            if t.sensitive is None:
+                continue
+            seed = partition_seed(self.seed, i, part)
+            qit, st = anatomize(
+                frame[list(t.attributes)],
+                t.sensitive,
+                self.l,
+                seed,
+                first_group=self.first_group[part],
+            )
+            write_decoded(
+                qit, self.dictionaries, table_dir(self.stage, t.name, "qit"), part_file(part)
+            )
+            write_decoded(
+                st, self.dictionaries, table_dir(self.stage, t.name, "st"), part_file(part)
+            )
+            rows.append(
+                {
+                    "table": t.name,
+                    "part": part,
+                    "rows": len(frame),
+                    "groups": len(frame) // self.l,
+                    "task": task,
+                }
+            )
+        return summary_frame(rows, SUMMARY_COLUMNS)
+
+
+def entries(stage: Path, tables, rows: int, summary: pd.DataFrame | None) -> list[dict]:
+    """The manifest entries of a rule-based schema's tables (groups from the summary)."""
+    out = []
+    for t in tables:
+        extra = {}
+        if t.kind != "projection" and summary is not None:
+            extra["groups"] = int(summary.loc[summary["table"] == t.name, "groups"].sum())
+        sensitive = t.sensitive_set if t.sensitive_set else t.sensitive
+        out.append(
+            table_entry(stage, name=t.name, kind=t.kind, parts=table_kind(t.kind).parts, attributes=t.attributes,
+                        sensitive=sensitive, enforces=t.enforces, rows=rows, **extra)
+        )  # fmt: skip
+    return out
+
+
+@dataclass(frozen=True)
+class AnatomyMethod(RuleBased):
+    """`uad`, `gd`, `single_attribute` (000 Algorithms 1-2 and the single-attribute baseline)."""
+
+    name: str
+    plan_step = "plan partitions"
+    run_step = "anonymize and write"
+
+    def plan(self, cfg: PublishConfig, engine: Engine, loaded: LoadedTable, design: Design) -> Plan:
+        sensitive = [t.sensitive for t in design.tables if t.sensitive]
+        shards = engine.shard_counts(loaded, sensitive, ContentShards(cfg.seed))
+        counts = combine_counts(shards, sensitive, sizes_of(loaded))
+        return Plan(counts, plan_partitions(counts, cfg.l, cfg.partitions))
+
+    def job(self, cfg, loaded, design, plan, stage, store) -> AnatomyJob | None:
+        if not any(t.sensitive for t in design.tables):
+            return None
+        first = tuple(int(g) for g in plan.partitions.first_group)
+        return AnatomyJob(
+            str(stage), design.tables, cfg.l, cfg.seed, first, dict(loaded.dictionaries)
+        )
+
+    def table_entries(self, stage, design, loaded, summary) -> list[dict]:
+        return entries(stage, design.tables, loaded.rows, summary)
+
+    def cost(self, cfg, design, plan, summary) -> dict | None:
+        return design.cost

@@ -1,0 +1,433 @@
+"""The m-invariant marginal publisher (002) in the release format (DESIGN.md §4, §9).
+
+`vpub publish` with `method: marginals`:
+1. QI-local chunks (kernels/partitioning.QiShards, the finest attribute first) of at
+   least `chunk_rows` rows, each m-eligible (`plan_chunks` from one Spark aggregate):
+   these are the first cuts of 002 Figure 1, made from aggregates;
+2. per chunk, in its own task (applyInPandas): the rows in a canonical order, 002
+   Figure 1's recursion inside the chunk, the assigning step and the leftovers
+   (kernels/minvariance.bucketize), then each marginal decomposed from the buckets
+   (002 §3); the task writes the marginals' `groups`/`st` parts and its part of the
+   private store (buckets and tuple-to-group links);
+3. the staged release is audited (every group m-unique, sizes agree), the store is
+   committed, then the release.
+`vpub marginals add` decomposes the stored buckets for new attributes and publishes
+them as a new release: every marginal from one store keeps each tuple's signature
+(004 Lemma 4), which `vpub audit --state` re-checks from the files.
+
+Layout of a `generalized` table (one per marginal, named by its attributes, e.g.
+`age-gender-occupation`): `groups` has `group_id`, `<A>_min`, `<A>_max` (labels) for
+each QI attribute A and `size`; `st` has `group_id`, the sensitive attribute, `count`.
+Decision: the manifest's table entry lists each QI attribute's domain (`domains`,
+labels in order): a box's share of a query range counts domain points, so readers need
+the ruler the boxes were cut on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+
+from ..encoding import Dictionary, write_decoded
+from ..errors import SpecError
+from ..kernels.minvariance import bucketize, check_m_eligible_counts, decompose
+from ..kernels.partitioning import QiShards, combine_counts, partition_seed, plan_chunks
+from ..model import PublishedTable, Rule
+from ..release.commit import Steps, audit_and_commit, staged_directory
+from ..release.layout import COUNT, GROUP, SIZE, part_file, table_dir
+from ..release.manifest import header, table_entry
+from ..release.store import (
+    BUCKET,
+    BUCKETS,
+    ROW,
+    STORE_FORMAT,
+    SUB,
+    bucket_files,
+    check_store_location,
+    group_dir,
+    new_store_id,
+    read_store,
+    restrict,
+    write_store,
+)
+from .method import Design, Plan, PublishResult, sizes_of, summary_frame, summary_schema
+
+SUMMARY_COLUMNS = {
+    "table": "string",
+    "part": "int32",
+    "rows": "int64",
+    "groups": "int64",
+    "buckets": "int64",
+    "subtables": "int64",
+    "task": "int32",
+}
+
+
+def marginal_name(attributes, sensitive: str) -> str:
+    return "-".join([*attributes, sensitive])
+
+
+def canonical(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows in an order that depends on their content only (ties in the kernels go
+    to lower rows, so a retried task, which may see its rows in another order, repeats
+    every choice)."""
+    return frame.sort_values(list(frame.columns), kind="stable").reset_index(drop=True)
+
+
+def write_marginal(stage: str | Path, groups_dir: Path, table: str, codes: pd.DataFrame, sensitive: str, s: np.ndarray,
+                   group: np.ndarray, first: int, rows: np.ndarray, dictionaries: Mapping[str, Dictionary], part: int) -> int:  # fmt: skip
+    """Write one part of one marginal: `groups` (boxes, size) and `st` in the release,
+    the tuple-to-group links in the store. Group ids are `first` + the local group."""
+    gid = first + group.astype(np.int64)
+    name = part_file(part)
+    attrs = list(codes.columns)
+    frame = codes.assign(**{GROUP: gid})
+    agg = frame.groupby(GROUP, sort=True)
+    box = (
+        pd.concat(
+            [agg[a].agg(["min", "max"]).set_axis([f"{a}_min", f"{a}_max"], axis=1) for a in attrs],
+            axis=1,
+        )
+        if attrs
+        else pd.DataFrame(index=agg.size().index)
+    )
+    groups = box.assign(**{SIZE: agg.size().astype(np.int64)}).reset_index()
+    names = {f"{a}_{e}": dictionaries[a] for a in attrs for e in ("min", "max")}
+    write_decoded(groups, names, table_dir(stage, table, "groups"), name)
+    st = (
+        pd.DataFrame({GROUP: gid, sensitive: s})
+        .groupby([GROUP, sensitive], sort=True)
+        .size()
+        .rename(COUNT)
+        .reset_index()
+    )
+    write_decoded(st, {sensitive: dictionaries[sensitive]}, table_dir(stage, table, "st"), name)
+    write_decoded(pd.DataFrame({ROW: rows, GROUP: gid}), {}, groups_dir, name)
+    return len(groups)
+
+
+def bucketize_chunk(
+    frame: pd.DataFrame,
+    qi,
+    sensitive: str,
+    m: int,
+    extents,
+    seed: int,
+    part: int,
+    tries: int,
+    blocks: int,
+):
+    """One chunk's rows in canonical order, their sub-tables and buckets (seeded by part)."""
+    canon = canonical(frame[[*qi, sensitive]])
+    sub, bucket = bucketize(
+        canon[list(qi)],
+        canon[sensitive].to_numpy(dtype=np.int64),
+        m,
+        extents,
+        partition_seed(seed, 0, part),
+        tries,
+        blocks,
+    )
+    return canon, sub, bucket
+
+
+def plan_marginal_chunks(
+    shard_counts_of, sizes: Mapping[str, int], qi, sensitive: str, m: int, chunk_rows: int
+):
+    """(sharding, shard counts, plan): QI-local m-eligible chunks of >= chunk_rows rows.
+    `shard_counts_of(sharding)` is the engine's count of the rows per shard and value."""
+    order = tuple(
+        sorted(qi, key=lambda a: (-sizes[a], a))
+    )  # the finest attribute first: finer cuts
+    sharding = QiShards(order, tuple(sizes[a] for a in order))
+    counts = combine_counts(shard_counts_of(sharding), [sensitive], sizes)
+    return sharding, counts, plan_chunks(counts, m, chunk_rows)
+
+
+@dataclass(frozen=True)
+class Marginal:
+    name: str
+    attributes: tuple[str, ...]  # the QI attributes; the sensitive attribute is added
+
+
+@dataclass(frozen=True)
+class MarginalsJob:
+    """What a chunk's task needs (small; shipped to the workers)."""
+
+    stage: str
+    store: str
+    release_id: str
+    qi: tuple[str, ...]
+    sensitive: str
+    m: int
+    seed: int
+    tries: int
+    blocks: int
+    marginals: tuple[Marginal, ...]
+    first_id: tuple[int, ...]
+    dictionaries: Mapping[str, Dictionary]
+    sharding: QiShards
+
+    summary_schema = summary_schema(SUMMARY_COLUMNS)
+
+    def shards(self, frame: pd.DataFrame) -> np.ndarray:
+        return self.sharding.of(frame)
+
+    def run(self, frame: pd.DataFrame, part: int, task: int = -1) -> pd.DataFrame:
+        extents = {a: self.dictionaries[a].size - 1 for a in self.qi}
+        canon, sub, bucket = bucketize_chunk(
+            frame,
+            self.qi,
+            self.sensitive,
+            self.m,
+            extents,
+            self.seed,
+            part,
+            self.tries,
+            self.blocks,
+        )
+        codes, s = canon[list(self.qi)], canon[self.sensitive].to_numpy(dtype=np.int64)
+        first = self.first_id[part]
+        rows = first + np.arange(len(canon), dtype=np.int64)
+        store = canon.assign(**{ROW: rows, SUB: first + sub, BUCKET: first + bucket})
+        write_decoded(store, {}, Path(self.store) / BUCKETS, part_file(part))
+        out = []
+        for mg in self.marginals:
+            own = codes[list(mg.attributes)]
+            g = decompose(own, s, bucket, extents)
+            n = write_marginal(
+                self.stage,
+                group_dir(self.store, self.release_id, mg.name),
+                mg.name,
+                own,
+                self.sensitive,
+                s,
+                g,
+                first,
+                rows,
+                self.dictionaries,
+                part,
+            )
+            out.append(
+                {
+                    "table": mg.name,
+                    "part": part,
+                    "rows": len(canon),
+                    "groups": n,
+                    "buckets": int(bucket.max()) + 1,
+                    "subtables": int(sub.max()) + 1,
+                    "task": task,
+                }
+            )
+        return summary_frame(out, SUMMARY_COLUMNS)
+
+
+def _marginals(schemas, qi, sensitive: str) -> tuple[Marginal, ...]:
+    out = []
+    for attrs in schemas:
+        attrs = tuple(a for a in attrs if a != sensitive)
+        unknown = [a for a in attrs if a not in qi]
+        if unknown or not attrs:
+            raise SpecError(
+                f"marginal {list(attrs)}: {', '.join(unknown) or 'no QI attribute'} not among the QI attributes {', '.join(qi)}"
+            )
+        out.append(Marginal(marginal_name(attrs, sensitive), attrs))
+    if len({m.name for m in out}) != len(out):
+        raise SpecError("the same marginal is listed twice")
+    return tuple(out)
+
+
+GNF_NOTE = {
+    "ok": None,
+    "note": "m-invariance (002 Theorems 3-4): checked as identical signatures, not as GNF",
+}
+
+
+def marginal_rules(marginals, sensitive: str) -> tuple[Rule, ...]:
+    """Each marginal enforces `its QI attributes -> sensitive`."""
+    return tuple(Rule(frozenset(mg.attributes), sensitive) for mg in marginals)
+
+
+def marginal_entry(stage: Path, mg: Marginal, sensitive: str, index: int, rows: int, groups: int, dictionaries: Mapping[str, Dictionary]) -> dict:  # fmt: skip
+    """A generalized table's entry; `domains` lists each QI attribute's labels in order
+    (a box's share of a query range counts domain points: readers need the ruler)."""
+    return table_entry(
+        stage, name=mg.name, kind="generalized", parts=("groups", "st"), attributes=[*mg.attributes, sensitive],
+        sensitive=sensitive, enforces=[index], rows=rows, groups=groups,
+        domains={a: list(dictionaries[a].labels) for a in mg.attributes},
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """The design's extra for the later steps: the QI the buckets are made on and the
+    marginals to publish."""
+
+    qi: tuple[str, ...]
+    marginals: tuple[Marginal, ...]
+
+
+def _qi(cfg, names) -> tuple[str, ...]:
+    s = cfg.marginals
+    qi = tuple(s.qi or [a for a in names if any(a in attrs for attrs in s.schemas)])
+    unknown = [a for a in qi if a not in names or a == s.sensitive]
+    if unknown:
+        others = ", ".join(a for a in names if a != s.sensitive)
+        raise SpecError(
+            f"marginals.qi: {', '.join(unknown)} not a QI attribute of the table ({others})"
+        )
+    return qi
+
+
+@dataclass(frozen=True)
+class MarginalsMethod:
+    """`marginals`: 002's m-invariant marginals with a private bucket store."""
+
+    name: str = "marginals"
+    privacy_model: str = "m-invariance"
+    needs_rules: bool = False
+    section: str | None = "marginals"
+    design_step: str = "check the marginals"
+    plan_step: str = "plan chunks"
+    run_step: str = "bucketize, decompose and write"
+
+    def design(self, cfg, engine, loaded) -> Design:
+        s, names = cfg.marginals, loaded.names
+        if s is None:
+            raise SpecError(
+                "method marginals needs a `marginals:` section with sensitive, schemas and state"
+            )
+        if s.sensitive not in names:
+            raise SpecError(
+                f"marginals.sensitive {s.sensitive!r} is not an attribute; the table has {', '.join(names)}"
+            )
+        qi = _qi(cfg, names)
+        marginals = _marginals(s.schemas, qi, s.sensitive)
+        check_store_location(Path(s.state), Path(cfg.output_path))
+        labels, counts = loaded.frequencies()[s.sensitive]
+        check_m_eligible_counts(labels, counts, int(cfg.privacy.m or 0), s.sensitive)
+        tables = tuple(
+            PublishedTable(
+                mg.name, (*mg.attributes, s.sensitive), s.sensitive, (i,), generalized=True
+            )
+            for i, mg in enumerate(marginals)
+        )
+        rules = marginal_rules(marginals, s.sensitive)
+        return Design(
+            rules, tables, GNF_NOTE, store_id=new_store_id(), detail=Chosen(qi, marginals)
+        )
+
+    def plan(self, cfg, engine, loaded, design) -> Plan:
+        s, qi = cfg.marginals, design.detail.qi
+        sharding, counts, plan = plan_marginal_chunks(
+            lambda sh: engine.shard_counts(loaded, [s.sensitive], sh), sizes_of(loaded), qi, s.sensitive,
+            cfg.privacy.m, s.chunk_rows,
+        )  # fmt: skip
+        return Plan(counts, plan, sharding)
+
+    def job(self, cfg, loaded, design, plan, stage, store) -> MarginalsJob:
+        s, chosen = cfg.marginals, design.detail
+        first = tuple(int(x) for x in plan.partitions.first_group)
+        return MarginalsJob(
+            str(stage), str(store), cfg.release_id, chosen.qi, s.sensitive, cfg.privacy.m, cfg.seed, s.tries,
+            s.blocks, chosen.marginals, first, dict(loaded.dictionaries), plan.detail,
+        )  # fmt: skip
+
+    def table_entries(self, stage, design, loaded, summary) -> list[dict]:
+        s = design.tables[0].sensitive
+        return [
+            marginal_entry(stage, mg, s, i, loaded.rows, int(summary.loc[summary["table"] == mg.name, "groups"].sum()), loaded.dictionaries)
+            for i, mg in enumerate(design.detail.marginals)
+        ]  # fmt: skip
+
+    def cost(self, cfg, design, plan, summary) -> dict:
+        s, one = cfg.marginals, summary.drop_duplicates("part")
+        return {
+            "chunks": plan.partitions.parts, "chunk_rows": s.chunk_rows, "subtables": int(one["subtables"].sum()),
+            "buckets": int(one["buckets"].sum()), "tries": s.tries, "blocks": s.blocks,
+        }  # fmt: skip
+
+    def store(self, cfg) -> Path:
+        return Path(cfg.marginals.state)
+
+    def record(self, cfg, design, loaded, store, manifest, target) -> None:
+        """store.json (DESIGN.md §9): what later `marginals add` and the private audit need."""
+        s, chosen = cfg.marginals, design.detail
+        published = [
+            {"release_id": manifest["release_id"], "release": str(target.resolve()), "table": mg.name, "attributes": list(mg.attributes)}
+            for mg in chosen.marginals
+        ]  # fmt: skip
+        write_store(store, {
+            "format": STORE_FORMAT, "store_id": design.store_id, "m": cfg.privacy.m, "seed": cfg.seed,
+            "qi": list(chosen.qi), "sensitive": s.sensitive, "domains": {a: list(loaded.dictionaries[a].labels) for a in loaded.names},
+            "source": manifest["source"], "published": published,
+        })  # fmt: skip
+        restrict(store)
+
+
+def _decompose_store(state: Path, mg: Marginal, sensitive: str, qi, dictionaries, stage: Path, links: Path) -> int:  # fmt: skip
+    """Every stored bucket file decomposed for `mg` and written; the number of groups."""
+    extents = {a: dictionaries[a].size - 1 for a in qi}
+    groups = 0
+    for p, f in enumerate(bucket_files(state)):
+        b = pq.read_table(f).to_pandas()
+        codes, s = b[list(mg.attributes)], b[sensitive].to_numpy(dtype=np.int64)
+        first = int(b[ROW].iloc[0]) if len(b) else 0
+        bucket = b[BUCKET].to_numpy(dtype=np.int64) - int(b[BUCKET].min())
+        g = decompose(codes, s, bucket, extents)
+        groups += write_marginal(stage, links, mg.name, codes, sensitive, b[sensitive].to_numpy(), g, first, b[ROW].to_numpy(), dictionaries, p)  # fmt: skip
+    return groups
+
+
+def add_marginal(
+    state: str | Path,
+    attributes,
+    output: str | Path,
+    release_id: str | None = None,
+    overwrite: bool = False,
+    step: Steps | None = None,
+) -> PublishResult:
+    """`vpub marginals add`: decompose the stored buckets for `attributes` and publish
+    them as a new release (the same signatures as every earlier marginal of the store)."""
+    step = step or Steps()
+    state = Path(state)
+    meta = read_store(state)
+    sensitive, qi = meta["sensitive"], tuple(meta["qi"])
+    (mg,) = _marginals([tuple(attributes)], qi, sensitive)
+    dictionaries = {a: Dictionary(a, tuple(v)) for a, v in meta["domains"].items()}
+    release_id = release_id or f"{mg.name}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}"
+    target = Path(output) / release_id
+    check_store_location(state, Path(output), new=False)
+    links_dir = group_dir(state, release_id, mg.name)
+    with (
+        staged_directory(target, overwrite) as stage,
+        staged_directory(links_dir, overwrite, private=True) as links,
+    ):
+        with step("decompose and write"):
+            groups = _decompose_store(state, mg, sensitive, qi, dictionaries, stage, links)
+        cfg = {
+            "state_id": meta["store_id"],
+            "attributes": list(mg.attributes),
+            "release_id": release_id,
+        }
+        manifest = header(
+            release_id=release_id, seed=meta["seed"], engine="inprocess", source=meta["source"],
+            privacy={"model": "m-invariance", "m": meta["m"]}, rules=[r.as_dict() for r in marginal_rules([mg], sensitive)],
+            method="marginals", method_cost={"added_from_store": True}, partitions=len(bucket_files(state)),
+            gnf=GNF_NOTE, config=cfg, store_id=meta["store_id"],
+        )  # fmt: skip
+        rows = int(meta["source"]["rows"])
+        manifest["tables"] = [marginal_entry(stage, mg, sensitive, 0, rows, groups, dictionaries)]
+        report = audit_and_commit(stage, manifest, step)
+    meta = read_store(state)
+    published = {"release_id": release_id, "release": str(target.resolve()), "table": mg.name, "attributes": list(mg.attributes)}  # fmt: skip
+    meta["published"].append(published)
+    write_store(state, meta)
+    restrict(state)
+    return PublishResult(target, manifest, report, dict(step.timings), None)

@@ -1,0 +1,108 @@
+"""Publishing a release (DESIGN.md §2, §4): the steps, once, top to bottom.
+
+`publish` is the one library call behind `vpub publish` and `jobs/publish.py`:
+1. resolve the method (publish/registry.py), the input and the target; refuse a
+   committed release (unless `overwrite`) or an unwritable output before any work;
+2. read and encode the input (engine), kept for the passes of this release;
+3. `method.design`: rules, tables, GNF verdicts (schema level);
+4. in a staging directory beside the target (and the method's private store, if it
+   keeps one): `method.plan` from one counting pass, `method.job` in every partition
+   (`engine.run_partitions`), every projection aggregated by the engine;
+5. the manifest (release/manifest.py), then the audit of the staged files; only if it
+   passes, `_SUCCESS` and the rename into place (release/commit.py).
+Any failure removes the staging directories; the target is left as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+
+from ..config import PublishConfig, resolve_table
+from ..engines.base import Engine, LoadedTable
+from ..errors import SpecError
+from ..kernels.partitioning import fingerprint
+from ..release.commit import Steps, audit_and_commit, check_target, staged_directory
+from ..release.layout import RESERVED, table_dir
+from ..release.manifest import header
+from .method import Design, Method, Plan, PublishResult, covered, source_entry
+from .registry import method_for
+
+Observer = Callable[[str], AbstractContextManager[object]]
+
+
+def publish(cfg: PublishConfig, engine: Engine, observer: Observer | None = None) -> PublishResult:
+    """Publish, audit and commit one release (see the module docstring)."""
+    method = method_for(cfg)
+    step = Steps(observer)
+    path, spec = resolve_table(cfg.input_path, cfg.table)
+    letter = "m" if method.privacy_model == "m-invariance" else "l"
+    cfg = replace(
+        cfg, release_id=cfg.release_id or f"{spec.name}-{cfg.method}-{letter}{cfg.l}-seed{cfg.seed}"
+    )
+    target = Path(cfg.output_path) / str(cfg.release_id)
+    check_target(target, cfg.overwrite)
+    reserved = [a for a in spec.names if a in RESERVED]
+    if reserved:
+        raise SpecError(
+            f"attribute names {', '.join(RESERVED)} are reserved for release columns; rename {', '.join(reserved)}"
+        )
+    with step("read and encode"):
+        loaded = engine.persist(engine.load(path, spec, cfg.input_format))
+    try:
+        with step(method.design_step):
+            design = method.design(cfg, engine, loaded)
+        return _staged(method, cfg, engine, loaded, design, target, step)
+    finally:
+        engine.unpersist(loaded)
+
+
+def _staged(method: Method, cfg: PublishConfig, engine: Engine, loaded: LoadedTable, design: Design, target: Path, step: Steps) -> PublishResult:  # fmt: skip
+    """Steps 4 and 5: everything is written into staging directories, then committed."""
+    with ExitStack() as stack:
+        stage = stack.enter_context(staged_directory(target, cfg.overwrite))
+        private = method.store(cfg)
+        store = stack.enter_context(staged_directory(private, private=True)) if private else None
+        with step(method.plan_step):
+            plan = method.plan(cfg, engine, loaded, design)
+            covered(plan, loaded)
+        with step(method.run_step):
+            summary = _write(method, cfg, engine, loaded, design, plan, stage, store)
+        manifest = _manifest(method, cfg, engine, loaded, design, plan, summary)
+        manifest["tables"] = method.table_entries(stage, design, loaded, summary)
+        report = audit_and_commit(stage, manifest, step)
+        if store is not None:
+            method.record(cfg, design, loaded, store, manifest, target)
+    return PublishResult(target, manifest, report, dict(step.timings), summary)
+
+
+def _write(method: Method, cfg: PublishConfig, engine: Engine, loaded: LoadedTable, design: Design, plan: Plan, stage: Path, store: Path | None) -> pd.DataFrame | None:  # fmt: skip
+    """Every partition through the method's job, then every projection."""
+    job = method.job(cfg, loaded, design, plan, stage, store)
+    summary = engine.run_partitions(loaded, plan.partitions, job) if job is not None else None
+    for t in design.projections:
+        engine.write_projection(loaded, t.attributes, table_dir(stage, t.name, "counts"))
+    return summary
+
+
+def _manifest(method: Method, cfg: PublishConfig, engine: Engine, loaded: LoadedTable, design: Design, plan: Plan, summary: pd.DataFrame | None) -> dict:  # fmt: skip
+    labels = {a: loaded.dictionaries[a].labels for a in loaded.names}
+    return header(
+        release_id=str(cfg.release_id),
+        seed=cfg.seed,
+        engine=engine.name,
+        source=source_entry(cfg, loaded, fingerprint(plan.counts, labels)),
+        privacy=cfg.privacy.as_dict(),
+        rules=[r.as_dict() for r in design.rules],
+        rules_dropped=design.dropped,
+        method=cfg.method,
+        method_cost=method.cost(cfg, design, plan, summary),
+        partitions=plan.partitions.parts,
+        gnf=design.gnf,
+        config=cfg.effective(),
+        store_id=design.store_id,
+    )

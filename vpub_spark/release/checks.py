@@ -1,0 +1,386 @@
+"""The audit's checks of one table, per table kind (DESIGN.md §4, §7), from the files alone.
+
+Each kind has a check of its parts (`<kind>_checks(rel, entry, table, l, rows, check)`;
+`l` is m for generalized marginals) and a comparison with the source
+(`<kind>_source(counts, table, check)`: the (columns, published value counts) pairs
+that must equal the source's, plus any check of its own). `release/kinds.py` puts them
+in the registry. They share no code with the writers or the kernels: pyarrow and
+pandas on the published files only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..model import PublishedTable
+from .layout import COUNT, GROUP
+from .reader import Release
+
+Checker = Callable[..., bool]  # check(name, ok, detail="") -> ok
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str = ""
+
+
+@dataclass
+class AuditReport:
+    release: str
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.checks) and all(c.ok for c in self.checks)
+
+    @property
+    def failures(self) -> list[Check]:
+        return [c for c in self.checks if not c.ok]
+
+    def as_dict(self) -> dict:
+        return {
+            "passed": self.passed,
+            "checks": len(self.checks),
+            "failures": [f"{c.name}: {c.detail}" for c in self.failures],
+        }
+
+
+def projection_checks(
+    rel: Release, entry: dict, t: PublishedTable, l: int, rows: int, check: Checker
+) -> None:
+    """An aggregated, duplicate-preserving projection: counts cover every row, no key twice."""
+    counts = rel.read(t.name, "counts")
+    columns(check, t.name, "counts", counts, [*t.attributes, COUNT])
+    total = pc.sum(counts[COUNT]).as_py() or 0
+    check(f"{t.name}: covers every row", total == rows, f"counts sum to {total} of {rows}")
+    distinct = counts.group_by(list(t.attributes)).aggregate([]).num_rows
+    check(
+        f"{t.name}: aggregated",
+        distinct == counts.num_rows and pc.min(counts[COUNT]).as_py() > 0,
+        f"{counts.num_rows} rows, {distinct} distinct",
+    )
+
+
+def anatomy_checks(
+    rel: Release, entry: dict, t: PublishedTable, l: int, rows: int, check: Checker
+) -> None:
+    """QIT and ST agree on the groups and their sizes; in every group no sensitive value
+    has a share above 1/l (Xiao & Tao's anatomy; 004 Definition 4)."""
+    s = str(t.sensitive)
+    qi = [a for a in t.attributes if a != s]
+    qit, st = rel.read(t.name, "qit"), rel.read(t.name, "st")
+    columns(check, t.name, "qit", qit, [GROUP, *qi])
+    columns(check, t.name, "st", st, [GROUP, s, COUNT])
+    check(
+        f"{t.name}: covers every row",
+        qit.num_rows == rows,
+        f"QIT has {qit.num_rows} rows of {rows}",
+    )
+    sizes = qit.group_by(GROUP).aggregate([([], "count_all")]).rename_columns([GROUP, "qit_size"])
+    cells = st.group_by([GROUP, s]).aggregate([(COUNT, "sum")])
+    per_group = cells.group_by(GROUP).aggregate(
+        [(f"{COUNT}_sum", "sum"), (f"{COUNT}_sum", "max"), (f"{COUNT}_sum", "min")]
+    )
+    per_group = per_group.rename_columns([GROUP, "st_size", "top", "least"])
+    joined = sizes.join(per_group, GROUP, join_type="full outer")
+    both = joined.num_rows == sizes.num_rows == per_group.num_rows
+    check(
+        f"{t.name}: same groups in QIT and ST",
+        both,
+        f"{sizes.num_rows} groups in QIT, {per_group.num_rows} in ST",
+    )
+    if not both:
+        return
+    size, st_size = joined["qit_size"].to_numpy(), joined["st_size"].to_numpy()
+    top, least = joined["top"].to_numpy(), joined["least"].to_numpy()
+    check(
+        f"{t.name}: group sizes agree",
+        (size == st_size).all(),
+        f"{int((size != st_size).sum())} groups differ",
+    )
+    check(f"{t.name}: ST counts positive", least.min() > 0, f"smallest count {least.min()}")
+    share = top / np.maximum(st_size, 1)
+    worst = int(np.argmax(share))
+    check(
+        f"{t.name}: {l}-diverse",
+        (top * l <= st_size).all(),
+        f"{sizes.num_rows} groups; largest share {share[worst]:.3f} (group {joined[GROUP][worst].as_py()}), limit 1/{l} = {1 / l:.3f}",
+    )
+
+
+def generalized_checks(
+    rel: Release, entry: dict, t: PublishedTable, m: int, rows: int, check: Checker
+) -> None:
+    """A marginal of the m-invariant publisher (002): GROUPS and ST agree on the groups and
+    their sizes, every group is m-unique (at least m sensitive values, each once) and
+    every box is an interval of the attribute's published domain (min <= max)."""
+    s = str(t.sensitive)
+    qi = [a for a in t.attributes if a != s]
+    groups, st = rel.read(t.name, "groups"), rel.read(t.name, "st")
+    columns(
+        check,
+        t.name,
+        "groups",
+        groups,
+        [GROUP, *[f"{a}_{e}" for a in qi for e in ("min", "max")], "size"],
+    )
+    columns(check, t.name, "st", st, [GROUP, s, COUNT])
+    g = groups.to_pandas()
+    per = (
+        st.group_by(GROUP)
+        .aggregate([(COUNT, "sum"), (COUNT, "max"), (s, "count_distinct")])
+        .to_pandas()
+    )
+    per = per.rename(
+        columns={f"{COUNT}_sum": "st_size", f"{COUNT}_max": "top", f"{s}_count_distinct": "values"}
+    )
+    joined = g.merge(per, on=GROUP, how="outer")
+    both = len(joined) == len(g) == len(per) and g[GROUP].is_unique
+    check(
+        f"{t.name}: same groups in GROUPS and ST",
+        both,
+        f"{len(g)} groups in GROUPS, {len(per)} in ST",
+    )
+    if not both:
+        return
+    check(
+        f"{t.name}: covers every row",
+        int(g["size"].sum()) == rows,
+        f"group sizes sum to {int(g['size'].sum())} of {rows}",
+    )
+    check(
+        f"{t.name}: group sizes agree",
+        (joined["size"] == joined["st_size"]).all(),
+        f"{int((joined['size'] != joined['st_size']).sum())} groups differ",
+    )
+    unique = (
+        (joined["top"] == 1) & (joined["values"] == joined["st_size"]) & (joined["values"] >= m)
+    )
+    worst = joined.loc[~unique, GROUP].head(3).tolist()
+    check(
+        f"{t.name}: {m}-unique",
+        unique.all(),
+        f"{len(joined)} groups, each with >= {m} distinct sensitive values, once each"
+        if unique.all()
+        else f"{int((~unique).sum())} groups are not, e.g. {worst}",
+    )
+    _box_checks(t.name, g, qi, entry.get("domains") or {}, check)
+
+
+def _box_checks(name: str, g: pd.DataFrame, qi: list[str], domains: dict, check: Checker) -> None:
+    """Every box of a generalized table is an interval of the attribute's listed domain."""
+    for a in qi:
+        if a not in domains:
+            check(f"{name}: domain of {a}", False, "the manifest lists no domain")
+            continue
+        pos = {v: i for i, v in enumerate(domains[a])}
+        lo, hi = g[f"{a}_min"].astype(str).map(pos), g[f"{a}_max"].astype(str).map(pos)
+        ok = lo.notna().all() and hi.notna().all() and (lo <= hi).all()
+        check(
+            f"{name}: boxes on {a}",
+            ok,
+            "every box an interval of the domain"
+            if ok
+            else "a box end is not a domain value or min > max",
+        )
+
+
+def multi_sa_checks(
+    rel: Release, entry: dict, t: PublishedTable, l: int, rows: int, check: Checker
+) -> None:
+    """000 Appendix B: in every published group, for every sensitive attribute A_i, every
+    combination v of the other sensitive attributes and every value a of A_i,
+    l * count(a, v) <= count(v). Suppressed groups: one ST row, every sensitive value null."""
+    sa = list(t.sensitive_set)
+    qi = [a for a in t.attributes if a not in sa]
+    qit, st = rel.read(t.name, "qit"), rel.read(t.name, "st")
+    columns(check, t.name, "qit", qit, [GROUP, *qi])
+    check(
+        f"{t.name}/st: columns",
+        sorted(st.column_names) == sorted([GROUP, *sa, COUNT]),
+        f"{st.column_names}",
+    )
+    check(
+        f"{t.name}: covers every row",
+        qit.num_rows == rows,
+        f"QIT has {qit.num_rows} rows of {rows}",
+    )
+    frame = st.to_pandas()
+    for a in sa:
+        frame[a] = frame[a].astype(object)
+    nulls = frame[sa].isna()
+    suppressed = nulls.all(axis=1)
+    check(
+        f"{t.name}: suppression hides every sensitive value",
+        (nulls.any(axis=1) == suppressed).all(),
+        f"{int((nulls.any(axis=1) & ~suppressed).sum())} ST rows partly null",
+    )
+    sizes = (
+        qit.group_by(GROUP).aggregate([([], "count_all")]).to_pandas().set_index(GROUP)["count_all"]
+    )
+    st_sizes = frame.groupby(GROUP)[COUNT].sum()
+    same = sizes.sort_index().index.equals(st_sizes.sort_index().index)
+    check(
+        f"{t.name}: same groups in QIT and ST",
+        same,
+        f"{len(sizes)} groups in QIT, {len(st_sizes)} in ST",
+    )
+    if not same:
+        return
+    check(
+        f"{t.name}: group sizes agree",
+        (sizes.sort_index() == st_sizes.sort_index()).all(),
+        "per group, QIT rows = ST counts",
+    )
+    check(
+        f"{t.name}: ST counts positive",
+        (frame[COUNT] > 0).all(),
+        f"smallest count {frame[COUNT].min()}",
+    )
+    _suppression_checks(t.name, entry, frame, suppressed, check)
+    _diversity_check(t.name, frame.loc[~suppressed], sa, l, check)
+
+
+def _diversity_check(name: str, shown: pd.DataFrame, sa: list[str], l: int, check: Checker) -> None:
+    """l * count(a, v) <= count(v) in every group, for every SA attribute's value a and
+    combination v of the others (000 Appendix B), over the published ST rows."""
+    cells = shown.groupby([GROUP, *sa], sort=False)[COUNT].sum().reset_index()
+    worst, where, bad = 0.0, "", 0
+    for a in sa:
+        others = [b for b in sa if b != a]
+        total = (
+            cells.groupby([GROUP, *others], sort=False)[COUNT].transform("sum")
+            if others
+            else cells.groupby(GROUP)[COUNT].transform("sum")
+        )
+        bad += int((l * cells[COUNT] > total).sum())
+        share = (cells[COUNT] / total).to_numpy()
+        if len(share) and share.max() > worst:
+            i = int(np.argmax(share))
+            worst, where = float(share[i]), f"{a} in group {cells[GROUP].iloc[i]}"
+    check(
+        f"{name}: multi-SA {l}-diverse",
+        bad == 0,
+        f"{cells[GROUP].nunique()} groups; largest share of one value given the other sensitive values {worst:.3f} ({where}), limit 1/{l}",
+    )
+
+
+def _suppression_checks(name: str, entry: dict, frame: pd.DataFrame, suppressed: pd.Series, check: Checker) -> None:  # fmt: skip
+    """A suppressed group has exactly one ST row; the manifest counts its rows."""
+    sup_groups = frame.loc[suppressed, GROUP]
+    one_row = frame[GROUP].isin(sup_groups).sum() == len(sup_groups) and sup_groups.is_unique
+    sup_rows = int(frame.loc[suppressed, COUNT].sum())
+    check(
+        f"{name}: suppressed groups",
+        one_row,
+        f"{len(sup_groups)} groups, {sup_rows} rows, one null ST row each",
+    )
+    check(
+        f"{name}: suppressed rows as recorded",
+        entry.get("suppressed_rows") == sup_rows,
+        f"manifest {entry.get('suppressed_rows')}, files {sup_rows}",
+    )
+
+
+@dataclass(frozen=True)
+class SourceCounts:
+    """Value counts for the source comparison: `source(cols)` of the source rows,
+    `release(table, part, cols, weight)` of a published part (weighted by `count`)."""
+
+    rel: Release
+    source: Callable[[list[str]], pd.DataFrame]
+
+    def release(
+        self,
+        table: str,
+        part: str,
+        cols: list[str],
+        weight: str | None = None,
+        drop_null: bool = False,
+    ) -> pd.DataFrame:
+        data = self.rel.read(table, part, [*cols, weight] if weight else cols)
+        if drop_null:
+            data = data.drop_null()
+        spec: list = [(weight, "sum")] if weight else [([], "count_all")]
+        agg = data.group_by(cols).aggregate(spec)
+        return labels(agg.rename_columns([*cols, COUNT]).to_pandas())
+
+
+Pairs = list[tuple[list[str], pd.DataFrame]]
+
+
+def projection_source(counts: SourceCounts, t: PublishedTable, check: Checker) -> Pairs:
+    return [(list(t.attributes), counts.release(t.name, "counts", list(t.attributes), COUNT))]
+
+
+def anatomy_source(counts: SourceCounts, t: PublishedTable, check: Checker) -> Pairs:
+    qi = [a for a in t.attributes if a != t.sensitive]
+    s = [str(t.sensitive)]
+    return [(qi, counts.release(t.name, "qit", qi)), (s, counts.release(t.name, "st", s, COUNT))]
+
+
+def generalized_source(counts: SourceCounts, t: PublishedTable, check: Checker) -> Pairs:
+    """Boxes hide QI values; the sensitive multiset must be the source's."""
+    s = [str(t.sensitive)]
+    return [(s, counts.release(t.name, "st", s, COUNT))]
+
+
+def multi_sa_source(counts: SourceCounts, t: PublishedTable, check: Checker) -> Pairs:
+    """The QI multiset is the source's; no sensitive combination is published more often
+    than the source has it (suppressed groups publish none)."""
+    sa = list(t.sensitive_set)
+    qi = [a for a in t.attributes if a not in sa]
+    published = counts.release(t.name, "st", sa, COUNT, drop_null=True)
+    merged = published.merge(counts.source(sa), on=sa, how="left", suffixes=("", "_source")).fillna(
+        0
+    )
+    invented = merged[merged[COUNT] > merged[f"{COUNT}_source"]]
+    check(
+        f"{t.name}: ({', '.join(sa)}) within the source",
+        invented.empty,
+        "every published combination occurs as often in the source"
+        if invented.empty
+        else f"{len(invented)} combinations published more often than the source has them",
+    )
+    return [(qi, counts.release(t.name, "qit", qi))] if qi else []
+
+
+def columns(check: Checker, table: str, part: str, data: pa.Table, expected: list[str]) -> None:
+    names = data.column_names
+    check(
+        f"{table}/{part}: columns",
+        sorted(names) == sorted(expected),
+        f"{names}, expected {expected}",
+    )
+    nulls = [n for n in names if data[n].null_count]
+    check(f"{table}/{part}: no missing values", not nulls, f"nulls in {nulls}" if nulls else "none")
+
+
+def labels(frame: pd.DataFrame) -> pd.DataFrame:
+    """A value-count frame in a canonical form: string labels, sorted rows."""
+    cols = [c for c in frame.columns if c != COUNT]
+    out = frame.astype({c: str for c in cols}).astype({COUNT: np.int64})
+    return out.sort_values(cols, kind="stable").reset_index(drop=True)
+
+
+def difference(published: pd.DataFrame, expected: pd.DataFrame) -> str:
+    cols = [c for c in expected.columns if c != COUNT]
+    merged = published.merge(
+        expected, on=cols, how="outer", suffixes=("_release", "_source")
+    ).fillna(0)
+    diff = merged[merged[f"{COUNT}_release"] != merged[f"{COUNT}_source"]]
+    row = diff.iloc[0] if len(diff) else None
+    example = (
+        ""
+        if row is None
+        else f"; e.g. {dict(row[cols])}: release {int(row[f'{COUNT}_release'])}, source {int(row[f'{COUNT}_source'])}"
+    )
+    return f"{len(diff)} value combinations differ{example}"

@@ -1,0 +1,137 @@
+"""Committing a release (DESIGN.md §4): write-then-rename, so an output directory
+appears complete or not at all, and `audit_and_commit`, the last step of every publisher.
+
+A run stages into a hidden sibling `.<name>.staging-<id>` holding an `owner` file
+(host and process id). A driver killed outright cannot clean up; the next run for the
+same target removes the staging directories whose owner is a process of this host
+that no longer exists (another host's are left alone: we cannot tell if it lives)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+
+from ..errors import PrivacyError, VpubError
+from .audit import AuditReport, audit_release
+from .layout import MANIFEST, SUCCESS
+
+
+def check_target(target: Path, overwrite: bool) -> None:
+    if target.exists() and any(target.iterdir()) and not overwrite:
+        raise VpubError(f"{target} already exists and is not empty; pass --overwrite to replace it")
+    parent = target.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise VpubError(f"cannot create the output directory {parent}: {e.strerror}") from None
+    if not os.access(parent, os.W_OK):
+        raise VpubError(f"cannot write to {parent}: permission denied")
+
+
+OWNER = ".owner"
+
+
+def remove_stale_stages(target: Path) -> list[Path]:
+    """Remove staging directories of `target` left by dead processes of this host."""
+    removed = []
+    for stage in target.parent.glob(f".{target.name}.staging-*"):
+        try:
+            host, pid = (stage / OWNER).read_text().split()
+        except (OSError, ValueError):
+            continue
+        if host == socket.gethostname() and not _alive(int(pid)):
+            shutil.rmtree(stage, ignore_errors=True)
+            removed.append(stage)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextmanager
+def staged_directory(
+    target: str | Path, overwrite: bool = False, private: bool = False
+) -> Iterator[Path]:
+    """Yield a fresh staging directory beside `target`; on success rename it into place,
+    on any failure delete it and leave `target` untouched. `private`: owner-only
+    permissions (DESIGN.md §9), set before anything is written into it."""
+    target = Path(target)
+    check_target(target, overwrite)
+    remove_stale_stages(target)
+    stage = target.parent / f".{target.name}.staging-{uuid.uuid4().hex[:8]}"
+    try:
+        stage.mkdir(mode=0o700 if private else 0o777)
+        if private:
+            stage.chmod(0o700)  # mkdir's mode is filtered by the umask
+        (stage / OWNER).write_text(f"{socket.gethostname()} {os.getpid()}\n")
+        yield stage
+        (stage / OWNER).unlink()
+        if target.exists():
+            old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
+            target.rename(old)
+            stage.rename(target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            stage.rename(target)
+    finally:
+        if stage.exists():
+            shutil.rmtree(stage, ignore_errors=True)
+
+
+class Steps:
+    """Times named steps and tells an optional observer (the CLI's progress display);
+    the timings go into the manifest."""
+
+    def __init__(self, observer: Callable[[str], AbstractContextManager[object]] | None = None):
+        self.observer = observer
+        self.timings: dict[str, float] = {}
+        self.started = time.perf_counter()
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        if self.observer is not None:
+            with self.observer(name):
+                yield
+        else:
+            yield
+        self.timings[name] = time.perf_counter() - t0
+
+
+def write_manifest(stage: Path, manifest: dict) -> None:
+    tmp = stage / f".{MANIFEST}.tmp"
+    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
+    tmp.replace(stage / MANIFEST)
+
+
+def audit_and_commit(stage: Path, manifest: dict, step: Steps) -> AuditReport:
+    """Write the manifest, audit the staged files, record the audit and the timings, and
+    mark the stage complete (`_SUCCESS`); a failed audit raises and commits nothing."""
+    write_manifest(stage, manifest)
+    with step("audit"):
+        report = audit_release(stage, require_committed=False)
+    if not report.passed:
+        failures = "; ".join(report.as_dict()["failures"][:5])
+        raise PrivacyError(
+            f"the audit of the staged release failed, nothing was committed: {failures}"
+        )
+    manifest["audit"] = report.as_dict()
+    total = round(time.perf_counter() - step.started, 3)
+    manifest["timings_s"] = {k: round(v, 3) for k, v in step.timings.items()} | {"total": total}
+    write_manifest(stage, manifest)
+    (stage / SUCCESS).write_text("")
+    return report

@@ -1,0 +1,81 @@
+"""The registry of table kinds (DESIGN.md §2, §4): per kind, its parts, its audit
+checks, its comparison with the source and its estimate model.
+
+A new kind is one entry here (plus its checks in `release/checks.py` and its model in
+`utility/`); nothing else dispatches on a kind's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ..errors import DataError
+from ..model import PublishedTable
+from ..utility.generalized import GeneralizedModel
+from ..utility.models import AnatomyModel, EstimateModel, ProjectionModel
+from ..utility.multi_sa import MultiSaModel
+from . import checks
+from .checks import Checker, Pairs, SourceCounts
+from .reader import Release
+
+TableCheck = Callable[[Release, dict, PublishedTable, int, int, Checker], None]
+SourceCheck = Callable[[SourceCounts, PublishedTable, Checker], Pairs]
+ModelBuilder = Callable[[dict, Mapping[str, pd.DataFrame], Mapping], EstimateModel]
+
+
+@dataclass(frozen=True)
+class TableKind:
+    """`parts`: the part directories of a table of this kind; `check(rel, entry, table,
+    l, rows, check)`: the audit of its files; `source(counts, table, check)`: the value
+    counts that must equal the source's; `model(entry, parts, domains)`: its estimate
+    model from its parts (labels) and the release's domains."""
+
+    name: str
+    parts: tuple[str, ...]
+    check: TableCheck
+    source: SourceCheck
+    model: ModelBuilder
+
+
+KINDS: dict[str, TableKind] = {
+    k.name: k
+    for k in (
+        TableKind(
+            "anatomy",
+            ("qit", "st"),
+            checks.anatomy_checks,
+            checks.anatomy_source,
+            AnatomyModel.from_parts,
+        ),
+        TableKind(
+            "projection",
+            ("counts",),
+            checks.projection_checks,
+            checks.projection_source,
+            ProjectionModel.from_parts,
+        ),
+        TableKind(
+            "multi_sa",
+            ("qit", "st"),
+            checks.multi_sa_checks,
+            checks.multi_sa_source,
+            MultiSaModel.from_parts,
+        ),
+        TableKind(
+            "generalized",
+            ("groups", "st"),
+            checks.generalized_checks,
+            checks.generalized_source,
+            GeneralizedModel.from_parts,
+        ),
+    )
+}
+
+
+def table_kind(name: str) -> TableKind:
+    if name not in KINDS:
+        raise DataError(f"unknown table kind {name!r}; this version reads {', '.join(KINDS)}")
+    return KINDS[name]

@@ -1,0 +1,31 @@
+"""The release format's names (DESIGN.md §4): version, files, reserved columns, paths.
+
+```
+<output>/<release_id>/
+  manifest.json
+  tables/<table>/<part>/part-<p>.parquet
+  _SUCCESS                     written last, only after the audit passed
+```
+Every module that reads or writes a release takes its names from here; this module
+imports nothing of the package.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+FORMAT_VERSION = 1
+MANIFEST, SUCCESS = "manifest.json", "_SUCCESS"
+GROUP, COUNT, SIZE = "group_id", "count", "size"
+RESERVED = (GROUP, COUNT)  # no source attribute may carry these names
+
+
+def table_dir(root: str | Path, table: str, part: str) -> Path:
+    """`<root>/tables/<table>/<part>`: the directory of one part of one table."""
+    return Path(root) / "tables" / table / part
+
+
+def part_file(part: int) -> str:
+    """The file a partition writes: its name depends on the partition only, so a retried
+    or speculative task rewrites the same file."""
+    return f"part-{part:05d}.parquet"

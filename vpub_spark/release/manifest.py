@@ -1,0 +1,88 @@
+"""The manifest (DESIGN.md §4): one header builder and one table-entry builder for
+every publisher, so every release carries the same fields in the same order."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from .. import __version__
+from .layout import FORMAT_VERSION, table_dir
+
+
+def header(
+    *,
+    release_id: str,
+    seed: int,
+    engine: str,
+    source: dict,
+    privacy: dict,
+    rules: list[dict],
+    method: str,
+    method_cost: dict | None,
+    partitions: int,
+    gnf: dict,
+    config: dict,
+    rules_dropped: Sequence[dict] = (),
+    store_id: str | None = None,
+) -> dict:
+    """Everything but the tables; `audit` is filled in when the audit has passed."""
+    out: dict[str, Any] = {
+        "format_version": FORMAT_VERSION,
+        "release_id": release_id,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "software_version": __version__,
+        "seed": seed,
+        "engine": engine,
+        "source": source,
+        "privacy": privacy,
+        "rules": rules,
+        "rules_dropped": list(rules_dropped),
+        "method": method,
+        "method_cost": method_cost,
+        "partitions": partitions,
+    }
+    if store_id is not None:  # a private store, named only by its opaque id (DESIGN.md §9)
+        out["store"] = {"store_id": store_id}
+    return out | {"tables": [], "gnf": gnf, "config": config, "audit": None}
+
+
+def part_entries(stage: Path, table: str, parts: Sequence[str]) -> dict[str, dict]:
+    """Per part: its path in the release, its number of files and of rows."""
+    out = {}
+    for part in parts:
+        d = table_dir(stage, table, part)
+        files = sorted(d.glob("*.parquet"))
+        rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+        out[part] = {"path": str(d.relative_to(stage)), "files": len(files), "rows": rows}
+    return out
+
+
+def table_entry(
+    stage: Path,
+    *,
+    name: str,
+    kind: str,
+    parts: Sequence[str],
+    attributes: Sequence[str],
+    sensitive: str | Sequence[str] | None,
+    enforces: Sequence[int],
+    rows: int,
+    **extra: Any,
+) -> dict:
+    """One table of the manifest; `extra` adds the kind's own fields (groups, domains, ...)."""
+    return {
+        "name": name,
+        "kind": kind,
+        "attributes": list(attributes),
+        "sensitive": sensitive
+        if sensitive is None or isinstance(sensitive, str)
+        else list(sensitive),
+        "enforces": list(enforces),
+        "rows": rows,
+        "parts": part_entries(stage, name, parts),
+    } | extra

@@ -1,0 +1,84 @@
+"""The private bucket store of the marginal publisher (002 §3; 004 Lemma 4; DESIGN.md §9).
+
+A store is a directory with owner-only permissions, never inside a release and never
+inside the publication's output root:
+- `store.json`: an opaque `store_id`, m, the seed, the QI attributes, the sensitive
+  attribute, every attribute's domain (labels in code order), the source's row count
+  and fingerprint, and `published`: every marginal made from the store (release id,
+  release path, table, attributes);
+- `buckets/part-<p>.parquet`: one row per tuple: `row` (a stable id), the QI and
+  sensitive codes, `sub` (its 002 sub-table) and `bucket`;
+- `groups/<release_id>/<table>/part-<p>.parquet`: `row`, `group_id`: which published
+  group of that marginal holds the tuple (what the private audit re-checks).
+Releases name the store only by its `store_id`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+
+from ..errors import SpecError, VpubError
+
+STORE_FILE, BUCKETS, GROUPS = "store.json", "buckets", "groups"
+ROW, SUB, BUCKET = "row", "sub", "bucket"
+STORE_FORMAT = 1
+
+
+def check_store_location(state: Path, output: Path, new: bool = True) -> None:
+    """A store must not lie inside the (public) output root; a `new` one must not exist yet."""
+    state, output = state.resolve(), output.resolve()
+    if state == output or output in state.parents:
+        raise SpecError(
+            f"the private store must not be inside the output directory ({output.name}); put it elsewhere"
+        )
+    if new and (state / STORE_FILE).exists():
+        raise VpubError(
+            f"{state.name} is already a bucket store; add marginals to it with `vpub marginals add --state ...`"
+        )
+
+
+def new_store_id() -> str:
+    return uuid.uuid4().hex
+
+
+def read_store(state: str | Path) -> dict:
+    p = Path(state) / STORE_FILE
+    if not p.is_file():
+        raise VpubError(
+            f"{Path(state).name}: no {STORE_FILE}; not a bucket store (made by `vpub publish` with method marginals)"
+        )
+    meta = json.loads(p.read_text())
+    if meta.get("format") != STORE_FORMAT:
+        raise VpubError(
+            f"{p.name}: store format {meta.get('format')}, this version reads {STORE_FORMAT}"
+        )
+    return meta
+
+
+def write_store(state: str | Path, meta: dict) -> None:
+    """Write store.json atomically, owner-only."""
+    p = Path(state) / STORE_FILE
+    tmp = p.with_name(f".{STORE_FILE}.{uuid.uuid4().hex[:8]}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(json.dumps(meta, indent=2) + "\n")
+    os.replace(tmp, p)
+
+
+def bucket_files(state: str | Path) -> list[Path]:
+    return sorted((Path(state) / BUCKETS).glob("part-*.parquet"))
+
+
+def group_dir(state: str | Path, release_id: str, table: str) -> Path:
+    return Path(state) / GROUPS / release_id / table
+
+
+def restrict(state: str | Path) -> None:
+    """Owner-only permissions on every file and directory of the store."""
+    for root, _dirs, files in os.walk(state):
+        os.chmod(root, 0o700)
+        for f in files:
+            os.chmod(os.path.join(root, f), 0o600)

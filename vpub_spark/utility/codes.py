@@ -1,0 +1,72 @@
+"""Code space for estimates: a release's labels as integer codes, and query masks.
+
+Each attribute's domain is the set of labels the release itself shows (every table
+covers every row, so every value present appears), ordered numerically when all labels
+are numbers, else as strings; a generalized marginal's QI domains are the ones its
+manifest entry lists (DESIGN.md §4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+Query = Mapping[str, frozenset[int]]
+EST = "__est"
+
+
+def sort_labels(labels: Iterable[object]) -> list[str]:
+    out = sorted({str(v) for v in labels})
+    try:
+        return sorted(out, key=float)
+    except ValueError:
+        return out
+
+
+def shown_labels(frame: pd.DataFrame, columns: Iterable[str]) -> dict[str, set]:
+    """The labels `frame` shows in each of `columns` (nulls are not labels)."""
+    out: dict[str, set] = {}
+    for a in columns:
+        col = frame[a]
+        out[a] = set(
+            col.cat.categories
+            if isinstance(col.dtype, pd.CategoricalDtype)
+            else col.dropna().unique()
+        )
+    return out
+
+
+def to_codes(frame: pd.DataFrame, domains: Mapping[str, Sequence[str]]) -> pd.DataFrame:
+    """Labels -> codes of `domains` (-1 for a label outside the domain or null)."""
+    out = frame.copy()
+    for a in frame.columns:
+        if a in domains:
+            labels = frame[a].astype(str).where(frame[a].notna(), None)  # null (suppressed) -> -1
+            out[a] = pd.Categorical(labels, categories=list(domains[a])).codes.astype(np.int32)
+    return out
+
+
+def source_codes(loaded, domains: Mapping[str, Sequence[str]]) -> pd.DataFrame:
+    """A loaded source table (its own codes) recoded into a release's code space."""
+    out = {}
+    for a in loaded.names:
+        lookup = pd.Categorical(
+            list(loaded.dictionaries[a].labels), categories=list(domains[a])
+        ).codes.astype(np.int32)
+        out[a] = lookup[loaded.data[a].to_numpy()]
+    return pd.DataFrame(out)
+
+
+def mask(frame: pd.DataFrame, query: Query) -> np.ndarray:
+    """Rows meeting every condition on `frame`'s columns (a lookup table per attribute:
+    no hashing, one gather per condition)."""
+    m = np.ones(len(frame), dtype=bool)
+    for a, values in query.items():
+        if a in frame.columns:
+            col = frame[a].to_numpy()
+            lut = np.zeros(max(int(col.max(initial=0)), max(values, default=0)) + 1, dtype=bool)
+            lut[list(values)] = True
+            m &= lut[col]
+    return m

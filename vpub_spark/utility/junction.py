@@ -1,0 +1,71 @@
+"""A release as a decomposable model (000 §5.1; DESIGN.md §6; ALGORITHMS.md §7).
+
+The tables are the cliques of a junction tree (maximum spanning tree on the sizes of
+their intersections, networkx); the estimate of a full row is
+p~(x) = prod_T p~_T(x_T) / prod_separators p~_S(x_S), each separator's marginal taken
+from its own clique (ALGORITHMS.md §7). Attributes no table publishes are uniform.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+
+from .models import EstimateModel
+
+
+def junction_tree(
+    cliques: Sequence[Sequence[str]],
+) -> list[tuple[int, int | None, tuple[str, ...]]]:
+    """(model index, parent index, separator) in breadth-first order of a maximum spanning
+    tree on intersection sizes; a separator is the clique's intersection with its
+    parent, which for a decomposable schema is its intersection with all before it."""
+    g = nx.Graph()
+    g.add_nodes_from(range(len(cliques)))
+    for i in range(len(cliques)):
+        for j in range(i + 1, len(cliques)):
+            w = len(set(cliques[i]) & set(cliques[j]))
+            if w:
+                g.add_edge(i, j, weight=w)
+    tree = nx.maximum_spanning_tree(g)
+    order: list[tuple[int, int | None, tuple[str, ...]]] = []
+    seen: set[int] = set()
+    for root in range(len(cliques)):
+        if root in seen:
+            continue
+        order.append((root, None, ()))
+        seen.add(root)
+        for parent, node in nx.bfs_edges(tree, root):
+            up = set(cliques[parent])
+            order.append((node, parent, tuple(a for a in cliques[node] if a in up)))
+            seen.add(node)
+    return order
+
+
+def estimate_rows(
+    models: Sequence[EstimateModel],
+    rows: pd.DataFrame,
+    n: int,
+    domains: Mapping[str, Sequence[Any]],
+) -> np.ndarray:
+    """p~(x) for each row of `rows` (codes of every attribute)."""
+    log_p = np.zeros(len(rows))
+    zero = np.zeros(len(rows), dtype=bool)  # a clique marginal of 0: p~ = 0 (and 0/0 := 0)
+    covered: set[str] = set()
+    for i, _, sep in junction_tree([m.attributes for m in models]):
+        m = models[i]
+        clique = m.marginal(rows[list(m.attributes)])
+        zero |= clique == 0
+        log_p += np.log(np.where(clique > 0, clique, 1.0) / n)
+        if sep:
+            s = m.marginal(rows[list(sep)])
+            log_p -= np.log(np.where(s > 0, s, 1.0) / n)
+        covered |= set(m.attributes)
+    for a in rows.columns:
+        if a not in covered:  # unpublished: uniform over its domain
+            log_p -= np.log(len(domains[a]))
+    return np.where(zero, 0.0, np.exp(log_p))

@@ -1,0 +1,194 @@
+"""One estimate model per table kind, behind one protocol (000 §5.1; DESIGN.md §6).
+
+A model is one published table in code space (`utility/codes.py`) and answers three
+questions: `marginal(keys)`, its estimated count at each row of `keys` (codes of some
+of its attributes; what KL and the junction-tree estimate use); `count(query)`, its
+estimated COUNT(*) of a query's conditions on its attributes; and `joint`, its whole
+estimated distribution (for message passing over overlapping tables).
+- `ProjectionModel`: an aggregated projection gives its counts.
+- `AnatomyModel`: for any subset A of its attributes (QI part Q_A, maybe S),
+  est_A(x) = sum_g n_g(x_{Q_A}) * (c_g(x_S) / |g| if S in A else 1): QI values and the
+  sensitive value are independent inside a group.
+- `MultiSaModel` (utility/multi_sa.py) and `GeneralizedModel` (utility/generalized.py).
+`release/kinds.py` names each kind's model; `utility/release_models.py` builds a
+release's models from its files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Protocol
+
+import numpy as np
+import pandas as pd
+
+from ..release.layout import COUNT, GROUP
+from .codes import EST, Query, mask, to_codes
+
+
+class EstimateModel(Protocol):
+    """What the estimators (KL, queries, GD's scorer) ask of a published table."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def attributes(self) -> tuple[str, ...]: ...
+
+    @property
+    def view(self) -> bool:
+        """True for a view of the whole table (a generalized marginal, 002): queries go
+        to the smallest view holding their attributes. False for the tables of a
+        decomposition (GNF), combined by the junction tree."""
+        ...
+
+    def rows(self) -> int: ...
+
+    def marginal(self, keys: pd.DataFrame) -> np.ndarray: ...
+
+    def count(self, query: Query) -> float: ...
+
+    @property
+    def joint(self) -> pd.DataFrame: ...
+
+
+def _at(keys: pd.DataFrame, est: pd.DataFrame, cols: list[str]) -> np.ndarray:
+    """`est`'s EST at every row of `keys` (0 where it has none)."""
+    return keys.merge(est, on=cols, how="left")[EST].fillna(0.0).to_numpy(float)
+
+
+def _summed(values: pd.Series, frame: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    return values.groupby([frame[c] for c in cols], sort=False).sum().rename(EST).reset_index()
+
+
+@dataclass(frozen=True)
+class ProjectionModel:
+    """An aggregated projection: `counts` (codes + count)."""
+
+    name: str
+    attributes: tuple[str, ...]
+    counts: pd.DataFrame
+    view = False
+
+    def rows(self) -> int:
+        return int(self.counts[COUNT].sum())
+
+    def marginal(self, keys: pd.DataFrame) -> np.ndarray:
+        cols = list(keys.columns)
+        if not cols:
+            return np.full(len(keys), float(self.rows()))
+        return _at(
+            keys, self.counts.groupby(cols, sort=False)[COUNT].sum().rename(EST).reset_index(), cols
+        )
+
+    def count(self, query: Query) -> float:
+        return float(self.counts.loc[mask(self.counts, query), COUNT].sum())
+
+    @cached_property
+    def joint(self) -> pd.DataFrame:
+        cols = list(self.attributes)
+        return self.counts.groupby(cols, sort=False)[COUNT].sum().rename(EST).reset_index()
+
+    @classmethod
+    def from_parts(cls, entry: dict, parts: Mapping[str, pd.DataFrame], domains) -> ProjectionModel:
+        return cls(entry["name"], tuple(entry["attributes"]), to_codes(parts["counts"], domains))
+
+
+@dataclass(frozen=True)
+class Groups:
+    """Anatomy groups as dense indices: for QIT rows, ST rows, and each group's size."""
+
+    qit: np.ndarray
+    st: np.ndarray
+    size: np.ndarray
+
+    @property
+    def count(self) -> int:
+        return len(self.size)
+
+
+@dataclass(frozen=True)
+class AnatomyModel:
+    """An anatomy table: `qit` (group_id + QI codes) and `st` (group_id, S code, count)."""
+
+    name: str
+    attributes: tuple[str, ...]
+    sensitive: str
+    qit: pd.DataFrame
+    st: pd.DataFrame
+    view = False
+
+    @property
+    def qi(self) -> list[str]:
+        return [a for a in self.attributes if a != self.sensitive]
+
+    def rows(self) -> int:
+        return len(self.qit)
+
+    @cached_property
+    def groups(self) -> Groups:
+        ids, index = np.unique(self.st[GROUP].to_numpy(), return_inverse=True)
+        size = np.bincount(index, weights=self.st[COUNT].to_numpy(), minlength=len(ids))
+        return Groups(np.searchsorted(ids, self.qit[GROUP].to_numpy()), index, size)
+
+    @cached_property
+    def share(self) -> pd.DataFrame:
+        """Per (group, sensitive value), `w` = c_g(s) / |g|."""
+        size = self.st.groupby(GROUP)[COUNT].sum().rename("size")
+        share = self.st.join(size, on=GROUP)
+        return share.assign(w=share[COUNT] / share["size"])[[GROUP, self.sensitive, "w"]]
+
+    def marginal(self, keys: pd.DataFrame) -> np.ndarray:
+        cols = list(keys.columns)
+        if not cols:
+            return np.full(len(keys), float(self.rows()))
+        q = [c for c in cols if c != self.sensitive]
+        per_q = self.qit.groupby([GROUP, *q], sort=False).size().rename("n").reset_index()
+        if self.sensitive not in cols:
+            return _at(
+                keys, per_q.groupby(q, sort=False)["n"].sum().rename(EST).reset_index(), cols
+            )
+        needed = keys.drop_duplicates()
+        joined = needed.merge(per_q, on=q, how="inner") if q else needed.merge(per_q, how="cross")
+        joined = joined.merge(self.share, on=[GROUP, self.sensitive], how="inner")
+        return _at(keys, _summed(joined["n"] * joined["w"], joined, cols), cols)
+
+    def count(self, query: Query) -> float:
+        """est = sum_g n_g(q_QI) * c_g(q_S) / |g| (DESIGN.md §6)."""
+        in_q = mask(self.qit, {a: v for a, v in query.items() if a in self.qi})
+        if self.sensitive not in query:
+            return float(in_q.sum())
+        g = self.groups
+        n_g = np.bincount(g.qit[in_q], minlength=g.count)
+        in_s = mask(self.st, {self.sensitive: query[self.sensitive]})
+        c_g = np.bincount(g.st[in_s], weights=self.st[COUNT].to_numpy()[in_s], minlength=g.count)
+        return float(np.sum(n_g * c_g / g.size))
+
+    @cached_property
+    def joint(self) -> pd.DataFrame:
+        """Every QI combination of a group with every sensitive value of it."""
+        per_q = self.qit.groupby([GROUP, *self.qi], sort=False).size().rename("n").reset_index()
+        j = per_q.merge(self.share, on=GROUP)
+        return _summed(j["n"] * j["w"], j, list(self.attributes))
+
+    @classmethod
+    def from_parts(cls, entry: dict, parts: Mapping[str, pd.DataFrame], domains) -> AnatomyModel:
+        qit, st = to_codes(parts["qit"], domains), to_codes(parts["st"], domains)
+        return cls(entry["name"], tuple(entry["attributes"]), entry["sensitive"], qit, st)
+
+
+def anonymized_model(
+    frame: pd.DataFrame, attributes: Sequence[str], sensitive: str | None, l: int, seed: int
+) -> AnatomyModel | ProjectionModel:
+    """The model of one table anonymized in memory by the release's kernel (one
+    partition): anatomy for `sensitive`, or the aggregated projection."""
+    from ..kernels.anatomy import anatomize
+
+    cols = list(attributes)
+    if sensitive is None:
+        counts = frame.groupby(cols, sort=False).size().rename(COUNT).reset_index()
+        return ProjectionModel("t", tuple(cols), counts)
+    qit, st = anatomize(frame[cols], sensitive, l, seed)
+    return AnatomyModel("t", tuple(cols), sensitive, qit, st)
