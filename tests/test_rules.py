@@ -56,7 +56,7 @@ def test_eligibility_names_value_and_share():
     freq = {"gender": (["F", "M"], np.array([70, 30]))}
     with pytest.raises(PrivacyError) as e:
         check_eligibility(parse_rules(["age -> gender"]), freq, 2)
-    assert "'F'" in str(e.value) and "70.0%" in str(e.value)
+    assert "'F'" in str(e.value) and "70 of 100 rows (70.00%)" in str(e.value)
     assert ineligibility("gender", ["F", "M"], [50, 50], 2) is None
 
 
@@ -100,3 +100,10 @@ def test_random_rules_impossible_request_is_clear():
         random_rules(ATTRS, 1, 6, 0)
     with pytest.raises(PrivacyError):
         random_rules(ATTRS, 1, 2, 0, eligible_rhs=[])
+
+
+def test_an_ineligible_share_just_above_the_limit_reads_as_above_it():
+    from vpub_spark.rules import ineligibility
+
+    bad = ineligibility("s", ["a", "b"], [1001, 999], 2)
+    assert str(bad) == "value 'a' of s covers 1,001 of 2,000 rows (50.05%), more than 1/l = 50.00%"

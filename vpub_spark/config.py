@@ -16,6 +16,7 @@ from typing import Any
 
 from .errors import SpecError
 from .model import PrivacySpec, TableSpec
+from .release.layout import PRIVATE, public_path
 
 BIP_MODES = ("exact", "partitioned")
 ENGINES = ("spark", "inprocess")
@@ -162,6 +163,7 @@ class PublishConfig:
     spark: str | None = None
     partitions: int | None = None  # None: auto, from the row count
     overwrite: bool = False
+    wait_s: float | None = None  # wait this long for a concurrent run of the same release id
     gd_budget_s: float | None = None  # GD's add-back stops when this is spent (None: no limit)
     gd_sample_rows: int = 100_000  # GD scores candidates by KL on a seeded sample of this many rows
     multi_sa: MultiSaSettings = field(default_factory=MultiSaSettings)
@@ -195,8 +197,13 @@ class PublishConfig:
         return replace(self, **{k: v for k, v in kw.items() if v is not None})
 
     def effective(self) -> dict:
-        """The configuration as run, for the manifest."""
+        """The configuration as run, for the manifest: no path of the private store
+        (DESIGN.md §9: named only by its id) and no absolute path of this machine."""
         d = asdict(self)
+        for key in ("input_path", "table", "output_path", "spark"):
+            d[key] = public_path(d[key])
+        if d.get("marginals"):
+            d["marginals"]["state"] = PRIVATE
         d["privacy"] = self.privacy.as_dict()
         d["rules"] = (
             asdict(self.rules) | {"random": True}
@@ -283,6 +290,7 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
             method=str(d.get("method", "uad")),
             output_path=str(out.get("path", "releases")),
             release_id=None if out.get("release_id") is None else str(out["release_id"]),
+            wait_s=None if out.get("wait_s") is None else float(out["wait_s"]),
             seed=d.get("seed", 0),
             engine=str(d.get("engine", "spark")),
             spark=None if d.get("spark") is None else str(d["spark"]),

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .errors import DataError
+from .errors import DataError, StorageError
 from .model import Attribute, TableSpec, number_label
 
 CODE_TYPE = pa.int32()
@@ -261,8 +261,12 @@ def write_decoded(
     """Decode `frame` and write it as `directory/name` atomically (temporary name, then
     rename): a retried task rewrites the same file, a killed one leaves only a hidden
     temporary file."""
-    directory.mkdir(parents=True, exist_ok=True)
     batch = decode_batch(pa.Table.from_pandas(frame, preserve_index=False), dictionaries)
     tmp = directory / f".{name}.{uuid.uuid4().hex[:8]}.tmp"
-    pq.write_table(pa.Table.from_batches([batch]), tmp)
-    os.replace(tmp, directory / name)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_batches([batch]), tmp)
+        os.replace(tmp, directory / name)
+    except OSError as e:  # a full disk, a file-size limit, a vanished directory
+        tmp.unlink(missing_ok=True)
+        raise StorageError(f"cannot write {directory / name}: {e.strerror or e}") from None

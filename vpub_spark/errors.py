@@ -15,5 +15,9 @@ class DataError(VpubError):
     """The data do not fit the spec (missing values under `reject`, values outside bins, empty)."""
 
 
+class StorageError(VpubError):
+    """A file could not be read or written (a full disk, a corrupt or undecodable file)."""
+
+
 class PrivacyError(VpubError):
     """A privacy requirement that no publication can meet (e.g. an RHS that is not l-eligible)."""

@@ -113,10 +113,17 @@ class TableSpec:
     name: str = "table"
     missing: MissingPolicy = "drop"
     missing_values: tuple[str, ...] = ("?", "")
+    encoding: str = "utf-8"  # of CSV input; undecodable bytes are an error, never replaced
 
     def __post_init__(self) -> None:
+        import codecs
+
         if not self.attributes:
             raise SpecError("a table spec needs at least one attribute")
+        try:
+            codecs.lookup(self.encoding)
+        except LookupError:
+            raise SpecError(f"encoding {self.encoding!r} is not a known text encoding") from None
         _no_duplicates(self.name, "attribute", [a.name for a in self.attributes])
         if self.missing not in ("drop", "reject"):
             raise SpecError(f"missing must be 'drop' or 'reject', not {self.missing!r}")

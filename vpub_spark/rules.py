@@ -118,12 +118,16 @@ class Ineligible:
     share: float
     limit: float
     distinct: int = 0
+    count: int = 0
+    rows: int = 0
 
     def __str__(self) -> str:
-        text = (
-            f"value {self.value!r} of {self.attribute} covers {self.share:.1%} of the rows, "
-            f"more than 1/l = {self.limit:.1%}"
+        covers = (
+            f"{self.count:,} of {self.rows:,} rows ({self.share:.2%})"
+            if self.rows
+            else f"{self.share:.2%} of the rows"
         )
+        text = f"value {self.value!r} of {self.attribute} covers {covers}, more than 1/l = {self.limit:.2%}"
         l = round(1 / self.limit)
         if self.distinct < l:
             text += f" ({self.attribute} has only {self.distinct} distinct values; l = {l} needs at least {l})"
@@ -141,7 +145,13 @@ def ineligibility(
     top = int(np.argmax(counts))
     if int(counts[top]) * l > n:
         return Ineligible(
-            attribute, str(labels[top]), counts[top] / n, 1.0 / l, int((counts > 0).sum())
+            attribute,
+            str(labels[top]),
+            counts[top] / n,
+            1.0 / l,
+            int((counts > 0).sum()),
+            int(counts[top]),
+            n,
         )
     return None
 

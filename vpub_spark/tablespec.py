@@ -4,6 +4,7 @@
 name: adult
 missing: drop            # drop rows with a missing value (counted) | reject them (error)
 missing_values: ["?", ""]
+encoding: utf-8          # of CSV input (default); undecodable bytes are an error naming file and line
 attributes:
   - {name: age, kind: numeric, bins: [[17, 24], [25, 34]]}        # labels "17-24", ...
   - {name: sex, kind: categorical, order: [Female, Male]}
@@ -68,7 +69,7 @@ def attribute_from_dict(d: dict) -> Attribute:
 def table_spec_from_dict(d: dict) -> TableSpec:
     if not isinstance(d, dict) or "attributes" not in d:
         raise SpecError("a table spec needs an `attributes` list")
-    unknown = set(d) - {"name", "missing", "missing_values", "attributes"}
+    unknown = set(d) - {"name", "missing", "missing_values", "encoding", "attributes"}
     if unknown:
         raise SpecError(f"table spec: unknown keys {', '.join(sorted(unknown))}")
     return TableSpec(
@@ -76,6 +77,7 @@ def table_spec_from_dict(d: dict) -> TableSpec:
         name=str(d.get("name", "table")),
         missing=d.get("missing", "drop"),
         missing_values=tuple(str(v) for v in d.get("missing_values", ("?", ""))),
+        encoding=str(d.get("encoding", "utf-8")),
     )
 
 
@@ -115,6 +117,7 @@ def table_spec_to_dict(spec: TableSpec) -> dict:
         "name": spec.name,
         "missing": spec.missing,
         "missing_values": list(spec.missing_values),
+        "encoding": spec.encoding,
         "attributes": [attr(a) for a in spec.attributes],
     }
 

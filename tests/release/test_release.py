@@ -281,7 +281,12 @@ def test_committed_release_is_not_overwritten_unless_asked(tmp_path):
             PrivacyError,
             "only 2 distinct values",
         ),  # l above the distinct values
-        (["zipcode -> race"], 3, PrivacyError, "'white' of race covers 50.0%"),  # not l-eligible
+        (
+            ["zipcode -> race"],
+            3,
+            PrivacyError,
+            r"'white' of race covers 3 of 6 rows \(50.00%\), more than 1/l = 33.33%",
+        ),  # not l-eligible
         (["zipcode -> race"], 1, SpecError, "l >= 2"),
         (["zipcode -> nationality"], 2, SpecError, "nationality"),
     ],

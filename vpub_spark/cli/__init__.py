@@ -30,6 +30,10 @@ def main(argv: list[str] | None = None) -> int:
     except VpubError as e:
         print(f"vpub: error: {e}", file=sys.stderr)
         return e.exit_code
+    except OSError as e:  # a full disk, a vanished or unreadable file: one line, exit 2
+        where = f": {e.filename}" if e.filename else ""
+        print(f"vpub: error: {e.strerror or e}{where}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("vpub: interrupted", file=sys.stderr)
         return 130

@@ -12,12 +12,12 @@ from ..engines.spark.session import SparkSettings
 T = TypeVar("T")
 
 
-def engine_options(p: argparse.ArgumentParser) -> None:
+def engine_options(p: argparse.ArgumentParser, default: str = "spark") -> None:
     p.add_argument(
         "--engine",
         choices=["spark", "inprocess"],
-        default="spark",
-        help="execution engine (default: spark)",
+        default=default,
+        help=f"execution engine (default: {default})",
     )
     p.add_argument(
         "--spark-conf", default=None, help="Spark settings YAML (default: local[*], 4g driver)"

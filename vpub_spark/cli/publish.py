@@ -16,11 +16,12 @@ from ..release.audit import audit_release
 from ..release.commit import Steps
 from ..release.private_audit import audit_store
 from ..report import audit_table, console, progress_step, publish_summary
+from .common import engine_of, engine_options
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
     cfg = with_overrides(
-        load_config(args.config), l=args.l, m=args.m, state=args.state, overwrite=args.overwrite,
+        load_config(args.config), l=args.l, m=args.m, state=args.state, overwrite=args.overwrite, wait_s=args.wait,
         input_path=args.input, table=args.table, output_path=args.out, release_id=args.release_id,
         engine=args.engine, seed=args.seed, partitions=args.partitions, spark=args.spark_conf,
     )  # fmt: skip
@@ -45,7 +46,13 @@ def cmd_marginals_add(args: argparse.Namespace) -> int:
     attrs = [a.strip() for a in args.attributes.split(",") if a.strip()]
     t0 = time.perf_counter()
     result = add_marginal(
-        args.state, attrs, args.out, args.release_id, args.overwrite, Steps(progress_step)
+        args.state,
+        attrs,
+        args.out,
+        args.release_id,
+        args.overwrite,
+        Steps(progress_step),
+        args.wait,
     )
     publish_summary(result)
     console.print(
@@ -60,16 +67,19 @@ def cmd_audit(args: argparse.Namespace) -> int:
             "give a release directory, or --state STORE for the private audit of a bucket store"
         )
     with console.status("auditing ..."):
-        report = (
-            audit_store(args.state)
-            if args.state
-            else audit_release(args.release, source=args.source)
-        )
+        if args.state:
+            report = audit_store(args.state)
+        else:
+            engine = engine_of(args) if args.source else None
+            report = audit_release(args.release, source=args.source, engine=engine)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:
         console.print(audit_table(report))
     return 0 if report.passed else 1
+
+
+WAIT = "wait up to SECONDS for a concurrent run of the same release (default: fail at once)"
 
 
 def register(sub) -> None:
@@ -107,6 +117,7 @@ def _register_publish(sub) -> None:
     pb.add_argument(
         "--overwrite", action="store_true", help="replace a committed release with the same id"
     )
+    pb.add_argument("--wait", type=float, default=None, metavar="SECONDS", help=WAIT)
     pb.set_defaults(func=cmd_publish)
 
 
@@ -132,6 +143,7 @@ def _register_marginals_and_audit(sub) -> None:
     )
     ma.add_argument("--release-id", default=None)
     ma.add_argument("--overwrite", action="store_true")
+    ma.add_argument("--wait", type=float, default=None, metavar="SECONDS", help=WAIT)
     ma.set_defaults(func=cmd_marginals_add)
 
     au = sub.add_parser("audit", help="re-check a release from its files alone")
@@ -145,4 +157,5 @@ def _register_marginals_and_audit(sub) -> None:
     )
     au.add_argument("--source", default=None, help="also check every table against the source data")
     au.add_argument("--json", action="store_true", help="print the result as JSON")
+    engine_options(au, default="inprocess")  # the engine that reads --source
     au.set_defaults(func=cmd_audit)

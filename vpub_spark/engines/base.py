@@ -170,3 +170,33 @@ def check_columns(available: list[str], spec: TableSpec, where: str) -> None:
         raise SpecError(
             f"{where}: unknown column {', '.join(missing)}; the input has: {', '.join(available)}"
         )
+
+
+def undecodable_line(path: str | Path, encoding: str) -> int | None:
+    """The first line of a text file that is not valid `encoding` (1-based), or None."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder(encoding)()
+    with open(path, "rb") as f:
+        for number, line in enumerate(f, start=1):
+            try:
+                decoder.decode(line)
+            except UnicodeDecodeError:
+                return number
+    return None
+
+
+def encoding_error(path: str | Path, encoding: str) -> DataError | None:
+    """The one-line error for a CSV file with bytes that are not `encoding`, if it has any."""
+    line = undecodable_line(path, encoding)
+    if line is None:
+        return None
+    return DataError(
+        f"{path}: line {line} is not valid {encoding} (set `encoding:` in the table spec, e.g. latin-1)"
+    )
+
+
+def unreadable(path: str | Path, error: Exception) -> DataError:
+    """One line naming the file and what is wrong with it (never a traceback)."""
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return DataError(f"{path}: cannot read the input: {first}")

@@ -11,29 +11,64 @@ import pyarrow.dataset as ds
 from ..encoding import encode_batch, raw_value_counts
 from ..errors import DataError
 from ..model import TableSpec
-from .base import Format, LoadedTable, check_columns, detect_format, plan_encoding
+from .base import (
+    Format,
+    LoadedTable,
+    check_columns,
+    detect_format,
+    encoding_error,
+    plan_encoding,
+    unreadable,
+)
 
 
 def read_arrow(path: str, spec: TableSpec, fmt: str | None = None) -> pa.Table:
-    """The spec's source columns; CSV is read as strings, like the Spark engine does."""
+    """The spec's source columns; CSV is read as strings, like the Spark engine does.
+    A file that cannot be read (corrupt, not `spec.encoding`) is a one-line error."""
     kind = detect_format(path, fmt)
     files = _files(path, kind)
+    cols = sorted({a.column for a in spec.attributes})
     if kind == "csv":
-        header = pacsv.open_csv(files[0]).schema.names
-        check_columns(header, spec, path)
-        cols = sorted({a.column for a in spec.attributes})
-        opts = pacsv.ConvertOptions(
-            column_types={c: pa.string() for c in cols}, include_columns=cols
-        )
-        tables = [pacsv.read_csv(f, convert_options=opts) for f in files]
+        tables = [_read_csv(f, spec, cols, path) for f in files]
         return (
             pa.concat_tables(tables)
             if tables
             else pa.table({c: pa.array([], pa.string()) for c in cols})
         )
-    dataset = ds.dataset(files, format="parquet")
-    check_columns(dataset.schema.names, spec, path)
-    return dataset.to_table(columns=sorted({a.column for a in spec.attributes}))
+    try:
+        dataset = ds.dataset(files, format="parquet")
+        check_columns(dataset.schema.names, spec, path)
+        return dataset.to_table(columns=cols)
+    except (pa.ArrowException, OSError) as e:
+        raise _broken_parquet(files, e) from None
+
+
+def _read_csv(file: str, spec: TableSpec, cols: list[str], path: str) -> pa.Table:
+    utf8 = spec.encoding.replace("_", "-").lower() in ("utf-8", "utf8")
+    if not utf8 and (bad := encoding_error(file, spec.encoding)):
+        raise bad
+    read = pacsv.ReadOptions(encoding=spec.encoding)
+    try:
+        header = pacsv.open_csv(file, read_options=read).schema.names
+        check_columns(header, spec, path)
+        convert = pacsv.ConvertOptions(
+            column_types={c: pa.string() for c in cols}, include_columns=cols
+        )
+        return pacsv.read_csv(file, read_options=read, convert_options=convert)
+    except (pa.ArrowException, OSError) as e:
+        raise (encoding_error(file, spec.encoding) or unreadable(file, e)) from None
+
+
+def _broken_parquet(files: list[str], error: Exception) -> DataError:
+    """The first file pyarrow cannot read, named, with what is wrong."""
+    import pyarrow.parquet as pq
+
+    for f in files:
+        try:
+            pq.ParquetFile(f).read()
+        except (pa.ArrowException, OSError) as e:
+            return unreadable(f, e)
+    return unreadable(files[0] if len(files) == 1 else Path(files[0]).parent, error)
 
 
 def _files(path: str, kind: Format) -> list[str]:

@@ -39,7 +39,7 @@ from ..errors import SpecError
 from ..kernels.minvariance import bucketize, check_m_eligible_counts, decompose
 from ..kernels.partitioning import QiShards, combine_counts, partition_seed, plan_chunks
 from ..model import PublishedTable, Rule
-from ..release.commit import Steps, audit_and_commit, staged_directory
+from ..release.commit import Steps, audit_and_commit, exclusive, staged_directory
 from ..release.layout import COUNT, GROUP, SIZE, part_file, table_dir
 from ..release.manifest import header, table_entry
 from ..release.store import (
@@ -275,7 +275,11 @@ class Chosen:
 
 def _qi(cfg, names) -> tuple[str, ...]:
     s = cfg.marginals
-    qi = tuple(s.qi or [a for a in names if any(a in attrs for attrs in s.schemas)])
+    # default: the schemas' attributes; listing the sensitive one in a schema is allowed
+    # (it is added to every marginal anyway), so it is never a default QI attribute
+    qi = tuple(
+        s.qi or [a for a in names if a != s.sensitive and any(a in attrs for attrs in s.schemas)]
+    )
     unknown = [a for a in qi if a not in names or a == s.sensitive]
     if unknown:
         others = ", ".join(a for a in names if a != s.sensitive)
@@ -309,7 +313,6 @@ class MarginalsMethod:
             )
         qi = _qi(cfg, names)
         marginals = _marginals(s.schemas, qi, s.sensitive)
-        check_store_location(Path(s.state), Path(cfg.output_path))
         labels, counts = loaded.frequencies()[s.sensitive]
         check_m_eligible_counts(labels, counts, int(cfg.privacy.m or 0), s.sensitive)
         tables = tuple(
@@ -354,7 +357,10 @@ class MarginalsMethod:
         }  # fmt: skip
 
     def store(self, cfg) -> Path:
-        return Path(cfg.marginals.state)
+        """The private store: never inside the output, never an existing store."""
+        state = Path(cfg.marginals.state)
+        check_store_location(state, Path(cfg.output_path))
+        return state
 
     def record(self, cfg, design, loaded, store, manifest, target) -> None:
         """store.json (DESIGN.md §9): what later `marginals add` and the private audit need."""
@@ -392,11 +398,15 @@ def add_marginal(
     release_id: str | None = None,
     overwrite: bool = False,
     step: Steps | None = None,
+    wait_s: float | None = None,
 ) -> PublishResult:
     """`vpub marginals add`: decompose the stored buckets for `attributes` and publish
     them as a new release (the same signatures as every earlier marginal of the store)."""
-    step = step or Steps()
-    state = Path(state)
+    with exclusive(state, wait_s):  # one writer of store.json at a time
+        return _add(Path(state), attributes, output, release_id, overwrite, step or Steps(), wait_s)
+
+
+def _add(state: Path, attributes, output, release_id, overwrite, step: Steps, wait_s) -> PublishResult:  # fmt: skip
     meta = read_store(state)
     sensitive, qi = meta["sensitive"], tuple(meta["qi"])
     (mg,) = _marginals([tuple(attributes)], qi, sensitive)
@@ -406,7 +416,7 @@ def add_marginal(
     check_store_location(state, Path(output), new=False)
     links_dir = group_dir(state, release_id, mg.name)
     with (
-        staged_directory(target, overwrite) as stage,
+        staged_directory(target, overwrite, wait_s=wait_s) as stage,
         staged_directory(links_dir, overwrite, private=True) as links,
     ):
         with step("decompose and write"):

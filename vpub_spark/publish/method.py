@@ -29,6 +29,7 @@ from ..config import PublishConfig, RandomRules
 from ..engines.base import Engine, LoadedTable, PartitionJob
 from ..kernels.partitioning import PartitionPlan, ShardCounts
 from ..model import PublishedTable, Rule
+from ..release.layout import public_path
 from ..rules import check_eligibility, ineligibility, parse_rules, random_rules, reduce_rules
 from ..tablespec import table_spec_to_dict
 
@@ -168,7 +169,7 @@ def choose_rules(cfg: PublishConfig, loaded: LoadedTable) -> tuple[tuple[Rule, .
 def source_entry(cfg: PublishConfig, loaded: LoadedTable, fingerprint: str) -> dict:
     """The manifest's `source`: where it was read, its rows and columns, its table spec."""
     return {
-        "path": str(cfg.input_path),
+        "path": public_path(cfg.input_path),
         "rows": loaded.rows,
         "rows_read": loaded.rows_read,
         "rows_dropped": loaded.rows_dropped,

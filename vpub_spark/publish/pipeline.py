@@ -1,8 +1,9 @@
 """Publishing a release (DESIGN.md §2, §4): the steps, once, top to bottom.
 
 `publish` is the one library call behind `vpub publish` and `jobs/publish.py`:
-1. resolve the method (publish/registry.py), the input and the target; refuse a
-   committed release (unless `overwrite`) or an unwritable output before any work;
+1. resolve the method (publish/registry.py), the input and the target; take the
+   target's lock (and the private store's), refuse a committed release (unless
+   `overwrite`) or an unwritable output before any work;
 2. read and encode the input (engine), kept for the passes of this release;
 3. `method.design`: rules, tables, GNF verdicts (schema level);
 4. in a staging directory beside the target (and the method's private store, if it
@@ -26,7 +27,7 @@ from ..config import PublishConfig, resolve_table
 from ..engines.base import Engine, LoadedTable
 from ..errors import SpecError
 from ..kernels.partitioning import fingerprint
-from ..release.commit import Steps, audit_and_commit, check_target, staged_directory
+from ..release.commit import Steps, audit_and_commit, staged_directory
 from ..release.layout import RESERVED, table_dir
 from ..release.manifest import header
 from .method import Design, Method, Plan, PublishResult, covered, source_entry
@@ -45,39 +46,37 @@ def publish(cfg: PublishConfig, engine: Engine, observer: Observer | None = None
         cfg, release_id=cfg.release_id or f"{spec.name}-{cfg.method}-{letter}{cfg.l}-seed{cfg.seed}"
     )
     target = Path(cfg.output_path) / str(cfg.release_id)
-    check_target(target, cfg.overwrite)
     reserved = [a for a in spec.names if a in RESERVED]
     if reserved:
         raise SpecError(
             f"attribute names {', '.join(RESERVED)} are reserved for release columns; rename {', '.join(reserved)}"
         )
-    with step("read and encode"):
-        loaded = engine.persist(engine.load(path, spec, cfg.input_format))
-    try:
+    private = method.store(cfg)
+    with ExitStack() as stack:  # locks and stages first: a refused run does no work
+        stage = stack.enter_context(staged_directory(target, cfg.overwrite, wait_s=cfg.wait_s))
+        store = stack.enter_context(staged_directory(private, private=True, wait_s=cfg.wait_s)) if private else None  # fmt: skip
+        with step("read and encode"):
+            loaded = engine.persist(engine.load(path, spec, cfg.input_format))
+        stack.callback(engine.unpersist, loaded)
         with step(method.design_step):
             design = method.design(cfg, engine, loaded)
-        return _staged(method, cfg, engine, loaded, design, target, step)
-    finally:
-        engine.unpersist(loaded)
-
-
-def _staged(method: Method, cfg: PublishConfig, engine: Engine, loaded: LoadedTable, design: Design, target: Path, step: Steps) -> PublishResult:  # fmt: skip
-    """Steps 4 and 5: everything is written into staging directories, then committed."""
-    with ExitStack() as stack:
-        stage = stack.enter_context(staged_directory(target, cfg.overwrite))
-        private = method.store(cfg)
-        store = stack.enter_context(staged_directory(private, private=True)) if private else None
-        with step(method.plan_step):
-            plan = method.plan(cfg, engine, loaded, design)
-            covered(plan, loaded)
-        with step(method.run_step):
-            summary = _write(method, cfg, engine, loaded, design, plan, stage, store)
-        manifest = _manifest(method, cfg, engine, loaded, design, plan, summary)
-        manifest["tables"] = method.table_entries(stage, design, loaded, summary)
-        report = audit_and_commit(stage, manifest, step)
+        manifest, report, summary = _staged(method, cfg, engine, loaded, design, stage, store, step)
         if store is not None:
             method.record(cfg, design, loaded, store, manifest, target)
     return PublishResult(target, manifest, report, dict(step.timings), summary)
+
+
+def _staged(method: Method, cfg: PublishConfig, engine: Engine, loaded: LoadedTable, design: Design, stage: Path, store: Path | None, step: Steps):  # fmt: skip
+    """Steps 4 and 5 inside the staging directories: plan, write, manifest, audit."""
+    with step(method.plan_step):
+        plan = method.plan(cfg, engine, loaded, design)
+        covered(plan, loaded)
+    with step(method.run_step):
+        summary = _write(method, cfg, engine, loaded, design, plan, stage, store)
+    manifest = _manifest(method, cfg, engine, loaded, design, plan, summary)
+    manifest["tables"] = method.table_entries(stage, design, loaded, summary)
+    report = audit_and_commit(stage, manifest, step)
+    return manifest, report, summary
 
 
 def _write(method: Method, cfg: PublishConfig, engine: Engine, loaded: LoadedTable, design: Design, plan: Plan, stage: Path, store: Path | None) -> pd.DataFrame | None:  # fmt: skip

@@ -1,13 +1,21 @@
 """Committing a release (DESIGN.md §4): write-then-rename, so an output directory
 appears complete or not at all, and `audit_and_commit`, the last step of every publisher.
 
-A run stages into a hidden sibling `.<name>.staging-<id>` holding an `owner` file
-(host and process id). A driver killed outright cannot clean up; the next run for the
-same target removes the staging directories whose owner is a process of this host
-that no longer exists (another host's are left alone: we cannot tell if it lives)."""
+A run first takes the target's lock (`exclusive`: an exclusive `flock` on a hidden
+sibling `.<name>.lock`, released by the kernel if the process dies), so exactly one of
+two concurrent runs for the same target proceeds; the other fails at once with a clear
+message, or waits (`wait_s`). Then it stages into a hidden sibling
+`.<name>.staging-<id>` holding an `owner` file (host and process id), and at commit
+checks the target again before renaming the stage into place. A driver killed outright
+cannot clean up; the next run for the same target removes the staging directories whose
+owner is a process of this host that no longer exists (another host's are left alone:
+we cannot tell if it lives). Decision: the lock is advisory and needs a file system
+with working `flock` (local disks; NFS v4 and most shared volumes map it to their
+locks)."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -18,7 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
-from ..errors import PrivacyError, VpubError
+from ..errors import PrivacyError, StorageError, VpubError
 from .audit import AuditReport, audit_release
 from .layout import MANIFEST, SUCCESS
 
@@ -26,6 +34,10 @@ from .layout import MANIFEST, SUCCESS
 def check_target(target: Path, overwrite: bool) -> None:
     if target.exists() and any(target.iterdir()) and not overwrite:
         raise VpubError(f"{target} already exists and is not empty; pass --overwrite to replace it")
+    _make_parent(target)
+
+
+def _make_parent(target: Path) -> None:
     parent = target.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
@@ -62,16 +74,73 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _try_lock(path: Path) -> int | None:
+    """An fd holding an exclusive flock on `path`, or None if another process holds it.
+    Taken on the file the path names at that moment (a lock file unlinked by its last
+    holder while we waited is not ours: try again)."""
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        try:
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+
+
+def _holder(path: Path) -> str:
+    try:
+        host, pid = path.read_text().split()
+        return f"process {pid} on {host}"
+    except (OSError, ValueError):
+        return "another process"
+
+
+@contextmanager
+def exclusive(target: str | Path, wait_s: float | None = None) -> Iterator[None]:
+    """Hold `target`'s lock for the block: another holder makes this fail at once with a
+    clear error, or wait up to `wait_s` seconds for it."""
+    target = Path(target)
+    _make_parent(target)
+    lock = target.parent / f".{target.name}.lock"
+    deadline = time.monotonic() + (wait_s or 0.0)
+    while (fd := _try_lock(lock)) is None:
+        if time.monotonic() >= deadline:
+            waited = f" (waited {wait_s:g} s)" if wait_s else "; pass --wait SECONDS to wait for it"
+            raise VpubError(f"{target} is being published by {_holder(lock)}{waited}")
+        time.sleep(0.1)
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{socket.gethostname()} {os.getpid()}\n".encode())
+        yield
+    finally:
+        os.unlink(lock)
+        os.close(fd)
+
+
 @contextmanager
 def staged_directory(
-    target: str | Path, overwrite: bool = False, private: bool = False
+    target: str | Path, overwrite: bool = False, private: bool = False, wait_s: float | None = None
 ) -> Iterator[Path]:
-    """Yield a fresh staging directory beside `target`; on success rename it into place,
-    on any failure delete it and leave `target` untouched. `private`: owner-only
-    permissions (DESIGN.md §9), set before anything is written into it."""
+    """Hold `target`'s lock (`exclusive`), then yield a fresh staging directory beside
+    it; on success check the target once more and rename the stage into place, on any
+    failure delete it and leave `target` untouched. `private`: owner-only permissions
+    (DESIGN.md §9), set before anything is written into it."""
     target = Path(target)
-    check_target(target, overwrite)
-    remove_stale_stages(target)
+    with exclusive(target, wait_s):
+        check_target(target, overwrite)
+        remove_stale_stages(target)
+        with _stage(target, overwrite, private) as stage:
+            yield stage
+
+
+@contextmanager
+def _stage(target: Path, overwrite: bool, private: bool) -> Iterator[Path]:
     stage = target.parent / f".{target.name}.staging-{uuid.uuid4().hex[:8]}"
     try:
         stage.mkdir(mode=0o700 if private else 0o777)
@@ -80,6 +149,7 @@ def staged_directory(
         (stage / OWNER).write_text(f"{socket.gethostname()} {os.getpid()}\n")
         yield stage
         (stage / OWNER).unlink()
+        check_target(target, overwrite)  # again: nothing may have committed meanwhile
         if target.exists():
             old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
             target.rename(old)
@@ -114,8 +184,11 @@ class Steps:
 
 def write_manifest(stage: Path, manifest: dict) -> None:
     tmp = stage / f".{MANIFEST}.tmp"
-    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
-    tmp.replace(stage / MANIFEST)
+    try:
+        tmp.write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
+        tmp.replace(stage / MANIFEST)
+    except OSError as e:
+        raise StorageError(f"cannot write {stage / MANIFEST}: {e.strerror or e}") from None
 
 
 def audit_and_commit(stage: Path, manifest: dict, step: Steps) -> AuditReport:

@@ -29,3 +29,14 @@ def part_file(part: int) -> str:
     """The file a partition writes: its name depends on the partition only, so a retried
     or speculative task rewrites the same file."""
     return f"part-{part:05d}.parquet"
+
+
+PRIVATE = "(private: named by store.store_id)"  # what a manifest shows for a private path
+
+
+def public_path(path: str | None) -> str | None:
+    """A path as a release may show it: relative paths as given; an absolute one only by
+    its last component (`.../name`), so no release names the machine's directories."""
+    if path is None or not Path(path).is_absolute():
+        return path
+    return f".../{Path(path).name}"

@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import unquote
 
 from ...encoding import EncodingPlan, encode_batch
+from ...errors import DataError, SpecError, VpubError
 from ...model import TableSpec
-from ..base import LoadedTable, check_columns, detect_format, plan_encoding
+from ..base import LoadedTable, check_columns, detect_format, encoding_error, plan_encoding
 from .session import SparkSettings, get_session
 
 
@@ -30,6 +35,74 @@ def _encoder(plan: EncodingPlan):
             yield encode_batch(b, plan)
 
     return run
+
+
+@contextmanager
+def spark_errors(what: str) -> Iterator[None]:
+    """Spark's and its Python workers' failures as one line naming `what` and the root
+    cause (the last Python error of a worker, else the deepest Java cause, else the first
+    line of Spark's message), never a Java stack trace."""
+    try:
+        yield
+    except VpubError:
+        raise
+    except Exception as e:
+        if not type(e).__module__.startswith(("py4j", "pyspark")):
+            raise
+        raise _one_line(what, str(e)) from None
+
+
+def _one_line(what: str, text: str) -> VpubError:
+    worker = [  # a Python worker's error: `OSError: ...`, `vpub_spark.errors.StorageError: ...`
+        (kind.rsplit(".", 1)[-1], message)
+        for kind, message in re.findall(r"^((?:\w+\.)*\w+(?:Error|Exception)): (.+)$", text, re.M)
+        if not kind.startswith(("org.", "java.", "scala.", "py4j."))
+    ]
+    java = re.findall(r"^Caused by: [\w.$]+: (.+)$", text, re.M)
+    if worker:
+        kind, message = worker[-1]
+        if kind in ("VpubError", "DataError", "SpecError", "PrivacyError", "StorageError"):
+            return DataError(message)
+        return DataError(f"{what}: {kind}: {message}")
+    if java:
+        return DataError(f"{what}: {java[-1].strip()}")  # the deepest cause
+    lines = [x.strip(": ") for x in text.splitlines() if x.strip() and not x.startswith("An error")]
+    return DataError(f"{what}: {lines[0] if lines else 'Spark failed'}")
+
+
+SPARK_CHARSETS = {  # Python's codec name -> the charsets Spark 4's CSV reader accepts
+    "latin_1": "iso-8859-1", "iso8859-1": "iso-8859-1", "ascii": "us-ascii", "utf-8": "utf-8",
+    "utf-16": "utf-16", "utf-16-be": "utf-16be", "utf-16-le": "utf-16le", "utf-32": "utf-32",
+}  # fmt: skip
+
+
+def spark_charset(encoding: str) -> str:
+    import codecs
+
+    name = codecs.lookup(encoding).name
+    if name not in SPARK_CHARSETS:
+        accepted = ", ".join(sorted(set(SPARK_CHARSETS.values())))
+        raise SpecError(
+            f"encoding {encoding!r}: Spark reads CSV in {accepted} only; use --engine inprocess or convert the file"
+        )
+    return SPARK_CHARSETS[name]
+
+
+def _check_decoded(df, spec: TableSpec) -> None:
+    """Spark replaces bytes that are not the CSV's encoding with U+FFFD: find the files
+    showing one and refuse the first undecodable line (a U+FFFD the file really holds,
+    correctly encoded, is kept)."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    bad = reduce(lambda a, b: a | b, [F.col(c).contains("\ufffd") for c in df.columns])
+    files = df.filter(bad).select(F.input_file_name().alias("f")).distinct().limit(20).collect()
+    for row in files:
+        local = re.sub(r"^file:(//)?", "", row["f"])
+        error = encoding_error(unquote(local), spec.encoding)
+        if error is not None:
+            raise error
 
 
 class SparkEngine:
@@ -60,10 +133,12 @@ class SparkEngine:
             reader = reader.option(
                 "pathGlobFilter", "*.csv*" if kind == "csv" else "*.parquet"
             ).option("recursiveFileLookup", True)
-        if kind == "csv":
-            df = reader.option("header", True).option("inferSchema", False).csv(p)
-        else:
-            df = reader.parquet(p)
+        with spark_errors(path):
+            if kind == "csv":
+                reader = reader.option("header", True).option("inferSchema", False)
+                df = reader.option("encoding", spark_charset(spec.encoding)).csv(p)
+            else:
+                df = reader.parquet(p)
         check_columns(df.columns, spec, path)
         return df.select(*sorted({a.column for a in spec.attributes}))
 
@@ -80,12 +155,15 @@ class SparkEngine:
             for b in batches:
                 yield raw_count_batch(b, spec)
 
-        sums = (
-            df.mapInArrow(count, struct_type(RAW_COUNT_SCHEMA))
-            .groupBy("attr", "value")
-            .agg(F.sum("count").alias("count"))
-            .collect()  # small: one row per distinct raw value of each attribute
-        )
+        with spark_errors(path):
+            sums = (
+                df.mapInArrow(count, struct_type(RAW_COUNT_SCHEMA))
+                .groupBy("attr", "value")
+                .agg(F.sum("count").alias("count"))
+                .collect()  # small: one row per distinct raw value of each attribute
+            )
+        if any("\ufffd" in (r["value"] or "") for r in sums):
+            _check_decoded(df, spec)
         raw, rows, missing_rows = raw_counts_from(
             ((r["attr"], r["value"], r["count"]) for r in sums), spec
         )
@@ -154,7 +232,8 @@ class SparkEngine:
         from pyspark.sql import types as T
 
         schema = T.StructType([T.StructField(n, T.StringType()) for n in loaded.names])
-        loaded.data.mapInArrow(decode, schema).write.parquet(str(directory))
+        with spark_errors(f"writing {directory}"):
+            loaded.data.mapInArrow(decode, schema).write.parquet(str(directory))
 
     def generate(self, name: str, rows: int, seed: int, directory: Path, progress=None) -> None:
         from ...datasets.synthetic import blocks, generate_block, schema
@@ -170,9 +249,10 @@ class SparkEngine:
         from pyspark.sql import types as T
 
         out = T.StructType([T.StructField(a, T.IntegerType()) for a, _ in schema(name)])
-        self.spark.range(nblocks, numPartitions=parts).mapInArrow(make, out).write.parquet(
-            str(directory)
-        )
+        with spark_errors(f"writing {directory}"):
+            self.spark.range(nblocks, numPartitions=parts).mapInArrow(make, out).write.parquet(
+                str(directory)
+            )
 
     # --- publishing (publish/ jobs do the per-partition work) --------------
     def persist(self, loaded: LoadedTable) -> LoadedTable:
@@ -212,19 +292,16 @@ class SparkEngine:
             .groupBy("attr", "shard", "value")
             .agg(F.sum("count").alias("count"))
         )
-        return partials.toPandas()  # small: shards x sensitive domains
+        with spark_errors(loaded.source):
+            return partials.toPandas()  # small: shards x sensitive domains
 
     def combination_counts(self, loaded: LoadedTable, columns):
         """Rows per distinct combination of `columns` (codes + `count`), sorted: an
         aggregate, as small as the number of combinations."""
         cols = list(columns)
-        return (
-            loaded.data.groupBy(*cols)
-            .count()
-            .toPandas()
-            .sort_values(cols, kind="stable")
-            .reset_index(drop=True)
-        )
+        with spark_errors(loaded.source):
+            counts = loaded.data.groupBy(*cols).count().toPandas()
+        return counts.sort_values(cols, kind="stable").reset_index(drop=True)
 
     def partition_keys(self, parts: int) -> list[int]:
         """For each partition p, a key k with pmod(hash(k), parts) = p: `repartition(parts, key)`
@@ -275,12 +352,13 @@ class SparkEngine:
         tagged = loaded.data.mapInArrow(
             tag, T.StructType(loaded.data.schema.fields + [T.StructField("__key", T.LongType())])
         )
-        return (
-            tagged.repartition(plan.parts, "__key")
-            .groupBy("__key")
-            .applyInPandas(task, struct_type(job.summary_schema))
-            .toPandas()
-        )
+        with spark_errors("a partition task failed"):
+            return (
+                tagged.repartition(plan.parts, "__key")
+                .groupBy("__key")
+                .applyInPandas(task, struct_type(job.summary_schema))
+                .toPandas()
+            )
 
     def write_projection(self, loaded: LoadedTable, attributes, directory: Path) -> None:
         """A duplicate-preserving projection, aggregated (`count`), decoded and written by Spark."""
@@ -300,4 +378,5 @@ class SparkEngine:
             [T.StructField(a, T.StringType()) for a in attrs]
             + [T.StructField("count", T.LongType())]
         )
-        counts.mapInArrow(decode, schema).write.parquet(str(directory))
+        with spark_errors(f"writing {directory}"):
+            counts.mapInArrow(decode, schema).write.parquet(str(directory))
