@@ -164,6 +164,7 @@ class PublishConfig:
     partitions: int | None = None  # None: auto, from the row count
     overwrite: bool = False
     wait_s: float | None = None  # wait this long for a concurrent run of the same release id
+    sign_key: str | None = None  # an Ed25519 private key (PEM): sign the manifest
     gd_budget_s: float | None = None  # GD's add-back stops when this is spent (None: no limit)
     gd_sample_rows: int = 100_000  # GD scores candidates by KL on a seeded sample of this many rows
     multi_sa: MultiSaSettings = field(default_factory=MultiSaSettings)
@@ -200,7 +201,7 @@ class PublishConfig:
         """The configuration as run, for the manifest: no path of the private store
         (DESIGN.md §9: named only by its id) and no absolute path of this machine."""
         d = asdict(self)
-        for key in ("input_path", "table", "output_path", "spark"):
+        for key in ("input_path", "table", "output_path", "spark", "sign_key"):
             d[key] = public_path(d[key])
         if d.get("marginals"):
             d["marginals"]["state"] = PRIVATE
@@ -273,6 +274,9 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
             f"{where}: unknown keys {', '.join(sorted(unknown))}; known: {', '.join(sorted(KEYS))}"
         )
     inp, out = _section(d, "input"), _section(d, "output")
+    unknown_out = set(out) - {"path", "release_id", "wait_s", "sign_key"}
+    if unknown_out:
+        raise SpecError(f"{where}: output has unknown keys {', '.join(sorted(unknown_out))}")
     if "path" not in inp:
         raise SpecError(f"{where}: input.path is required")
     parts = d.get("partitions", "auto")
@@ -291,6 +295,7 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
             output_path=str(out.get("path", "releases")),
             release_id=None if out.get("release_id") is None else str(out["release_id"]),
             wait_s=None if out.get("wait_s") is None else float(out["wait_s"]),
+            sign_key=None if out.get("sign_key") is None else str(out["sign_key"]),
             seed=d.get("seed", 0),
             engine=str(d.get("engine", "spark")),
             spark=None if d.get("spark") is None else str(d["spark"]),

@@ -15,13 +15,14 @@ from ..publish.pipeline import publish
 from ..release.audit import audit_release
 from ..release.commit import Steps
 from ..release.private_audit import audit_store
+from ..release.signing import generate_keys
 from ..report import audit_table, console, progress_step, publish_summary
 from .common import engine_of, engine_options
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
     cfg = with_overrides(
-        load_config(args.config), l=args.l, m=args.m, state=args.state, overwrite=args.overwrite, wait_s=args.wait,
+        load_config(args.config), l=args.l, m=args.m, state=args.state, overwrite=args.overwrite, wait_s=args.wait, sign_key=args.sign_key,
         input_path=args.input, table=args.table, output_path=args.out, release_id=args.release_id,
         engine=args.engine, seed=args.seed, partitions=args.partitions, spark=args.spark_conf,
     )  # fmt: skip
@@ -53,6 +54,7 @@ def cmd_marginals_add(args: argparse.Namespace) -> int:
         args.overwrite,
         Steps(progress_step),
         args.wait,
+        args.sign_key,
     )
     publish_summary(result)
     console.print(
@@ -71,7 +73,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
             report = audit_store(args.state)
         else:
             engine = engine_of(args) if args.source else None
-            report = audit_release(args.release, source=args.source, engine=engine)
+            report = audit_release(
+                args.release, source=args.source, engine=engine, verify_key=args.verify_key
+            )
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:
@@ -79,7 +83,16 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return 0 if report.passed else 1
 
 
+SIGN = "sign the manifest with this Ed25519 private key (see vpub keys generate)"
 WAIT = "wait up to SECONDS for a concurrent run of the same release (default: fail at once)"
+
+
+def cmd_keys_generate(args: argparse.Namespace) -> int:
+    private, public = generate_keys(args.out)
+    console.print(
+        f"signing key {private} (keep it private), verify key {public} (give it to readers)"
+    )
+    return 0
 
 
 def register(sub) -> None:
@@ -118,6 +131,7 @@ def _register_publish(sub) -> None:
         "--overwrite", action="store_true", help="replace a committed release with the same id"
     )
     pb.add_argument("--wait", type=float, default=None, metavar="SECONDS", help=WAIT)
+    pb.add_argument("--sign-key", default=None, metavar="PEM", help=SIGN)
     pb.set_defaults(func=cmd_publish)
 
 
@@ -144,6 +158,7 @@ def _register_marginals_and_audit(sub) -> None:
     ma.add_argument("--release-id", default=None)
     ma.add_argument("--overwrite", action="store_true")
     ma.add_argument("--wait", type=float, default=None, metavar="SECONDS", help=WAIT)
+    ma.add_argument("--sign-key", default=None, metavar="PEM", help=SIGN)
     ma.set_defaults(func=cmd_marginals_add)
 
     au = sub.add_parser("audit", help="re-check a release from its files alone")
@@ -157,5 +172,19 @@ def _register_marginals_and_audit(sub) -> None:
     )
     au.add_argument("--source", default=None, help="also check every table against the source data")
     au.add_argument("--json", action="store_true", help="print the result as JSON")
+    au.add_argument(
+        "--verify-key",
+        default=None,
+        metavar="PEM",
+        help="check the manifest's Ed25519 signature with this public key",
+    )
     engine_options(au, default="inprocess")  # the engine that reads --source
+    keys = sub.add_parser("keys", help="signing keys for releases").add_subparsers(
+        dest="what", required=True
+    )
+    kg = keys.add_parser(
+        "generate", help="a new Ed25519 key pair: signing-key.pem (owner-only) and verify-key.pem"
+    )
+    kg.add_argument("--out", required=True, help="a directory for the two files")
+    kg.set_defaults(func=cmd_keys_generate)
     au.set_defaults(func=cmd_audit)

@@ -399,14 +399,24 @@ def add_marginal(
     overwrite: bool = False,
     step: Steps | None = None,
     wait_s: float | None = None,
+    sign_key: str | None = None,
 ) -> PublishResult:
     """`vpub marginals add`: decompose the stored buckets for `attributes` and publish
     them as a new release (the same signatures as every earlier marginal of the store)."""
     with exclusive(state, wait_s):  # one writer of store.json at a time
-        return _add(Path(state), attributes, output, release_id, overwrite, step or Steps(), wait_s)
+        return _add(
+            Path(state),
+            attributes,
+            output,
+            release_id,
+            overwrite,
+            step or Steps(),
+            wait_s,
+            sign_key,
+        )
 
 
-def _add(state: Path, attributes, output, release_id, overwrite, step: Steps, wait_s) -> PublishResult:  # fmt: skip
+def _add(state: Path, attributes, output, release_id, overwrite, step: Steps, wait_s, sign_key) -> PublishResult:  # fmt: skip
     meta = read_store(state)
     sensitive, qi = meta["sensitive"], tuple(meta["qi"])
     (mg,) = _marginals([tuple(attributes)], qi, sensitive)
@@ -434,7 +444,7 @@ def _add(state: Path, attributes, output, release_id, overwrite, step: Steps, wa
         )  # fmt: skip
         rows = int(meta["source"]["rows"])
         manifest["tables"] = [marginal_entry(stage, mg, sensitive, 0, rows, groups, dictionaries)]
-        report = audit_and_commit(stage, manifest, step)
+        report = audit_and_commit(stage, manifest, step, sign_key)
     meta = read_store(state)
     published = {"release_id": release_id, "release": str(target.resolve()), "table": mg.name, "attributes": list(mg.attributes)}  # fmt: skip
     meta["published"].append(published)

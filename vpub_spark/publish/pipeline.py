@@ -75,7 +75,7 @@ def _staged(method: Method, cfg: PublishConfig, engine: Engine, loaded: LoadedTa
         summary = _write(method, cfg, engine, loaded, design, plan, stage, store)
     manifest = _manifest(method, cfg, engine, loaded, design, plan, summary)
     manifest["tables"] = method.table_entries(stage, design, loaded, summary)
-    report = audit_and_commit(stage, manifest, step)
+    report = audit_and_commit(stage, manifest, step, cfg.sign_key)
     return manifest, report, summary
 
 

@@ -17,6 +17,7 @@ table spec the manifest records.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,7 @@ from .checks import AuditReport, Check, Checker, SourceCounts, difference, label
 from .kinds import table_kind
 from .layout import FORMAT_VERSION, GROUP, PRIVATE
 from .reader import Release, open_release
+from .signing import verify
 
 REQUIRED = (
     "format_version",
@@ -54,6 +56,7 @@ def audit_release(
     source: str | None = None,
     require_committed: bool = True,
     engine: Engine | None = None,
+    verify_key: str | None = None,
 ) -> AuditReport:
     """Audit the release at `path`; with `source`, also against the source data, read
     by `engine` (default: in process; with Spark only aggregates reach the auditor)."""
@@ -73,6 +76,9 @@ def audit_release(
         return report
     m, l, rows, rules, tables = read
     _path_checks(m, check)
+    if verify_key is not None:
+        ok, why = verify(rel.path, verify_key)
+        check("signature", ok, why)
     if m["privacy"].get("model") == "m-invariance":
         _invariance_checks(rel, tables, check)
     else:
@@ -235,7 +241,33 @@ def _table_checks(
         entry.get("rows") == rows,
         f"manifest says {entry.get('rows')}, the source had {rows}",
     )
+    _checksum_checks(rel, t.name, entry, check)
     kind.check(rel, entry, t, l, rows, check)
+
+
+def _checksum_checks(rel: Release, name: str, entry: dict, check: Checker) -> None:
+    """Every part's files on disk are exactly those the manifest lists, byte for byte
+    (SHA-256): a part edited after the commit is refused without the source."""
+    for part, meta in (entry.get("parts") or {}).items():
+        listed = meta.get("sha256") or {}
+        directory = rel.part_dir(name, part)
+        on_disk = (
+            {f.name: f for f in sorted(directory.glob("*.parquet"))} if directory.is_dir() else {}
+        )
+        changed = sorted(n for n, f in on_disk.items() if listed.get(n) != _sha256(f))
+        unlisted = sorted(set(listed) - set(on_disk))
+        ok = bool(listed) and not changed and not unlisted
+        detail = (
+            f"{len(listed)} file(s) as committed"
+            if ok
+            else f"changed or unlisted: {changed}; missing: {unlisted}"
+        )
+        check(f"{name}/{part}: checksums", ok, detail if listed else "no checksums recorded")
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _source_checks(rel: Release, tables: list[PublishedTable], source: str, check: Checker, engine: Engine | None = None) -> None:  # fmt: skip

@@ -328,8 +328,10 @@ def anatomy_source(counts: SourceCounts, t: PublishedTable, check: Checker) -> P
 
 
 def generalized_source(counts: SourceCounts, t: PublishedTable, check: Checker) -> Pairs:
-    """Boxes hide QI values; the sensitive multiset must be the source's."""
+    """Boxes hide QI values: the sensitive multiset must be the source's, and the source
+    tuples must fit the boxes (`placement_check`)."""
     s = [str(t.sensitive)]
+    placement_check(counts, t, check)
     return [(s, counts.release(t.name, "st", s, COUNT))]
 
 
@@ -384,3 +386,66 @@ def difference(published: pd.DataFrame, expected: pd.DataFrame) -> str:
         else f"; e.g. {dict(row[cols])}: release {int(row[f'{COUNT}_release'])}, source {int(row[f'{COUNT}_source'])}"
     )
     return f"{len(diff)} value combinations differ{example}"
+
+
+def placement_check(counts: SourceCounts, t: PublishedTable, check: Checker) -> None:
+    """The source tuples fit the published boxes: for every sensitive value v, the tuples
+    with v can be placed one-to-one into groups whose box contains their QI values and
+    whose ST count of v holds them (a maximum flow per value: source -> QI combination
+    (its count) -> every group whose box contains it -> sink (the group's count of v);
+    scipy's Dinic, in C). A box narrowed, moved or swapped after publication fails it."""
+    s = str(t.sensitive)
+    qi = [a for a in t.attributes if a != s]
+    domains = counts.rel.table(t.name).get("domains") or {}
+    if not qi or any(a not in domains for a in qi):
+        return  # the box checks already report a missing domain
+    pos = {a: {v: i for i, v in enumerate(domains[a])} for a in qi}
+    tuples = counts.source([*qi, s])
+    groups = counts.rel.read(t.name, "groups").to_pandas()
+    lo = np.column_stack([groups[f"{a}_min"].astype(str).map(pos[a]).to_numpy(float) for a in qi])
+    hi = np.column_stack([groups[f"{a}_max"].astype(str).map(pos[a]).to_numpy(float) for a in qi])
+    st = counts.rel.read(t.name, "st").to_pandas()
+    st[s] = st[s].astype(str)
+    index = {g: i for i, g in enumerate(groups[GROUP])}
+    short, worst = 0, ""
+    for value, own in tuples.groupby(s, sort=True):
+        held = st[st[s] == value]
+        missing = _unplaced(
+            own, qi, pos, lo, hi, held[GROUP].map(index).to_numpy(), held[COUNT].to_numpy()
+        )
+        if missing:
+            short, worst = short + missing, worst or f"{missing} tuples with {s} = {value}"
+    check(
+        f"{t.name}: source tuples fit the boxes",
+        short == 0,
+        "every tuple placed in a group whose box holds it"
+        if short == 0
+        else f"{short} tuples fit no box, e.g. {worst}",
+    )
+
+
+def _unplaced(own: pd.DataFrame, qi: list[str], pos, lo: np.ndarray, hi: np.ndarray, rows: np.ndarray, held: np.ndarray) -> int:  # fmt: skip
+    """How many of the tuples `own` (QI labels + count) no flow places (see placement_check)."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import maximum_flow
+
+    points = np.column_stack([own[a].map(pos[a]).to_numpy(float) for a in qi])
+    n = own[COUNT].to_numpy().astype(np.int64)
+    total = int(n.sum())
+    if np.isnan(points).any() or not len(rows):
+        return total
+    box_lo, box_hi = lo[rows], hi[rows]
+    combo, group = [], []
+    for start in range(0, len(points), 512):  # blocks of QI combinations x groups
+        p = points[start : start + 512, None, :]
+        i, j = np.nonzero(np.all((box_lo[None] <= p) & (p <= box_hi[None]), axis=2))
+        combo.append(i + start)
+        group.append(j)
+    k, g = len(n), len(rows)
+    ci, gj = np.concatenate(combo), np.concatenate(group)
+    src, dst = 0, k + g + 1  # nodes: source, combinations 1..k, groups k+1..k+g, sink
+    tails = np.concatenate([np.zeros(k, np.int64), 1 + ci, k + 1 + np.arange(g)])
+    heads = np.concatenate([1 + np.arange(k), k + 1 + gj, np.full(g, dst)])
+    caps = np.concatenate([n, np.full(len(ci), total), held.astype(np.int64)])
+    graph = csr_matrix((caps.astype(np.int32), (tails, heads)), shape=(dst + 1, dst + 1))
+    return total - int(maximum_flow(graph, src, dst, method="dinic").flow_value)

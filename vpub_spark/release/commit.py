@@ -29,6 +29,7 @@ from pathlib import Path
 from ..errors import PrivacyError, StorageError, VpubError
 from .audit import AuditReport, audit_release
 from .layout import MANIFEST, SUCCESS
+from .signing import sign, signer_id
 
 
 def check_target(target: Path, overwrite: bool) -> None:
@@ -191,9 +192,12 @@ def write_manifest(stage: Path, manifest: dict) -> None:
         raise StorageError(f"cannot write {stage / MANIFEST}: {e.strerror or e}") from None
 
 
-def audit_and_commit(stage: Path, manifest: dict, step: Steps) -> AuditReport:
-    """Write the manifest, audit the staged files, record the audit and the timings, and
-    mark the stage complete (`_SUCCESS`); a failed audit raises and commits nothing."""
+def audit_and_commit(
+    stage: Path, manifest: dict, step: Steps, sign_key: str | None = None
+) -> AuditReport:
+    """Write the manifest, audit the staged files, record the audit and the timings,
+    sign the final manifest (with `sign_key`), and mark the stage complete (`_SUCCESS`);
+    a failed audit raises and commits nothing."""
     write_manifest(stage, manifest)
     with step("audit"):
         report = audit_release(stage, require_committed=False)
@@ -205,6 +209,10 @@ def audit_and_commit(stage: Path, manifest: dict, step: Steps) -> AuditReport:
     manifest["audit"] = report.as_dict()
     total = round(time.perf_counter() - step.started, 3)
     manifest["timings_s"] = {k: round(v, 3) for k, v in step.timings.items()} | {"total": total}
+    if sign_key is not None:
+        manifest["signed_by"] = signer_id(sign_key)
     write_manifest(stage, manifest)
+    if sign_key is not None:
+        sign(stage, sign_key)
     (stage / SUCCESS).write_text("")
     return report

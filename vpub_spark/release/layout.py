@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: every part file has its SHA-256 in the manifest
 MANIFEST, SUCCESS = "manifest.json", "_SUCCESS"
 GROUP, COUNT, SIZE = "group_id", "count", "size"
 RESERVED = (GROUP, COUNT)  # no source attribute may carry these names

@@ -3,6 +3,7 @@ every publisher, so every release carries the same fields in the same order."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,14 +53,26 @@ def header(
 
 
 def part_entries(stage: Path, table: str, parts: Sequence[str]) -> dict[str, dict]:
-    """Per part: its path in the release, its number of files and of rows."""
+    """Per part: its path in the release, its number of files and of rows, and every
+    file's SHA-256 (the audit recomputes them: an edit after commit is refused)."""
     out = {}
     for part in parts:
         d = table_dir(stage, table, part)
         files = sorted(d.glob("*.parquet"))
         rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
-        out[part] = {"path": str(d.relative_to(stage)), "files": len(files), "rows": rows}
+        digests = {f.name: _sha256(f) for f in files}
+        out[part] = {
+            "path": str(d.relative_to(stage)),
+            "files": len(files),
+            "rows": rows,
+            "sha256": digests,
+        }
     return out
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def table_entry(
