@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -65,3 +66,8 @@ def contents(path: Path) -> dict:
 
 def same_contents(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(a[k].equals(b[k]) for k in a)
+
+
+def vpub(*args: str) -> list[str]:
+    """The command line that runs `vpub ARGS` in a fresh process (this interpreter)."""
+    return [sys.executable, "-m", "vpub_spark.cli", *args]

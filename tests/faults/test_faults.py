@@ -10,12 +10,11 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 import pytest
-from release_helpers import contents, same_contents
+from release_helpers import contents, same_contents, vpub
 
 from vpub_spark.datasets.presets import write_generated
 from vpub_spark.engines.inprocess import InProcessEngine
@@ -42,7 +41,7 @@ def _config(tmp: Path, data: Path, out: Path) -> Path:
 
 
 def _publish(conf: Path, **kw) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "vpub_spark.cli", "publish", "--config", str(conf)]
+    cmd = vpub("publish", "--config", str(conf))
     return subprocess.run(cmd, capture_output=True, text=True, timeout=600, **kw)
 
 
@@ -63,14 +62,7 @@ def reference(sal, tmp_path_factory):
 def test_driver_killed_at_each_step(sal, reference, tmp_path, after):
     """kill -9 once the step before has finished (`after`; None: as soon as it starts)."""
     out = tmp_path / "out"
-    cmd = [
-        sys.executable,
-        "-m",
-        "vpub_spark.cli",
-        "publish",
-        "--config",
-        str(_config(tmp_path, sal, out)),
-    ]
+    cmd = vpub("publish", "--config", str(_config(tmp_path, sal, out)))
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ | {"PYTHONUNBUFFERED": "1"})  # fmt: skip
     assert proc.stdout is not None
     for line in proc.stdout:

@@ -223,3 +223,14 @@ def test_spark_gives_the_same_release_one_task_per_chunk(spark_engine, data, tmp
     chunks = b.manifest["method_cost"]["chunks"]
     assert chunks > 2 and b.partitions["task"].nunique() == chunks
     assert audit_store(tmp_path / "b" / "private" / "store").passed
+
+
+def test_a_schema_may_list_the_sensitive_attribute(data, tmp_path):
+    """Without `marginals.qi`, the QI defaults to the schemas' attributes less the
+    sensitive one (listing it in a schema is allowed: it is added to every marginal)."""
+    r = publish(
+        _config(data, tmp_path, schemas=[["age", "job"], ["age", "sex"]], qi=None),
+        InProcessEngine(),
+    )
+    assert [t["name"] for t in r.manifest["tables"]] == ["age-job", "age-sex-job"]
+    assert r.audit.passed

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from release_helpers import RULES_1_3, TABLE1, write_table
+from release_helpers import RULES_1_3, TABLE1, vpub, write_table
 
 from vpub_spark.release.audit import audit_release
 
@@ -19,17 +18,7 @@ BUSY = ("is being published by", "already exists and is not empty")
 
 
 def _start(conf: Path, *extra: str, engine: str = "inprocess") -> subprocess.Popen:
-    cmd = [
-        sys.executable,
-        "-m",
-        "vpub_spark.cli",
-        "publish",
-        "--config",
-        str(conf),
-        "--engine",
-        engine,
-        *extra,
-    ]
+    cmd = vpub("publish", "--config", str(conf), "--engine", engine, *extra)
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -101,7 +90,7 @@ def test_concurrent_marginals_share_one_private_store_safely(tmp_path):
         assert any(b in errors[0] for b in (*BUSY, "already a bucket store")), errors
         meta = json.loads((store / "store.json").read_text())
         assert [p["release_id"] for p in meta["published"]] == ["r", "r"]  # its own two marginals
-        assert subprocess.run([sys.executable, "-m", "vpub_spark.cli", "audit", "--state", str(store)], capture_output=True).returncode == 0  # fmt: skip
+        assert subprocess.run(vpub("audit", "--state", str(store)), capture_output=True).returncode == 0  # fmt: skip
         import shutil
 
         shutil.rmtree(store)

@@ -6,9 +6,8 @@ import json
 import resource
 import shutil
 import subprocess
-import sys
 
-from release_helpers import RULES_1_3, TABLE1, publish_inprocess, write_table
+from release_helpers import RULES_1_3, TABLE1, publish_inprocess, vpub, write_table
 
 from vpub_spark.cli import main
 from vpub_spark.release.audit import audit_release
@@ -61,16 +60,7 @@ def test_a_write_that_fails_midway_is_one_line_and_commits_nothing(tmp_path):
     def limit():
         resource.setrlimit(resource.RLIMIT_FSIZE, (600, 600))
 
-    cmd = [
-        sys.executable,
-        "-m",
-        "vpub_spark.cli",
-        "publish",
-        "--config",
-        str(conf),
-        "--engine",
-        "inprocess",
-    ]
+    cmd = vpub("publish", "--config", str(conf), "--engine", "inprocess")
     done = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=limit, timeout=120)
     assert done.returncode == 2, done.stderr
     last = done.stderr.strip().splitlines()
