@@ -1,0 +1,106 @@
+"""004's anatomy-based statistical database kernel: Examples 1-2, Table 3 and Figure 1
+as golden tests; A-Count equals the Lemma 3 interval of A-Decompose's decomposition,
+which is m-invariant with the bucketization and contains the true count."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vpub_spark.kernels.statdb import a_count, a_decompose, anatomy_interval, qi_mask
+
+# 004 Table 1a; Disease: flu 0, gastritis 1, insomnia 2
+NAMES = ["Alice", "Bob", "David", "Helen", "Jack", "Ken", "Linda", "Mary", "Paul", "Ray", "Tom"]
+T = pd.DataFrame({
+    "age": [20, 23, 38, 42, 46, 48, 49, 52, 53, 59, 61],
+    "zip": [12000, 58000, 41000, 23000, 25000, 13000, 51000, 52000, 49000, 61000, 39000],
+})  # fmt: skip
+DISEASE = np.array([0, 1, 0, 1, 0, 1, 0, 2, 1, 0, 1])
+P1 = np.array([1, 1, 2, 2, 3, 3, 4, 4, 4, 5, 5])  # the partition underlying Table 1b / Table 3
+FIGURE_1 = np.array(
+    [1, 1, 1, 1, 1, 1, 2, 2, 2, 1, 1]
+)  # B_1 {flu, gastritis}, B_2 {flu, insomnia, gastritis}
+Q1 = ({"age": (30, 50)}, {0})  # Age in [30, 50] AND Disease = flu
+Q2 = ({"zip": (20000, 40000)}, {0})  # Zipcode in [20k, 40k] AND Disease = flu
+
+
+def test_table_3_answers_q1_with_lemma_3():
+    ranges, flu = Q1
+    assert anatomy_interval(P1, DISEASE, qi_mask(T, ranges), flu) == (2, 3)  # truth: 3
+
+
+def test_example_1_a_decompose_of_b1_for_q2():
+    ranges, _ = Q2
+    ok = qi_mask(T, ranges)
+    in_b1 = FIGURE_1 == 1
+    assert sorted(np.array(NAMES)[in_b1 & ok]) == ["Helen", "Jack", "Tom"]  # S_1
+    group = a_decompose(FIGURE_1, DISEASE, ok)
+    members = {g: sorted(np.array(NAMES)[group == g]) for g in np.unique(group[in_b1])}
+    assert len(members) == 4 and all(len(m) == 2 for m in members.values())
+    s1 = {"Helen", "Jack", "Tom"}
+    from_s1 = [m for m in members.values() if set(m) <= s1]
+    assert len(from_s1) == 1 and "Jack" in from_s1[0]  # G_1 = Jack and a gastritis tuple of S_1
+    mixed = next(m for m in members.values() if len(set(m) & s1) == 1)
+    assert (
+        DISEASE[NAMES.index(next(x for x in mixed if x not in s1))] == 0
+    )  # G_2: a flu tuple of S_2
+    assert sum(not set(m) & s1 for m in members.values()) == 2  # G_3, G_4 from S_2 alone
+    assert anatomy_interval(group, DISEASE, ok, Q2[1]) == (1, 2)
+
+
+def test_example_2_a_count_for_q2_and_the_truth():
+    ranges, flu = Q2
+    ok = qi_mask(T, ranges)
+    assert a_count(FIGURE_1, DISEASE, ok, flu) == (1, 2)  # the truth is 1 (Jack)
+    assert a_count(FIGURE_1, DISEASE, qi_mask(T, Q1[0]), flu) == (2, 3)
+
+
+@st.composite
+def bucketizations(draw):
+    """Random buckets, each a signature of distinct values held c times (Lemma 5)."""
+    buckets, values = [], []
+    for b in range(draw(st.integers(1, 6))):
+        k = draw(st.integers(2, 5))
+        signature = draw(st.lists(st.integers(0, 7), min_size=k, max_size=k, unique=True))
+        c = draw(st.integers(1, 4))
+        buckets += [b * 3] * (k * c)  # bucket ids need not be dense
+        values += signature * c
+    n = len(buckets)
+    perm = draw(st.permutations(range(n)))
+    qi = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    chosen = draw(st.sets(st.integers(0, 7)))
+    return np.array(buckets)[list(perm)], np.array(values)[list(perm)], np.array(qi), chosen
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=bucketizations())
+def test_a_count_is_the_interval_of_a_decompose_and_holds_the_truth(case):
+    bucket, value, ok, chosen = case
+    group = a_decompose(bucket, value, ok)
+    for g in np.unique(group):  # every group: one bucket, its whole signature, once each
+        members = group == g
+        assert len(np.unique(bucket[members])) == 1
+        signature = np.unique(value[bucket == bucket[members][0]])
+        assert sorted(value[members]) == list(signature)
+    lo, hi = a_count(bucket, value, ok, chosen)
+    assert (lo, hi) == anatomy_interval(group, value, ok, chosen)
+    truth = int((ok & np.isin(value, list(chosen))).sum())
+    assert lo <= truth <= hi
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=bucketizations(), seed=st.integers(0, 1000))
+def test_no_decomposition_gives_a_shorter_interval(case, seed):
+    """Lemma 7: a random decomposition's interval is never shorter than A-Count's."""
+    bucket, value, ok, chosen = case
+    rng = np.random.default_rng(seed)
+    shuffled = rng.permutation(len(bucket))
+    other = np.empty(len(bucket), dtype=np.int64)
+    other[shuffled] = a_decompose(
+        bucket[shuffled], value[shuffled], np.zeros(len(bucket), dtype=bool)
+    )
+    lo, hi = a_count(bucket, value, ok, chosen)
+    olo, ohi = anatomy_interval(other, value, ok, chosen)
+    assert olo <= lo and hi <= ohi
