@@ -6,10 +6,22 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vpub_spark.kernels.statdb import a_count, a_decompose, anatomy_interval, qi_mask
+from vpub_spark.kernels.statdb import (
+    Query,
+    a_count,
+    a_decompose,
+    anatomy_interval,
+    g_count,
+    generalized_interval,
+    perturb,
+    perturbed_interval,
+    qi_mask,
+    retention,
+)
 
 # 004 Table 1a; Disease: flu 0, gastritis 1, insomnia 2
 NAMES = ["Alice", "Bob", "David", "Helen", "Jack", "Ken", "Linda", "Mary", "Paul", "Ray", "Tom"]
@@ -104,3 +116,90 @@ def test_no_decomposition_gives_a_shorter_interval(case, seed):
     lo, hi = a_count(bucket, value, ok, chosen)
     olo, ohi = anatomy_interval(other, value, ok, chosen)
     assert olo <= lo and hi <= ohi
+
+
+P2 = np.array(
+    [1, 5, 3, 2, 2, 1, 4, 4, 4, 5, 3]
+)  # 004 Table 2: {Alice, Ken} {Jack, Helen} {David, Tom} {Linda, Mary, Paul} {Ray, Bob}
+Q3 = Query({"age": (40, 60), "zip": (20000, 60000)}, frozenset({0}))
+
+
+def _q(pair) -> Query:
+    return Query(pair[0], frozenset(pair[1]))
+
+
+def test_section_1_3_intervals_of_tables_1b_and_2():
+    assert generalized_interval(P1, T, _q(Q1), DISEASE) == (2, 3)  # Q1 on T1*
+    assert generalized_interval(P1, T, _q(Q2), DISEASE) == (0, 4)  # Q2 on T1*
+    assert generalized_interval(P2, T, _q(Q2), DISEASE) == (1, 2)  # Q2 on T2*
+    assert generalized_interval(P2, T, _q(Q1), DISEASE) == (1, 5)  # Q1 on T2*
+
+
+def test_example_3_g_count():
+    in_b1 = FIGURE_1 == 1
+    b1 = g_count(FIGURE_1[in_b1], DISEASE[in_b1], T[in_b1].reset_index(drop=True), Q3)
+    assert b1 == (1, 2)  # n_1 = 1 (Helen, Jack), n_3 = 2 (Bob, David; Alice, Ken)
+    assert g_count(FIGURE_1, DISEASE, T, Q3) == (2, 3)  # B_2 lies inside: [1, 1]; the truth is 2
+
+
+@st.composite
+def with_points(draw):
+    bucket, value, _, chosen = draw(bucketizations())
+    n = len(bucket)
+    codes = pd.DataFrame(
+        {a: draw(st.lists(st.integers(0, 9), min_size=n, max_size=n)) for a in ("x", "y")}
+    )
+    ranges = {}
+    for a in draw(st.sets(st.sampled_from(["x", "y"]))):
+        lo = draw(st.integers(0, 9))
+        ranges[a] = (lo, draw(st.integers(lo, 9)))
+    return bucket, value, codes, Query(ranges, frozenset(chosen))
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=with_points(), seed=st.integers(0, 1000))
+def test_g_count_holds_the_truth_and_is_bounded(case, seed):
+    bucket, value, codes, query = case
+    lo, hi = g_count(bucket, value, codes, query)
+    ok = qi_mask(codes, query.ranges)
+    truth = int((ok & np.isin(value, list(query.sensitive))).sum())
+    assert 0 <= lo <= truth <= hi <= int(np.isin(value, list(query.sensitive)).sum())
+    rng = np.random.default_rng(
+        seed
+    )  # and any decomposition's Lemma 2 interval holds the truth too
+    perm = rng.permutation(len(bucket))
+    group = np.empty(len(bucket), dtype=np.int64)
+    group[perm] = a_decompose(bucket[perm], value[perm], np.zeros(len(bucket), dtype=bool))
+    glo, ghi = generalized_interval(group, codes, query, value)
+    assert glo <= truth <= ghi
+
+
+def test_formula_10_and_the_worked_perturbation_intervals():
+    assert retention(10, 50) == pytest.approx(4 / 49)
+    for n, y, p, b, expected in (
+        (100, 22, 0.2, 0.2, (4.114, 55.886)),
+        (1000, 250, 0.5, 0.1, (371.058, 428.942)),
+    ):
+        domain = 10 if b == 0.1 else 5
+        shown = np.zeros(n, dtype=np.int64)
+        shown[:y] = 0  # y tuples show a value in V = {0}, the others 1
+        shown[y:] = 1
+        lo, hi = perturbed_interval(np.ones(n, dtype=bool), shown, {0}, p, domain)
+        assert (lo, hi) == pytest.approx(expected, abs=1e-3)
+
+
+def test_perturbation_keeps_about_p_and_its_interval_covers_the_truth_most_of_the_time():
+    rng = np.random.default_rng(0)
+    n, domain, p = 20_000, 50, retention(10, 50)
+    s = rng.integers(0, domain, n)
+    ok = rng.random(n) < 0.5
+    chosen = set(range(10))
+    truth = int((ok & np.isin(s, list(chosen))).sum())
+    covered = 0
+    for seed in range(200):
+        shown = perturb(s, p, domain, seed)
+        lo, hi = perturbed_interval(ok, shown, chosen, p, domain)
+        covered += lo <= truth <= hi
+    assert 0.74 <= covered / 200 <= 0.86  # an 80% interval
+    kept = (perturb(s, p, domain, 1) == s).mean()
+    assert kept == pytest.approx(p + (1 - p) / domain, abs=0.01)

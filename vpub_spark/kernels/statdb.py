@@ -96,3 +96,116 @@ def a_decompose(bucket: np.ndarray, sensitive: np.ndarray, qi_ok: np.ndarray) ->
     groups = np.bincount(b) // np.maximum(values_per_bucket, 1)  # |B| / |K| (Lemma 5)
     offset = np.concatenate([[0], np.cumsum(groups)[:-1]])
     return offset[b] + rank
+
+
+def generalized_interval(group: np.ndarray, codes: pd.DataFrame, query: Query, sensitive: np.ndarray) -> tuple[int, int]:  # fmt: skip
+    """004 Lemma 2 for the MBR-generalization of a partition (`group` per tuple): groups
+    whose box lies inside the query rectangle count for both ends, groups whose box
+    meets it only for the upper end."""
+    _, g = np.unique(group, return_inverse=True)
+    n = g.max(initial=-1) + 1
+    inside, meets = np.ones(n, dtype=bool), np.ones(n, dtype=bool)
+    for a, (lo, hi) in query.ranges.items():
+        col = codes[a].to_numpy()
+        low = np.full(n, np.iinfo(np.int64).max)
+        high = np.full(n, np.iinfo(np.int64).min)
+        np.minimum.at(low, g, col)
+        np.maximum.at(high, g, col)
+        inside &= (low >= lo) & (high <= hi)
+        meets &= (high >= lo) & (low <= hi)
+    s = np.bincount(g, weights=_in(sensitive, query.sensitive), minlength=n)
+    return int(s[inside].sum()), int(s[meets].sum())
+
+
+def _cells(bucket: np.ndarray, sensitive: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(each tuple's (bucket, value) cell, each cell's bucket index, each cell's value)."""
+    _, b = np.unique(bucket, return_inverse=True)
+    width = int(sensitive.max(initial=0)) + 1
+    cells, cell = np.unique(b.astype(np.int64) * width + sensitive, return_inverse=True)
+    return cell, cells // width, cells % width
+
+
+def _yield(
+    cell: np.ndarray, where: np.ndarray, cell_bucket: np.ndarray, buckets: int
+) -> np.ndarray:
+    """Per bucket: how many QI-groups of its signature the tuples `where` can make
+    (004 §7.3: the least count of a signature value among them)."""
+    count = np.bincount(cell[where], minlength=len(cell_bucket))
+    least = np.full(buckets, np.iinfo(np.int64).max)
+    np.minimum.at(least, cell_bucket, count)
+    return least
+
+
+def g_count(bucket: np.ndarray, sensitive: np.ndarray, codes: pd.DataFrame, query: Query) -> tuple[int, int]:  # fmt: skip
+    """004 Figure 6 over every bucket at once: the interval of a phantom decomposition.
+    n_1 = the yield of the tuples inside the query rectangle (type-1 groups); then each
+    of the 2 lambda margins (lower, upper, per constrained attribute in the query's
+    order) yields y more type-3 groups, whose tuples leave the bucket; the bucket
+    contributes [n_1 alpha, (|B|/|K| - n_3) alpha]. Decision (004 leaves it open):
+    the y tuples of a value taken from a margin are those lying in the fewest later
+    margins (then the first by position), so later margins keep what they can use."""
+    cell, cell_bucket, cell_value = _cells(bucket, sensitive)
+    k = np.bincount(cell_bucket)  # |K| per bucket
+    buckets = len(k)
+    inside = np.ones(len(bucket), dtype=bool)
+    margins = []
+    for a, (lo, hi) in query.ranges.items():
+        col = codes[a].to_numpy()
+        inside &= (col >= lo) & (col <= hi)
+        margins += [col < lo, col > hi]
+    n1 = _yield(cell, inside, cell_bucket, buckets)
+    n3 = np.zeros(buckets, dtype=np.int64)
+    alive = ~inside
+    later = np.sum(margins, axis=0) if margins else np.zeros(len(bucket), dtype=np.int64)
+    for margin in margins:
+        later = later - margin
+        here = alive & margin
+        y = _yield(cell, here, cell_bucket, buckets)
+        n3 += y
+        idx = np.flatnonzero(here)
+        order = idx[
+            np.lexsort((idx, later[idx], cell[idx]))
+        ]  # per cell: fewest later margins first
+        c = cell[order]
+        rank = np.arange(len(order)) - np.searchsorted(c, c)
+        alive[order[rank < y[cell_bucket[c]]]] = False
+    size = np.bincount(cell_bucket, weights=np.bincount(cell, minlength=len(cell_bucket)))
+    alpha = np.bincount(cell_bucket, weights=_in(cell_value, query.sensitive), minlength=buckets)
+    groups = size // k  # |B| / |K|
+    return int((n1 * alpha).sum()), int(((groups - n3) * alpha).sum())
+
+
+def retention(m: int, domain: int) -> float:
+    """004 Formula 10: the retention probability p at which random perturbation gives the
+    protection of m-invariance: p + (1 - p)/|A^s| = 1/m, so p = (|A^s| - m) / (m (|A^s| - 1))
+    (m = 10, |A^s| = 50: 4/49, 004 §9)."""
+    return (domain - m) / (m * (domain - 1))
+
+
+def perturb(sensitive: np.ndarray, p: float, domain: int, seed: int) -> np.ndarray:
+    """004 §8: every tuple keeps its sensitive code with probability p, else draws one
+    uniformly from the domain (seeded; QI values are untouched)."""
+    rng = np.random.default_rng(seed)
+    keep = rng.random(len(sensitive)) < p
+    return np.where(keep, sensitive, rng.integers(0, domain, len(sensitive)))
+
+
+Z80 = 1.2815515655446004  # the standard normal's 90% quantile: a two-sided 80% interval
+
+
+def perturbed_interval(qi_ok: np.ndarray, perturbed: np.ndarray, chosen: Iterable[int], p: float, domain: int) -> tuple[float, float]:  # fmt: skip
+    """ALGORITHMS.md §3 (Agrawal, Srikant, Thomas): with n tuples meeting the QI
+    predicates, y of them with a perturbed value in V and b = |V| / |A^s|, the unbiased
+    estimate is x = (y - (1 - p) b n) / p. A tuple counted in x shows a value in V with
+    q1 = p + (1 - p) b, any other with q0 = (1 - p) b, independently, so
+    Var(x) = [x q1 (1 - q1) + (n - x) q0 (1 - q0)] / p^2, estimated with x clipped to
+    [0, n]; the 80% interval is x +- 1.2816 sigma (normal approximation)."""
+    values = frozenset(chosen)
+    n = int(qi_ok.sum())
+    y = int((qi_ok & _in(perturbed, values)).sum())
+    b = len(values) / domain
+    x = (y - (1 - p) * b * n) / p
+    q1, q0 = p + (1 - p) * b, (1 - p) * b
+    c = min(max(x, 0.0), float(n))
+    sigma = np.sqrt((c * q1 * (1 - q1) + (n - c) * q0 * (1 - q0)) / p**2)
+    return x - Z80 * sigma, x + Z80 * sigma
