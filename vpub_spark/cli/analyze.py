@@ -57,7 +57,33 @@ def cmd_utility(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_statdb_query(args: argparse.Namespace) -> int:
+    from ..statdb.db import StatDB
+
+    db = StatDB.open(args.store)
+    answer = db.count(args.where, args.method)
+    console.print(f"{answer.method}: COUNT(*) WHERE {args.where} is in [bold]{answer}[/bold]")
+    return 0
+
+
 def register(sub) -> None:
+    sd = sub.add_parser(
+        "statdb", help="the statistical database (004): result intervals from a private store"
+    )
+    sdq = sd.add_subparsers(dest="what", required=True).add_parser(
+        "query", help="one counting query's result interval"
+    )
+    sdq.add_argument(
+        "store", help="a private bucket store (made by vpub publish with method marginals)"
+    )
+    sdq.add_argument(
+        "--where", required=True, help='e.g. "age between 30 and 50 and occupation in (3, 4)"'
+    )
+    sdq.add_argument(
+        "--method", choices=["dyn-ana", "dyn-gen"], default="dyn-ana", help="A-Count or G-Count"
+    )
+    sdq.set_defaults(func=cmd_statdb_query)
+
     qy = sub.add_parser("query", help="estimate COUNT(*) WHERE ... from a release")
     qy.add_argument("release")
     qy.add_argument(

@@ -57,21 +57,48 @@ def anatomy_interval(group: np.ndarray, sensitive: np.ndarray, qi_ok: np.ndarray
     return int(np.maximum(0, q + s - size).sum()), int(np.minimum(q, s).sum())
 
 
+@dataclass(frozen=True)
+class Cells:
+    """A bucketization's (bucket, sensitive value) cells, computed once per store:
+    each tuple's cell, each cell's bucket (dense index) and value, each bucket's |K| and
+    |B| / |K| (Lemma 5)."""
+
+    cell: np.ndarray
+    cell_bucket: np.ndarray
+    cell_value: np.ndarray
+    k: np.ndarray
+    groups: np.ndarray
+
+    @classmethod
+    def of(cls, bucket: np.ndarray, sensitive: np.ndarray) -> Cells:
+        _, b = np.unique(bucket, return_inverse=True)
+        width = int(sensitive.max(initial=0)) + 1
+        cells, cell = np.unique(b.astype(np.int64) * width + sensitive, return_inverse=True)
+        cell_bucket = cells // width
+        k = np.bincount(cell_bucket)
+        return cls(cell, cell_bucket, cells % width, k, np.bincount(b) // k)
+
+    def alpha(self, chosen: Iterable[int]) -> np.ndarray:
+        """Per bucket: the values of its signature meeting the sensitive predicate."""
+        hit = _in(self.cell_value, chosen)
+        return np.bincount(self.cell_bucket, weights=hit, minlength=len(self.k)).astype(np.int64)
+
+
 def a_count(bucket: np.ndarray, sensitive: np.ndarray, qi_ok: np.ndarray, chosen: Iterable[int]) -> tuple[int, int]:  # fmt: skip
     """004 Figure 3 over every bucket at once: the shortest result interval any
     decomposition of the bucketization gives (the sum of the buckets' a-intervals)."""
-    width = int(sensitive.max(initial=0)) + 1
-    key = bucket.astype(np.int64) * width + sensitive
-    cells, cell = np.unique(key, return_inverse=True)  # the buckets' (bucket, value) cells
-    beta = np.bincount(cell[qi_ok], minlength=len(cells))
-    cell_bucket, cell_value = cells // width, cells % width
-    _, b = np.unique(cell_bucket, return_inverse=True)
-    k = np.bincount(b)  # |K| per bucket
-    alpha = np.bincount(b, weights=_in(cell_value, chosen), minlength=len(k)).astype(np.int64)
-    order = np.lexsort((beta, b))  # per bucket, beta ascending
+    return a_count_cells(Cells.of(bucket, sensitive), qi_ok, chosen)
+
+
+def a_count_cells(cells: Cells, qi_ok: np.ndarray, chosen: Iterable[int]) -> tuple[int, int]:
+    """`a_count` on precomputed cells (what a store answers queries with)."""
+    beta = np.bincount(cells.cell[qi_ok], minlength=len(cells.cell_bucket))
+    alpha, k = cells.alpha(chosen), cells.k
+    order = np.lexsort((beta, cells.cell_bucket))  # per bucket, beta ascending
     start = np.concatenate([[0], np.cumsum(k)[:-1]])
-    rank = np.arange(len(order)) - start[b[order]]
-    sorted_beta, owner = beta[order], b[order]
+    owner = cells.cell_bucket[order]
+    rank = np.arange(len(order)) - start[owner]
+    sorted_beta = beta[order]
     lower = sorted_beta[rank < alpha[owner]].sum()
     upper = sorted_beta[rank >= k[owner] - alpha[owner]].sum()
     return int(lower), int(upper)
@@ -117,14 +144,6 @@ def generalized_interval(group: np.ndarray, codes: pd.DataFrame, query: Query, s
     return int(s[inside].sum()), int(s[meets].sum())
 
 
-def _cells(bucket: np.ndarray, sensitive: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(each tuple's (bucket, value) cell, each cell's bucket index, each cell's value)."""
-    _, b = np.unique(bucket, return_inverse=True)
-    width = int(sensitive.max(initial=0)) + 1
-    cells, cell = np.unique(b.astype(np.int64) * width + sensitive, return_inverse=True)
-    return cell, cells // width, cells % width
-
-
 def _yield(
     cell: np.ndarray, where: np.ndarray, cell_bucket: np.ndarray, buckets: int
 ) -> np.ndarray:
@@ -144,10 +163,14 @@ def g_count(bucket: np.ndarray, sensitive: np.ndarray, codes: pd.DataFrame, quer
     contributes [n_1 alpha, (|B|/|K| - n_3) alpha]. Decision (004 leaves it open):
     the y tuples of a value taken from a margin are those lying in the fewest later
     margins (then the first by position), so later margins keep what they can use."""
-    cell, cell_bucket, cell_value = _cells(bucket, sensitive)
-    k = np.bincount(cell_bucket)  # |K| per bucket
-    buckets = len(k)
-    inside = np.ones(len(bucket), dtype=bool)
+    return g_count_cells(Cells.of(bucket, sensitive), codes, query)
+
+
+def g_count_cells(cells: Cells, codes: pd.DataFrame, query: Query) -> tuple[int, int]:
+    """`g_count` on precomputed cells (what a store answers queries with)."""
+    cell, cell_bucket = cells.cell, cells.cell_bucket
+    buckets = len(cells.k)
+    inside = np.ones(len(cell), dtype=bool)
     margins = []
     for a, (lo, hi) in query.ranges.items():
         col = codes[a].to_numpy()
@@ -156,7 +179,7 @@ def g_count(bucket: np.ndarray, sensitive: np.ndarray, codes: pd.DataFrame, quer
     n1 = _yield(cell, inside, cell_bucket, buckets)
     n3 = np.zeros(buckets, dtype=np.int64)
     alive = ~inside
-    later = np.sum(margins, axis=0) if margins else np.zeros(len(bucket), dtype=np.int64)
+    later = np.sum(margins, axis=0) if margins else np.zeros(len(cell), dtype=np.int64)
     for margin in margins:
         later = later - margin
         here = alive & margin
@@ -169,10 +192,8 @@ def g_count(bucket: np.ndarray, sensitive: np.ndarray, codes: pd.DataFrame, quer
         c = cell[order]
         rank = np.arange(len(order)) - np.searchsorted(c, c)
         alive[order[rank < y[cell_bucket[c]]]] = False
-    size = np.bincount(cell_bucket, weights=np.bincount(cell, minlength=len(cell_bucket)))
-    alpha = np.bincount(cell_bucket, weights=_in(cell_value, query.sensitive), minlength=buckets)
-    groups = size // k  # |B| / |K|
-    return int((n1 * alpha).sum()), int(((groups - n3) * alpha).sum())
+    alpha = cells.alpha(query.sensitive)
+    return int((n1 * alpha).sum()), int(((cells.groups - n3) * alpha).sum())
 
 
 def retention(m: int, domain: int) -> float:

@@ -50,7 +50,7 @@ def audit_store(state: str | Path) -> AuditReport:
     if not check("store: bucket files", files, f"{len(files)} files"):
         return report
     tuples = pd.concat([pq.read_table(f).to_pandas() for f in files], ignore_index=True)
-    _bucket_checks(meta, tuples, check)
+    bucket_checks(meta, tuples, check)
     s, domains = meta["sensitive"], meta["domains"]
     labels = tuples.assign(
         **{a: np.asarray(domains[a], dtype=object)[tuples[a].to_numpy()] for a in [*meta["qi"], s]}
@@ -75,7 +75,7 @@ def audit_store(state: str | Path) -> AuditReport:
     return report
 
 
-def _bucket_checks(meta: dict, tuples: pd.DataFrame, check: Checker) -> None:
+def bucket_checks(meta: dict, tuples: pd.DataFrame, check: Checker) -> None:
     """Every tuple once; every bucket holds each value of its signature equally often."""
     s, m = meta["sensitive"], int(meta["m"])
     check(

@@ -1,0 +1,130 @@
+"""`StatDB`: 004's statistical database over a private bucket store (DESIGN.md §9).
+
+The store is the marginal publisher's (`release/store.py`): a bucketization U of the
+table (004 Definition 11) from its first m-unique partition. Every answer comes from a
+decomposition of U, so every answer is m-invariant with every marginal ever published
+from the same store (004 Lemmas 4 and 6): the query server and the published tables are
+jointly safe. Methods (004 §6, §7, §9): `dyn-ana` (A-Count, the shortest anatomy
+interval), `dyn-gen` (G-Count, a phantom MBR decomposition). Opening a store checks that
+it is owner-only and that every bucket still holds each value of its signature equally
+often (a tampered store is refused); every answered query is appended to the store's
+private log `queries.jsonl` (query, method, interval, time).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+
+from ..errors import SpecError, VpubError
+from ..kernels.statdb import Cells, Query, a_count_cells, g_count_cells, qi_mask
+from ..release.checks import AuditReport, Check
+from ..release.private_audit import bucket_checks
+from ..release.store import BUCKET, bucket_files, read_store
+from ..utility.where import parse_where
+
+LOG = "queries.jsonl"
+METHODS = ("dyn-ana", "dyn-gen")
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A result interval [low, high] (004 Definition 9): it holds the true count."""
+
+    low: int
+    high: int
+    method: str
+
+    def __str__(self) -> str:
+        return f"[{self.low:,}, {self.high:,}]"
+
+
+def _check_private(state: Path) -> None:
+    for root, _dirs, files in os.walk(state):
+        for p in [Path(root), *(Path(root) / f for f in files)]:
+            mode = stat.S_IMODE(p.stat().st_mode)
+            if mode & 0o077:
+                raise VpubError(
+                    f"{p}: mode {mode:o}; a private store must be owner-only (chmod -R go-rwx {state})"
+                )
+
+
+class StatDB:
+    """Counting queries with result intervals from a store (see the module docstring)."""
+
+    def __init__(self, state: Path, meta: dict, tuples: pd.DataFrame):
+        self.state, self.meta = state, meta
+        self.qi, self.sensitive = list(meta["qi"]), str(meta["sensitive"])
+        self.domains = {a: list(v) for a, v in meta["domains"].items()}
+        self.codes = tuples[self.qi].reset_index(drop=True)
+        self.values = tuples[self.sensitive].to_numpy(np.int64)
+        self.cells = Cells.of(tuples[BUCKET].to_numpy(np.int64), self.values)
+
+    @classmethod
+    def open(cls, state: str | Path) -> StatDB:
+        """Open a store: owner-only, and every bucket intact (else a clear error)."""
+        state = Path(state)
+        meta = read_store(state)
+        _check_private(state)
+        files = bucket_files(state)
+        if not files:
+            raise VpubError(f"{state.name}: the store holds no buckets")
+        tuples = pd.concat([pq.read_table(f).to_pandas() for f in files], ignore_index=True)
+        report = AuditReport(state.name)
+
+        def check(name: str, ok: object, detail: str = "") -> bool:
+            report.checks.append(Check(name, bool(ok), detail))
+            return bool(ok)
+
+        bucket_checks(meta, tuples, check)
+        if not report.passed:
+            failures = "; ".join(report.as_dict()["failures"])
+            raise VpubError(f"{state.name}: the store was changed or damaged, refused: {failures}")
+        return cls(state, meta, tuples)
+
+    def query(self, where: str) -> Query:
+        """`age between 30 and 50 and salary in (3, 4)`: ranges on QI attributes (the
+        `vpub query` grammar; a QI condition must select a range of its domain), any
+        set on the sensitive attribute."""
+        conditions = parse_where(where, self.domains)
+        ranges = {}
+        for a, codes in conditions.items():
+            if a == self.sensitive:
+                continue
+            if a not in self.qi:
+                raise SpecError(f"{a} is not a QI attribute of this store ({', '.join(self.qi)})")
+            if not codes:
+                raise SpecError(f"the condition on {a} selects no value (an empty range)")
+            lo, hi = min(codes), max(codes)
+            if len(codes) != hi - lo + 1:
+                raise SpecError(f"the condition on {a} is not a range of its domain; use between")
+            ranges[a] = (lo, hi)
+        chosen = conditions.get(self.sensitive, frozenset(range(len(self.domains[self.sensitive]))))
+        return Query(ranges, frozenset(chosen))
+
+    def count(self, query: Query | str, method: str = "dyn-ana") -> Interval:
+        """The result interval of `query` (a Query or a `--where` text)."""
+        if method not in METHODS:
+            raise SpecError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
+        q = self.query(query) if isinstance(query, str) else query
+        if method == "dyn-ana":
+            low, high = a_count_cells(self.cells, qi_mask(self.codes, q.ranges), q.sensitive)
+        else:
+            low, high = g_count_cells(self.cells, self.codes, q)
+        answer = Interval(low, high, method)
+        self._log(query if isinstance(query, str) else repr(q), answer)
+        return answer
+
+    def _log(self, text: str, answer: Interval) -> None:
+        entry = {"time": datetime.now(UTC).isoformat(timespec="seconds"), "query": text, "method": answer.method, "low": answer.low, "high": answer.high}  # fmt: skip
+        fd = os.open(self.state / LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with os.fdopen(fd, "a") as f:
+            f.write(json.dumps(entry) + "\n")
