@@ -30,7 +30,7 @@ from ..errors import VpubError
 from ..gnf import check_gnf
 from ..model import PublishedTable, Schema
 from ..rules import parse_rules
-from .checks import AuditReport, Check, Checker, SourceCounts, difference, labels
+from .checks import AuditReport, Checker, SourceCounts, difference, labels
 from .kinds import table_kind
 from .layout import FORMAT_VERSION, GROUP, PRIVATE
 from .reader import Release, open_release
@@ -62,10 +62,7 @@ def audit_release(
     by `engine` (default: in process; with Spark only aggregates reach the auditor)."""
     report = AuditReport(Path(path).name)
 
-    def check(name: str, ok: object, detail: str = "") -> bool:
-        report.checks.append(Check(name, bool(ok), detail))
-        return bool(ok)
-
+    check = report.check
     try:
         rel = open_release(path)
     except VpubError as e:

@@ -37,6 +37,11 @@ class AuditReport:
     release: str
     checks: list[Check] = field(default_factory=list)
 
+    def check(self, name: str, ok: object, detail: str = "") -> bool:
+        """Record one check (a `Checker`); its result."""
+        self.checks.append(Check(name, bool(ok), detail))
+        return bool(ok)
+
     @property
     def passed(self) -> bool:
         return bool(self.checks) and all(c.ok for c in self.checks)

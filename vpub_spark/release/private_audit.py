@@ -19,7 +19,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from ..errors import VpubError
-from .checks import AuditReport, Check, Checker
+from .checks import AuditReport, Checker
 from .layout import COUNT, GROUP
 from .reader import Release, open_release
 from .store import BUCKET, ROW, bucket_files, group_dir, read_store
@@ -37,10 +37,7 @@ def audit_store(state: str | Path) -> AuditReport:
     state = Path(state)
     report = AuditReport(f"store {state.name}")
 
-    def check(name: str, ok: object, detail: str = "") -> bool:
-        report.checks.append(Check(name, bool(ok), detail))
-        return bool(ok)
-
+    check = report.check
     try:
         meta = read_store(state)
     except (VpubError, ValueError) as e:

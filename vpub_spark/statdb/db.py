@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from ..errors import SpecError, VpubError
 from ..kernels.statdb import Cells, Query, a_count_cells, g_count_cells, qi_mask
-from ..release.checks import AuditReport, Check
+from ..release.checks import AuditReport
 from ..release.private_audit import bucket_checks
 from ..release.store import BUCKET, bucket_files, read_store
 from ..utility.where import parse_where
@@ -79,12 +79,7 @@ class StatDB:
             raise VpubError(f"{state.name}: the store holds no buckets")
         tuples = pd.concat([pq.read_table(f).to_pandas() for f in files], ignore_index=True)
         report = AuditReport(state.name)
-
-        def check(name: str, ok: object, detail: str = "") -> bool:
-            report.checks.append(Check(name, bool(ok), detail))
-            return bool(ok)
-
-        bucket_checks(meta, tuples, check)
+        bucket_checks(meta, tuples, report.check)
         if not report.passed:
             failures = "; ".join(report.as_dict()["failures"])
             raise VpubError(f"{state.name}: the store was changed or damaged, refused: {failures}")
