@@ -127,15 +127,15 @@ class MarginalSettings:
             raise SpecError(
                 f"marginals has unknown keys {', '.join(sorted(unknown))}; known: {', '.join(cls.KEYS)}"
             )
-        for k in ("sensitive", "schemas", "state"):
+        for k in ("sensitive", "state"):
             if not d.get(k):
                 raise SpecError(f"marginals.{k} is required")
-        if not isinstance(d["schemas"], list):
+        if not isinstance(d.get("schemas", []), list):
             raise SpecError(
                 "marginals.schemas must be a list of attribute lists, e.g. [[age], [age, gender]]"
             )
         return cls(
-            str(d["sensitive"]), tuple(_names(x, "each of marginals.schemas") for x in d["schemas"]), str(d["state"]),
+            str(d["sensitive"]), tuple(_names(x, "each of marginals.schemas") for x in d.get("schemas") or []), str(d["state"]),
             None if d.get("qi") is None else _names(d["qi"], "marginals.qi"),
             d.get("chunk_rows", 50_000), d.get("tries", 5), d.get("blocks", 32),
         )  # fmt: skip

@@ -66,24 +66,44 @@ def cmd_statdb_query(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub) -> None:
-    sd = sub.add_parser(
-        "statdb", help="the statistical database (004): result intervals from a private store"
+def cmd_statdb_build(args: argparse.Namespace) -> int:
+    from ..config import load_config, with_overrides
+    from ..engines import make_engine
+    from ..engines.spark.session import SparkSettings
+    from ..report import progress_step
+    from ..statdb.build import build_store
+
+    cfg = with_overrides(load_config(args.config), state=args.state, input_path=args.input, engine=args.engine, seed=args.seed, spark=args.spark_conf)  # fmt: skip
+    engine = make_engine(cfg.engine, SparkSettings.load(cfg.spark))
+    with progress_step(f"start the {cfg.engine} engine"):
+        engine.start()
+    built = build_store(cfg, engine, progress_step)
+    console.print(f"[green]store built[/green] at {built.state}: {built.rows:,} rows in {built.buckets:,} buckets ({built.chunks} chunks)")  # fmt: skip
+    return 0
+
+
+def _register_statdb(sub) -> None:
+    sd = sub.add_parser("statdb", help="the statistical database (004): result intervals from a private store")  # fmt: skip
+    sds = sd.add_subparsers(dest="what", required=True)
+    sdb = sds.add_parser("build", help="bucketize a table into a private store (004 §5), with Spark by default")  # fmt: skip
+    sdb.add_argument("--config", required=True, help="e.g. conf/statdb_sal.yaml (m-invariance; marginals: sensitive, qi, state)")  # fmt: skip
+    sdb.add_argument("--state", default=None, help="override marginals.state")
+    sdb.add_argument("--input", default=None, help="override input.path")
+    sdb.add_argument(
+        "--engine", choices=["spark", "inprocess"], default=None, help="override engine"
     )
-    sdq = sd.add_subparsers(dest="what", required=True).add_parser(
-        "query", help="one counting query's result interval"
-    )
-    sdq.add_argument(
-        "store", help="a private bucket store (made by vpub publish with method marginals)"
-    )
-    sdq.add_argument(
-        "--where", required=True, help='e.g. "age between 30 and 50 and occupation in (3, 4)"'
-    )
-    sdq.add_argument(
-        "--method", choices=["dyn-ana", "dyn-gen"], default="dyn-ana", help="A-Count or G-Count"
-    )
+    sdb.add_argument("--spark-conf", default=None, help="override spark (settings YAML)")
+    sdb.add_argument("--seed", type=int, default=None)
+    sdb.set_defaults(func=cmd_statdb_build)
+    sdq = sds.add_parser("query", help="one counting query's result interval")
+    sdq.add_argument("store", help="a private bucket store (vpub statdb build, or vpub publish with method marginals)")  # fmt: skip
+    sdq.add_argument("--where", required=True, help='e.g. "age between 30 and 50 and occupation in (3, 4)"')  # fmt: skip
+    sdq.add_argument("--method", choices=["dyn-ana", "dyn-gen"], default="dyn-ana", help="A-Count or G-Count")  # fmt: skip
     sdq.set_defaults(func=cmd_statdb_query)
 
+
+def register(sub) -> None:
+    _register_statdb(sub)
     qy = sub.add_parser("query", help="estimate COUNT(*) WHERE ... from a release")
     qy.add_argument("release")
     qy.add_argument(

@@ -273,7 +273,7 @@ class Chosen:
     marginals: tuple[Marginal, ...]
 
 
-def _qi(cfg, names) -> tuple[str, ...]:
+def qi_of(cfg, names) -> tuple[str, ...]:
     s = cfg.marginals
     # default: the schemas' attributes; listing the sensitive one in a schema is allowed
     # (it is added to every marginal anyway), so it is never a default QI attribute
@@ -311,7 +311,11 @@ class MarginalsMethod:
             raise SpecError(
                 f"marginals.sensitive {s.sensitive!r} is not an attribute; the table has {', '.join(names)}"
             )
-        qi = _qi(cfg, names)
+        qi = qi_of(cfg, names)
+        if not s.schemas:
+            raise SpecError(
+                "marginals.schemas lists no marginal to publish (for a store alone: vpub statdb build)"
+            )
         marginals = _marginals(s.schemas, qi, s.sensitive)
         labels, counts = loaded.frequencies()[s.sensitive]
         check_m_eligible_counts(labels, counts, int(cfg.privacy.m or 0), s.sensitive)

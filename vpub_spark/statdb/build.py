@@ -1,0 +1,89 @@
+"""`vpub statdb build`: the statistical database's store (004 §5) without publishing.
+
+The first m-unique partition of the table and its bucketization U (004 Definition 11,
+Lemma 5), made exactly as the marginal publisher makes them (publish/marginals.py: the
+same QI-local chunks from one counting pass, one task per chunk on Spark, the same
+kernel) and kept in the same private store format (release/store.py), with no marginal
+published yet: `vpub marginals add` can publish marginals from it later, and every
+query answer and every marginal stays jointly m-invariant (004 Lemma 4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from ..config import PublishConfig, resolve_table
+from ..engines.base import Engine
+from ..errors import SpecError
+from ..kernels.minvariance import check_m_eligible_counts
+from ..kernels.partitioning import fingerprint
+from ..publish.marginals import MarginalsJob, plan_marginal_chunks, qi_of
+from ..publish.method import Plan, covered, sizes_of, source_entry
+from ..release.commit import Steps, staged_directory
+from ..release.store import (
+    BUCKET,
+    STORE_FORMAT,
+    bucket_files,
+    check_store_location,
+    new_store_id,
+    restrict,
+    write_store,
+)
+
+
+@dataclass(frozen=True)
+class Built:
+    state: Path
+    rows: int
+    buckets: int
+    chunks: int
+    timings: dict[str, float]
+
+
+def build_store(cfg: PublishConfig, engine: Engine, observer=None) -> Built:
+    """Bucketize the config's input into the private store `marginals.state`."""
+    s = cfg.marginals
+    if s is None or cfg.privacy.model != "m-invariance":
+        raise SpecError("vpub statdb build needs privacy {model: m-invariance, m} and a `marginals:` section (sensitive, qi, state)")  # fmt: skip
+    state, m, step = Path(s.state), int(cfg.privacy.m or 0), Steps(observer)
+    check_store_location(state, Path(cfg.output_path))
+    path, spec = resolve_table(cfg.input_path, cfg.table)
+    with staged_directory(state, private=True, wait_s=cfg.wait_s) as store:
+        with step("read and encode"):
+            loaded = engine.persist(engine.load(path, spec, cfg.input_format))
+        try:
+            if s.sensitive not in loaded.names:
+                raise SpecError(f"marginals.sensitive {s.sensitive!r} is not an attribute; the table has {', '.join(loaded.names)}")  # fmt: skip
+            qi = qi_of(cfg, loaded.names)
+            if not qi:
+                raise SpecError(
+                    "vpub statdb build needs marginals.qi: the QI attributes queries may constrain"
+                )
+            check_m_eligible_counts(*loaded.frequencies()[s.sensitive], m, s.sensitive)
+            with step("plan chunks"):
+                sharding, counts, chunks = plan_marginal_chunks(
+                    lambda sh: engine.shard_counts(loaded, [s.sensitive], sh), sizes_of(loaded), qi, s.sensitive, m, s.chunk_rows
+                )  # fmt: skip
+                covered(Plan(counts, chunks), loaded)
+            first = tuple(int(x) for x in chunks.first_group)
+            job = MarginalsJob("", str(store), "", qi, s.sensitive, m, cfg.seed, s.tries, s.blocks, (), first, dict(loaded.dictionaries), sharding)  # fmt: skip
+            with step("bucketize"):
+                engine.run_partitions(loaded, chunks, job)
+            labels = {a: loaded.dictionaries[a].labels for a in loaded.names}
+            write_store(store, {
+                "format": STORE_FORMAT, "store_id": new_store_id(), "m": m, "seed": cfg.seed, "qi": list(qi),
+                "sensitive": s.sensitive, "domains": {a: list(v) for a, v in labels.items()},
+                "source": source_entry(cfg, loaded, fingerprint(counts, labels)), "published": [],
+            })  # fmt: skip
+            restrict(store)
+            ids = [
+                pq.read_table(f, columns=[BUCKET])[BUCKET].to_numpy() for f in bucket_files(store)
+            ]
+            buckets = sum(len(np.unique(i)) for i in ids)
+        finally:
+            engine.unpersist(loaded)
+    return Built(state, loaded.rows, buckets, chunks.parts, dict(step.timings))
