@@ -59,29 +59,45 @@ def anatomy_interval(group: np.ndarray, sensitive: np.ndarray, qi_ok: np.ndarray
 
 @dataclass(frozen=True)
 class Cells:
-    """A bucketization's (bucket, sensitive value) cells, computed once per store:
-    each tuple's cell, each cell's bucket (dense index) and value, each bucket's |K| and
-    |B| / |K| (Lemma 5)."""
+    """A bucketization's (bucket, sensitive value) cells, computed once per store: each
+    tuple's cell; each cell's bucket (dense index; cells are ordered by bucket) and
+    value; each bucket's first cell, |K| and |B| / |K| (Lemma 5); and the inverted index
+    of 004 §6.2 (`by_value[value_start[v]:value_start[v + 1]]`: the cells of value v)."""
 
     cell: np.ndarray
     cell_bucket: np.ndarray
     cell_value: np.ndarray
+    start: np.ndarray
     k: np.ndarray
     groups: np.ndarray
+    by_value: np.ndarray
+    value_start: np.ndarray
 
     @classmethod
     def of(cls, bucket: np.ndarray, sensitive: np.ndarray) -> Cells:
         _, b = np.unique(bucket, return_inverse=True)
         width = int(sensitive.max(initial=0)) + 1
         cells, cell = np.unique(b.astype(np.int64) * width + sensitive, return_inverse=True)
-        cell_bucket = cells // width
+        cell_bucket, cell_value = cells // width, cells % width
         k = np.bincount(cell_bucket)
-        return cls(cell, cell_bucket, cells % width, k, np.bincount(b) // k)
+        start = np.concatenate([[0], np.cumsum(k)[:-1]])
+        by_value = np.argsort(cell_value, kind="stable")
+        value_start = np.searchsorted(cell_value[by_value], np.arange(width + 1))
+        return cls(
+            cell, cell_bucket, cell_value, start, k, np.bincount(b) // k, by_value, value_start
+        )
 
     def alpha(self, chosen: Iterable[int]) -> np.ndarray:
-        """Per bucket: the values of its signature meeting the sensitive predicate."""
-        hit = _in(self.cell_value, chosen)
-        return np.bincount(self.cell_bucket, weights=hit, minlength=len(self.k)).astype(np.int64)
+        """Per bucket: the values of its signature meeting the sensitive predicate (from
+        the inverted index: only the chosen values' cells are touched)."""
+        width = len(self.value_start) - 1
+        parts = [
+            self.by_value[self.value_start[v] : self.value_start[v + 1]]
+            for v in chosen
+            if 0 <= v < width
+        ]
+        hit = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        return np.bincount(self.cell_bucket[hit], minlength=len(self.k))
 
 
 def a_count(bucket: np.ndarray, sensitive: np.ndarray, qi_ok: np.ndarray, chosen: Iterable[int]) -> tuple[int, int]:  # fmt: skip
@@ -91,17 +107,26 @@ def a_count(bucket: np.ndarray, sensitive: np.ndarray, qi_ok: np.ndarray, chosen
 
 
 def a_count_cells(cells: Cells, qi_ok: np.ndarray, chosen: Iterable[int]) -> tuple[int, int]:
-    """`a_count` on precomputed cells (what a store answers queries with)."""
+    """`a_count` on precomputed cells (what a store answers queries with). Buckets with
+    alpha = 0 add nothing; alpha = |K| adds all its beta to both ends; alpha = 1 its
+    least and largest beta (one pass each); only the others sort their cells."""
     beta = np.bincount(cells.cell[qi_ok], minlength=len(cells.cell_bucket))
-    alpha, k = cells.alpha(chosen), cells.k
-    order = np.lexsort((beta, cells.cell_bucket))  # per bucket, beta ascending
-    start = np.concatenate([[0], np.cumsum(k)[:-1]])
-    owner = cells.cell_bucket[order]
-    rank = np.arange(len(order)) - start[owner]
-    sorted_beta = beta[order]
-    lower = sorted_beta[rank < alpha[owner]].sum()
-    upper = sorted_beta[rank >= k[owner] - alpha[owner]].sum()
-    return int(lower), int(upper)
+    alpha, k, start = cells.alpha(chosen), cells.k, cells.start
+    total = np.add.reduceat(beta, start)
+    full, one = alpha == k, (alpha == 1) & (k > 1)
+    lower = int(total[full].sum()) + int(np.minimum.reduceat(beta, start)[one].sum())
+    upper = int(total[full].sum()) + int(np.maximum.reduceat(beta, start)[one].sum())
+    rest = (alpha > 1) & (alpha < k)
+    if rest.any():
+        sub = np.flatnonzero(rest[cells.cell_bucket])  # the cells of those buckets, by bucket
+        owner = cells.cell_bucket[sub]
+        order = np.lexsort((beta[sub], owner))
+        owner, sorted_beta = owner[order], beta[sub][order]
+        first = np.searchsorted(owner, owner)
+        rank = np.arange(len(owner)) - first
+        lower += int(sorted_beta[rank < alpha[owner]].sum())
+        upper += int(sorted_beta[rank >= k[owner] - alpha[owner]].sum())
+    return lower, upper
 
 
 def a_decompose(bucket: np.ndarray, sensitive: np.ndarray, qi_ok: np.ndarray) -> np.ndarray:
