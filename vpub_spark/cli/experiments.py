@@ -9,10 +9,12 @@ from ..experiments.bench import (
     BenchMarginals,
     BenchMultiSa,
     BenchPublish,
+    BenchStatdb,
     BenchUtility,
     bench_marginals,
     bench_multi_sa,
     bench_publish,
+    bench_statdb,
     bench_utility,
 )
 from ..experiments.comparison import load_comparison, run_comparison
@@ -55,6 +57,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         "multi-sa": (BenchMultiSa, bench_multi_sa),
         "marginals": (BenchMarginals, bench_marginals),
         "utility": (BenchUtility, bench_utility),
+        "statdb": (BenchStatdb, bench_statdb),
     }[args.what]
     given = {"engines": engines(args.engines)} if hasattr(args, "engines") else {}
     run(config_of(kind, args, **given))  # type: ignore[operator]
@@ -124,6 +127,19 @@ def _bench_others(bn) -> None:
     bu.add_argument("--seed", type=int, default=0)
 
 
+def _bench_statdb(bn) -> None:
+    bs = bn.add_parser("statdb", help="004 §9: a query workload answered from a store, per method")
+    bs.add_argument("store", help="a private bucket store (vpub statdb build)")
+    bs.add_argument("--queries", type=int, default=2000)
+    bs.add_argument(
+        "--lam", type=int, default=2, help="QI attributes each query constrains (004's lambda)"
+    )
+    bs.add_argument(
+        "--ql", type=float, default=0.1, help="each range's share of its domain (004's ql)"
+    )
+    bs.add_argument("--seed", type=int, default=1)
+
+
 def register(sub) -> None:
     cp = sub.add_parser(
         "compare", help="000 §6's comparison runs: KL, relative error and time per method"
@@ -137,7 +153,7 @@ def register(sub) -> None:
     bn = sub.add_parser("bench", help="benchmarks (jobs that print numbers)").add_subparsers(
         dest="what", required=True
     )
-    for add in (_bench_publish, _bench_multi_sa, _bench_others):
+    for add in (_bench_publish, _bench_multi_sa, _bench_others, _bench_statdb):
         add(bn)
     for p in bn.choices.values():
         p.set_defaults(func=cmd_bench)
