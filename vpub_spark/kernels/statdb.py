@@ -114,8 +114,9 @@ def a_count_cells(cells: Cells, qi_ok: np.ndarray, chosen: Iterable[int]) -> tup
     alpha, k, start = cells.alpha(chosen), cells.k, cells.start
     total = np.add.reduceat(beta, start)
     full, one = alpha == k, (alpha == 1) & (k > 1)
-    lower = int(total[full].sum()) + int(np.minimum.reduceat(beta, start)[one].sum())
-    upper = int(total[full].sum()) + int(np.maximum.reduceat(beta, start)[one].sum())
+    both = int(total[full].sum())
+    lower = both + int(np.minimum.reduceat(beta, start)[one].sum())
+    upper = both + int(np.maximum.reduceat(beta, start)[one].sum())
     rest = (alpha > 1) & (alpha < k)
     if rest.any():
         sub = np.flatnonzero(rest[cells.cell_bucket])  # the cells of those buckets, by bucket

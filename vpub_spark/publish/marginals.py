@@ -274,7 +274,12 @@ class Chosen:
 
 
 def qi_of(cfg, names) -> tuple[str, ...]:
+    """The QI attributes the buckets are made on (the sensitive attribute must exist)."""
     s = cfg.marginals
+    if s.sensitive not in names:
+        raise SpecError(
+            f"marginals.sensitive {s.sensitive!r} is not an attribute; the table has {', '.join(names)}"
+        )
     # default: the schemas' attributes; listing the sensitive one in a schema is allowed
     # (it is added to every marginal anyway), so it is never a default QI attribute
     qi = tuple(
@@ -306,10 +311,6 @@ class MarginalsMethod:
         if s is None:
             raise SpecError(
                 "method marginals needs a `marginals:` section with sensitive, schemas and state"
-            )
-        if s.sensitive not in names:
-            raise SpecError(
-                f"marginals.sensitive {s.sensitive!r} is not an attribute; the table has {', '.join(names)}"
             )
         qi = qi_of(cfg, names)
         if not s.schemas:

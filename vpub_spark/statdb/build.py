@@ -56,8 +56,6 @@ def build_store(cfg: PublishConfig, engine: Engine, observer=None) -> Built:
         with step("read and encode"):
             loaded = engine.persist(engine.load(path, spec, cfg.input_format))
         try:
-            if s.sensitive not in loaded.names:
-                raise SpecError(f"marginals.sensitive {s.sensitive!r} is not an attribute; the table has {', '.join(loaded.names)}")  # fmt: skip
             qi = qi_of(cfg, loaded.names)
             if not qi:
                 raise SpecError(
