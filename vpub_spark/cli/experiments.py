@@ -135,7 +135,7 @@ def _bench_statdb(bn) -> None:
         "--lam", type=int, default=2, help="QI attributes each query constrains (004's lambda)"
     )
     bs.add_argument(
-        "--ql", type=float, default=0.1, help="each range's share of its domain (004's ql)"
+        "--ql", type=float, default=0.06, help="each range's share of its domain (004's ql)"
     )
     bs.add_argument("--seed", type=int, default=1)
 

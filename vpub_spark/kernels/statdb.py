@@ -34,11 +34,12 @@ class Query:
     sensitive: frozenset[int]
 
 
-def qi_mask(codes: pd.DataFrame, ranges: Mapping[str, tuple[int, int]]) -> np.ndarray:
-    """Tuples meeting every QI predicate."""
-    ok = np.ones(len(codes), dtype=bool)
+def qi_mask(codes: Mapping[str, np.ndarray], ranges: Mapping[str, tuple[int, int]], n: int | None = None) -> np.ndarray:  # fmt: skip
+    """Tuples meeting every QI predicate (`codes`: columns by attribute, a frame or a
+    mapping of arrays; `n` rows, needed only when `ranges` is empty)."""
+    ok = np.ones(len(codes[next(iter(codes))]) if n is None else n, dtype=bool)
     for a, (lo, hi) in ranges.items():
-        col = codes[a].to_numpy()
+        col = np.asarray(codes[a])
         ok &= (col >= lo) & (col <= hi)
     return ok
 
@@ -55,6 +56,23 @@ def anatomy_interval(group: np.ndarray, sensitive: np.ndarray, qi_ok: np.ndarray
     q = np.bincount(g, weights=qi_ok, minlength=len(size))
     s = np.bincount(g, weights=_in(sensitive, chosen), minlength=len(size))
     return int(np.maximum(0, q + s - size).sum()), int(np.minimum(q, s).sum())
+
+
+def signature_buckets(bucket: np.ndarray, sensitive: np.ndarray) -> np.ndarray:
+    """004 Definition 11: U hashes every tuple to a bucket by its signature in the first
+    partition, so buckets of one signature are one bucket (a store made chunk by chunk
+    holds several). Returns dense bucket ids, one per tuple. Every decomposition of the
+    merged buckets keeps each tuple's signature, so it stays m-invariant with every
+    release made from the unmerged ones (004 Lemma 4, Definition 7)."""
+    _, b = np.unique(bucket, return_inverse=True)
+    b = b.reshape(-1)
+    width = int(sensitive.max(initial=0)) + 1
+    cells = np.unique(b.astype(np.int64) * width + sensitive)
+    owner, value = cells // width, cells % width
+    bits = np.zeros((int(b.max(initial=-1)) + 1, (width + 63) // 64), dtype=np.uint64)
+    np.bitwise_or.at(bits, (owner, value // 64), np.left_shift(np.uint64(1), (value % 64).astype(np.uint64)))  # fmt: skip
+    _, signature = np.unique(bits, axis=0, return_inverse=True)
+    return signature.reshape(-1)[b]
 
 
 @dataclass(frozen=True)
@@ -170,54 +188,64 @@ def generalized_interval(group: np.ndarray, codes: pd.DataFrame, query: Query, s
     return int(s[inside].sum()), int(s[meets].sum())
 
 
-def _yield(
-    cell: np.ndarray, where: np.ndarray, cell_bucket: np.ndarray, buckets: int
-) -> np.ndarray:
-    """Per bucket: how many QI-groups of its signature the tuples `where` can make
-    (004 §7.3: the least count of a signature value among them)."""
-    count = np.bincount(cell[where], minlength=len(cell_bucket))
-    least = np.full(buckets, np.iinfo(np.int64).max)
-    np.minimum.at(least, cell_bucket, count)
-    return least
+def _patterns(codes: Mapping[str, np.ndarray], ranges: Mapping[str, tuple[int, int]], n: int) -> np.ndarray:  # fmt: skip
+    """Per tuple, its place against the query rectangle: the base-3 number whose i-th
+    digit is 0 (inside), 1 (below) or 2 (above) on the i-th constrained attribute."""
+    pattern = np.zeros(n, dtype=np.int64)
+    for i, (a, (lo, hi)) in enumerate(ranges.items()):
+        col = np.asarray(codes[a])
+        state = (col < lo).view(np.uint8) + 2 * (col > hi).view(np.uint8)
+        pattern += state.astype(np.int64) * 3**i
+    return pattern
 
 
-def g_count(bucket: np.ndarray, sensitive: np.ndarray, codes: pd.DataFrame, query: Query) -> tuple[int, int]:  # fmt: skip
+def _pattern_counts(cells: Cells, pattern: np.ndarray, lam: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """(the patterns present, their tuples per cell: one row per pattern)."""
+    if 3**lam <= 1 << 16:  # a table of every pattern: no sort
+        seen = np.bincount(pattern, minlength=3**lam) > 0
+        present, p = np.flatnonzero(seen), (np.cumsum(seen) - 1)[pattern]
+    else:
+        present, p = np.unique(pattern, return_inverse=True)
+    width = len(cells.cell_bucket)
+    flat = np.bincount(p.reshape(-1) * width + cells.cell, minlength=len(present) * width)
+    return present, flat.reshape(len(present), width)
+
+
+def g_count(bucket: np.ndarray, sensitive: np.ndarray, codes: Mapping[str, np.ndarray], query: Query) -> tuple[int, int]:  # fmt: skip
     """004 Figure 6 over every bucket at once: the interval of a phantom decomposition.
-    n_1 = the yield of the tuples inside the query rectangle (type-1 groups); then each
-    of the 2 lambda margins (lower, upper, per constrained attribute in the query's
-    order) yields y more type-3 groups, whose tuples leave the bucket; the bucket
-    contributes [n_1 alpha, (|B|/|K| - n_3) alpha]. Decision (004 leaves it open):
-    the y tuples of a value taken from a margin are those lying in the fewest later
-    margins (then the first by position), so later margins keep what they can use."""
+    n_1 = the yield of the tuples inside the query rectangle (type-1 groups; the yield
+    of a set, 004 §7.3, is the least count of a signature value in it); then each of
+    the 2 lambda margins (lower, upper, per constrained attribute in the query's order)
+    yields y more type-3 groups, whose tuples leave the bucket; the bucket contributes
+    [n_1 alpha, (|B|/|K| - n_3) alpha]. Decision (004 leaves it open): the y tuples of
+    a value taken from a margin are those lying in the fewest later margins (then the
+    lowest pattern of `_patterns`), so later margins keep what they can use. Tuples of
+    one cell and one pattern are interchangeable, so the greedy runs on their counts
+    (one vector step per pattern and margin), never on single tuples."""
     return g_count_cells(Cells.of(bucket, sensitive), codes, query)
 
 
-def g_count_cells(cells: Cells, codes: pd.DataFrame, query: Query) -> tuple[int, int]:
+def g_count_cells(cells: Cells, codes: Mapping[str, np.ndarray], query: Query) -> tuple[int, int]:  # fmt: skip
     """`g_count` on precomputed cells (what a store answers queries with)."""
-    cell, cell_bucket = cells.cell, cells.cell_bucket
-    buckets = len(cells.k)
-    inside = np.ones(len(cell), dtype=bool)
-    margins = []
-    for a, (lo, hi) in query.ranges.items():
-        col = codes[a].to_numpy()
-        inside &= (col >= lo) & (col <= hi)
-        margins += [col < lo, col > hi]
-    n1 = _yield(cell, inside, cell_bucket, buckets)
-    n3 = np.zeros(buckets, dtype=np.int64)
-    alive = ~inside
-    later = np.sum(margins, axis=0) if margins else np.zeros(len(cell), dtype=np.int64)
-    for margin in margins:
-        later = later - margin
-        here = alive & margin
-        y = _yield(cell, here, cell_bucket, buckets)
+    lam = len(query.ranges)
+    present, left = _pattern_counts(cells, _patterns(codes, query.ranges, len(cells.cell)), lam)
+    digits = present[:, None] // 3 ** np.arange(lam) % 3
+    margins = np.stack([digits == 1, digits == 2], axis=2).reshape(len(present), 2 * lam)
+    inside = np.flatnonzero(present == 0)
+    n1 = np.minimum.reduceat(left[inside[0]], cells.start) if len(inside) else 0
+    n3 = np.zeros(len(cells.k), dtype=np.int64)
+    for j in range(2 * lam):
+        members = np.flatnonzero(margins[:, j])
+        if not len(members):
+            continue
+        y = np.minimum.reduceat(left[members].sum(axis=0), cells.start)
         n3 += y
-        idx = np.flatnonzero(here)
-        order = idx[
-            np.lexsort((idx, later[idx], cell[idx]))
-        ]  # per cell: fewest later margins first
-        c = cell[order]
-        rank = np.arange(len(order)) - np.searchsorted(c, c)
-        alive[order[rank < y[cell_bucket[c]]]] = False
+        wanted = y[cells.cell_bucket]
+        later = margins[members, j + 1 :].sum(axis=1)
+        for p in members[np.lexsort((members, later))]:
+            take = np.minimum(wanted, left[p])
+            left[p] -= take
+            wanted -= take
     alpha = cells.alpha(query.sensitive)
     return int((n1 * alpha).sum()), int(((cells.groups - n3) * alpha).sum())
 

@@ -68,7 +68,7 @@ def build_store(cfg: PublishConfig, engine: Engine, observer=None) -> Built:
                 )  # fmt: skip
                 covered(Plan(counts, chunks), loaded)
             first = tuple(int(x) for x in chunks.first_group)
-            job = MarginalsJob("", str(store), "", qi, s.sensitive, m, cfg.seed, s.tries, s.blocks, (), first, dict(loaded.dictionaries), sharding)  # fmt: skip
+            job = MarginalsJob("", str(store), "", qi, s.sensitive, m, cfg.seed, 0, s.blocks, (), first, dict(loaded.dictionaries), sharding)  # fmt: skip
             with step("bucketize"):
                 engine.run_partitions(loaded, chunks, job)
             labels = {a: loaded.dictionaries[a].labels for a in loaded.names}

@@ -25,7 +25,14 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from ..errors import SpecError, VpubError
-from ..kernels.statdb import Cells, Query, a_count_cells, g_count_cells, qi_mask
+from ..kernels.statdb import (
+    Cells,
+    Query,
+    a_count_cells,
+    g_count_cells,
+    qi_mask,
+    signature_buckets,
+)
 from ..release.checks import AuditReport
 from ..release.private_audit import bucket_checks
 from ..release.store import BUCKET, bucket_files, read_store
@@ -57,6 +64,12 @@ def _check_private(state: Path) -> None:
                 )
 
 
+def _narrow(codes: np.ndarray) -> np.ndarray:
+    """The smallest unsigned type holding the codes: scans read 4-8 times fewer bytes."""
+    top = int(codes.max(initial=0))
+    return codes.astype(np.uint8 if top < 1 << 8 else np.uint16 if top < 1 << 16 else np.int64)
+
+
 class StatDB:
     """Counting queries with result intervals from a store (see the module docstring)."""
 
@@ -64,9 +77,12 @@ class StatDB:
         self.state, self.meta = state, meta
         self.qi, self.sensitive = list(meta["qi"]), str(meta["sensitive"])
         self.domains = {a: list(v) for a, v in meta["domains"].items()}
-        self.codes = tuples[self.qi].reset_index(drop=True)
-        self.values = tuples[self.sensitive].to_numpy(np.int64)
-        self.cells = Cells.of(tuples[BUCKET].to_numpy(np.int64), self.values)
+        values = tuples[self.sensitive].to_numpy(np.int64)
+        bucket = signature_buckets(tuples[BUCKET].to_numpy(np.int64), values)
+        order = np.lexsort((values, bucket))  # bucket by bucket, value by value (004 §6.2)
+        self.values = values[order]
+        self.codes = {a: _narrow(tuples[a].to_numpy()[order]) for a in self.qi}
+        self.cells = Cells.of(bucket[order], self.values)
 
     @classmethod
     def open(cls, state: str | Path) -> StatDB:
@@ -111,7 +127,8 @@ class StatDB:
             raise SpecError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
         q = self.query(query) if isinstance(query, str) else query
         if method == "dyn-ana":
-            low, high = a_count_cells(self.cells, qi_mask(self.codes, q.ranges), q.sensitive)
+            ok = qi_mask(self.codes, q.ranges, len(self.values))
+            low, high = a_count_cells(self.cells, ok, q.sensitive)
         else:
             low, high = g_count_cells(self.cells, self.codes, q)
         answer = Interval(low, high, method)
