@@ -14,37 +14,13 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from release_helpers import write_table
 
 from vpub_spark.cli import main
-from vpub_spark.config import config_from_dict
-from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.errors import SpecError, VpubError
 from vpub_spark.kernels.statdb import Query, a_decompose, qi_mask, signature_buckets
-from vpub_spark.publish.pipeline import publish
 from vpub_spark.release.reader import open_release
 from vpub_spark.release.store import BUCKET, ROW, bucket_files, group_dir
 from vpub_spark.statdb.db import LOG, StatDB
-
-
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("statdb")
-    rng = np.random.default_rng(4)
-    n = 1500
-    age = rng.integers(20, 70, n)
-    frame = pd.DataFrame({
-        "age": age.astype(str), "zip": rng.integers(10, 40, n).astype(str),
-        "job": [f"j{x:02d}" for x in (age // 5 + rng.integers(0, 7, n)) % 12],
-    })  # fmt: skip
-    data = write_table(frame, tmp / "t")
-    cfg = config_from_dict({
-        "input": {"path": str(data)}, "method": "marginals", "privacy": {"model": "m-invariance", "m": 4},
-        "marginals": {"sensitive": "job", "schemas": [["age"], ["age", "zip"]], "state": str(tmp / "private" / "store"), "chunk_rows": 600},
-        "output": {"path": str(tmp / "out"), "release_id": "r"}, "engine": "inprocess", "seed": 2,
-    })  # fmt: skip
-    r = publish(cfg, InProcessEngine())
-    return tmp / "private" / "store", r.path
 
 
 def _truth(db: StatDB, q: Query) -> int:

@@ -66,6 +66,29 @@ def cmd_statdb_query(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_statdb_workload(args: argparse.Namespace) -> int:
+    from ..statdb.batch import write_workload
+
+    n = write_workload(args.store, args.lam, args.ql, args.queries, args.seed, args.out)
+    console.print(f"{n:,} queries (lambda = {args.lam}, ql = {args.ql:.0%}, seed {args.seed}) written to {args.out}")  # fmt: skip
+    return 0
+
+
+def cmd_statdb_batch(args: argparse.Namespace) -> int:
+    from ..report import progress_step
+    from ..statdb.batch import answer_workload, summary
+
+    engine = engine_of(args)
+    with progress_step(f"start the {args.engine} engine"):
+        engine.start()
+    with progress_step(f"answer {args.workload} ({args.method})"):
+        batch = answer_workload(args.store, args.workload, args.method, engine, args.parts)
+    if args.out:
+        batch.answers.to_csv(args.out, index=False)
+    console.print(summary(batch) + (f"; answers in {args.out}" if args.out else ""))
+    return 0
+
+
 def cmd_statdb_build(args: argparse.Namespace) -> int:
     from ..config import load_config, with_overrides
     from ..engines import make_engine
@@ -100,6 +123,22 @@ def _register_statdb(sub) -> None:
     sdq.add_argument("--where", required=True, help='e.g. "age between 30 and 50 and occupation in (3, 4)"')  # fmt: skip
     sdq.add_argument("--method", choices=["dyn-ana", "dyn-gen"], default="dyn-ana", help="A-Count or G-Count")  # fmt: skip
     sdq.set_defaults(func=cmd_statdb_query)
+    sdw = sds.add_parser("workload", help="write a 004 §9 query workload (lambda, ql) for a store")  # fmt: skip
+    sdw.add_argument("store")
+    sdw.add_argument("--lam", type=int, default=2, help="QI attributes each query constrains (004's lambda)")  # fmt: skip
+    sdw.add_argument("--ql", type=float, default=0.06, help="each range's share of its domain (004's ql)")  # fmt: skip
+    sdw.add_argument("--queries", type=int, default=2000)
+    sdw.add_argument("--seed", type=int, default=1)
+    sdw.add_argument("--out", required=True, help="the workload file: one --where text per line")
+    sdw.set_defaults(func=cmd_statdb_workload)
+    sda = sds.add_parser("batch", help="answer a workload file (one --where per line), with Spark by default")  # fmt: skip
+    sda.add_argument("store")
+    sda.add_argument("--workload", required=True, help="one --where text per line (vpub statdb workload)")  # fmt: skip
+    sda.add_argument("--method", choices=["dyn-ana", "dyn-gen"], default="dyn-ana")
+    sda.add_argument("--parts", type=int, default=0, help="tasks (default: the engine's parallelism)")  # fmt: skip
+    sda.add_argument("--out", default=None, help="write every answer (line, where, method, low, high, ms) as CSV")  # fmt: skip
+    engine_options(sda)
+    sda.set_defaults(func=cmd_statdb_batch)
 
 
 def register(sub) -> None:

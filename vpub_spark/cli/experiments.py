@@ -41,7 +41,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         t.add_column(c, justify="left" if c in ("sweep", "method") else "right")
     for row in summary.itertuples(index=False):
         t.add_row(
-            row.sweep, str(row.value), row.method, *(f"{getattr(row, c):.4f}" for c in comp.columns)
+            row.sweep, str(row.value), row.method, *(f"{getattr(row, c):.4g}" for c in comp.columns)
         )
     console.print(t)
     console.print(

@@ -124,6 +124,19 @@ class Engine(Protocol):
         self, loaded: LoadedTable, attributes: Sequence[str], directory: Path
     ) -> None: ...
 
+    # serving
+    def map_rows(
+        self,
+        frame: pd.DataFrame,
+        run: Callable[[pd.DataFrame], pd.DataFrame],
+        schema: pa.Schema,
+        parts: int,
+    ) -> pd.DataFrame:
+        """`run` over a small driver-side frame (a query workload, never the data) split
+        into `parts` tasks (0: the engine's default parallelism); the rows `run`
+        returns (`schema`), in no particular order."""
+        ...
+
 
 def detect_format(path: str | Path, fmt: str | None = None) -> Format:
     """CSV or Parquet, from `fmt`, the file's extension or the files of a directory."""

@@ -171,6 +171,14 @@ class InProcessEngine:
         """Rows per distinct combination of `columns` (codes + `count`), sorted."""
         return loaded.data.groupby(list(columns), sort=True).size().rename("count").reset_index()
 
+    def map_rows(self, frame, run, schema, parts):
+        """`run` over the frame in `parts` slices, one after another."""
+        import numpy as np
+        import pandas as pd
+
+        cuts = np.array_split(np.arange(len(frame)), max(1, parts))
+        return pd.concat([run(frame.iloc[c].reset_index(drop=True)) for c in cuts], ignore_index=True)  # fmt: skip
+
     def run_partitions(self, loaded: LoadedTable, plan, job):
         """Every partition in turn, through the same function the Spark tasks run."""
         import numpy as np

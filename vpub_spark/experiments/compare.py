@@ -218,14 +218,23 @@ def write_results(
             fig, ax = plt.subplots(figsize=(5, 3.6))
             for method, g in part.groupby("method", sort=True):
                 ax.plot(g["value"], g[measure], marker="o", label=method)
-            ax.set_xlabel(vary)
-            ax.set_ylabel(label)
-            ax.set_title(f"{title}: {label}, vary {vary}", fontsize=9)
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=8)
-            fig.tight_layout()
-            f = out / f"{vary}_{measure}.png"
-            fig.savefig(f, dpi=110)
-            plt.close(fig)
-            files.append(f)
+            label_axes(ax, vary, label, f"{title}: {label}, vary {vary}")
+            files.append(save_figure(fig, out / f"{vary}_{measure}.png"))
     return files
+
+
+def label_axes(ax, xlabel: str, ylabel: str, title: str) -> None:
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+
+
+def save_figure(fig, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,8 +1,9 @@
 """`vpub compare`: which comparison a config asks for, run it, write and summarize it.
 
 A config with a `marginals:` section is 002 §4's (m-invariant marginals against ANGEL,
-experiments/compare_marginals.py); any other is 000 §6's (the rule-based methods,
-experiments/compare.py)."""
+experiments/compare_marginals.py); one with `statdb:` is 004 §9's (the statistical
+database against its baselines, experiments/compare_statdb.py); any other is 000 §6's
+(the rule-based methods, experiments/compare.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import pandas as pd
 from ..tablespec import load_yaml
 from .compare import MEASURES, compare_config_from_dict, run_compare, write_results
 from .compare_marginals import marginals_compare_config_from_dict, run_marginals_compare
+from .compare_statdb import MEASURES as STATDB_MEASURES
+from .compare_statdb import plot_intervals, run_statdb_compare, statdb_compare_config_from_dict
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,7 @@ class Comparison:
     unit: str  # what one step of progress is
     measures: dict[str, str]  # plotted: column -> label
     columns: tuple[str, ...]  # summarized
+    plots: Callable[..., list[Path]] | None = None  # more plots: (results, out, title)
 
     @property
     def steps(self) -> int:
@@ -42,6 +46,11 @@ def load_comparison(
         comp = Comparison(
             marginals_compare_config_from_dict(raw, path), run_marginals_compare, "points",
             measures, ("relative_error", "median_error", "time_s"),
+        )  # fmt: skip
+    elif isinstance(raw, dict) and "statdb" in raw:
+        comp = Comparison(
+            statdb_compare_config_from_dict(raw, path), run_statdb_compare, "points", STATDB_MEASURES,
+            ("aar", "ari_low", "ari_high", "lsd", "held", "query_ms"), plot_intervals,
         )  # fmt: skip
     else:
         comp = Comparison(
@@ -59,6 +68,9 @@ def run_comparison(
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[Path]]:
     """(every result, the means per sweep, value and method, the files written)."""
     results = comp.run(comp.cfg, progress)
-    files = write_results(results, comp.cfg, Path(comp.cfg.input_path).name, comp.measures)
+    title = Path(comp.cfg.input_path).name
+    files = write_results(results, comp.cfg, title, comp.measures)
+    if comp.plots is not None:
+        files += comp.plots(results, Path(comp.cfg.out), title)
     summary = results.groupby(["sweep", "value", "method"], sort=False)[list(comp.columns)].mean()
     return results, summary.reset_index(), files

@@ -48,14 +48,50 @@ def _in(values: np.ndarray, chosen: Iterable[int]) -> np.ndarray:
     return np.isin(values, np.fromiter(chosen, dtype=np.int64))
 
 
+@dataclass(frozen=True)
+class SensitiveCounts:
+    """A partition's sensitive table (ST, 004 §3.1): per (group, value) its tuples;
+    groups are dense ids."""
+
+    group: np.ndarray
+    value: np.ndarray
+    count: np.ndarray
+    groups: int
+
+    @classmethod
+    def of(cls, group: np.ndarray, sensitive: np.ndarray) -> SensitiveCounts:
+        width = int(sensitive.max(initial=0)) + 1
+        key, count = np.unique(group.astype(np.int64) * width + sensitive, return_counts=True)
+        return cls(key // width, key % width, count, int(group.max(initial=-1)) + 1)
+
+    def selected(self, chosen: Iterable[int]) -> np.ndarray:
+        """s(G) per group: its tuples with a value in `chosen`."""
+        weights = self.count * _in(self.value, chosen)
+        return np.bincount(self.group, weights=weights, minlength=self.groups)
+
+
+@dataclass(frozen=True)
+class StaticAnatomy:
+    """sta-ana (004 §9): one anatomized partition, QIT (`group` per tuple, the QI codes
+    kept by the caller) and ST, answering every query by Lemma 3."""
+
+    group: np.ndarray
+    st: SensitiveCounts
+
+    def interval(self, qi_ok: np.ndarray, chosen: Iterable[int]) -> tuple[int, int]:
+        """Lemma 3: [sum_G max(0, q(G) + s(G) - |G|), sum_G min(q(G), s(G))]."""
+        size = np.bincount(self.st.group, weights=self.st.count, minlength=self.st.groups)
+        q = np.bincount(self.group[qi_ok], minlength=self.st.groups)
+        s = self.st.selected(chosen)
+        return int(np.maximum(0, q + s - size).sum()), int(np.minimum(q, s).sum())
+
+
 def anatomy_interval(group: np.ndarray, sensitive: np.ndarray, qi_ok: np.ndarray, chosen: Iterable[int]) -> tuple[int, int]:  # fmt: skip
     """004 Lemma 3: the result interval of a query on the anatomy of a partition
     (`group` per tuple), given which tuples meet the QI predicates."""
     _, g = np.unique(group, return_inverse=True)
-    size = np.bincount(g)
-    q = np.bincount(g, weights=qi_ok, minlength=len(size))
-    s = np.bincount(g, weights=_in(sensitive, chosen), minlength=len(size))
-    return int(np.maximum(0, q + s - size).sum()), int(np.minimum(q, s).sum())
+    g = g.reshape(-1)
+    return StaticAnatomy(g, SensitiveCounts.of(g, sensitive)).interval(qi_ok, chosen)
 
 
 def signature_buckets(bucket: np.ndarray, sensitive: np.ndarray) -> np.ndarray:
@@ -169,23 +205,39 @@ def a_decompose(bucket: np.ndarray, sensitive: np.ndarray, qi_ok: np.ndarray) ->
     return offset[b] + rank
 
 
+@dataclass(frozen=True)
+class StaticGeneralization:
+    """sta-gen (004 §9): one generalized partition, each group's MBR (`low`, `high` per
+    attribute) and its sensitive counts, answering every query by Lemma 2."""
+
+    low: Mapping[str, np.ndarray]
+    high: Mapping[str, np.ndarray]
+    st: SensitiveCounts
+
+    @classmethod
+    def of(cls, group: np.ndarray, codes: Mapping[str, np.ndarray], attributes: Iterable[str], sensitive: np.ndarray) -> StaticGeneralization:  # fmt: skip
+        _, g = np.unique(group, return_inverse=True)
+        g = g.reshape(-1)
+        frame = pd.DataFrame({a: np.asarray(codes[a]) for a in attributes}, index=g).groupby(level=0)  # fmt: skip
+        low, high = frame.min(), frame.max()
+        return cls({a: low[a].to_numpy() for a in low}, {a: high[a].to_numpy() for a in high}, SensitiveCounts.of(g, sensitive))  # fmt: skip
+
+    def interval(self, query: Query) -> tuple[int, int]:
+        """Lemma 2: groups whose box lies inside the query rectangle count for both
+        ends, groups whose box meets it only for the upper end."""
+        inside = np.ones(self.st.groups, dtype=bool)
+        meets = np.ones(self.st.groups, dtype=bool)
+        for a, (lo, hi) in query.ranges.items():
+            low, high = self.low[a], self.high[a]
+            inside &= (low >= lo) & (high <= hi)
+            meets &= (high >= lo) & (low <= hi)
+        s = self.st.selected(query.sensitive)
+        return int(s[inside].sum()), int(s[meets].sum())
+
+
 def generalized_interval(group: np.ndarray, codes: pd.DataFrame, query: Query, sensitive: np.ndarray) -> tuple[int, int]:  # fmt: skip
-    """004 Lemma 2 for the MBR-generalization of a partition (`group` per tuple): groups
-    whose box lies inside the query rectangle count for both ends, groups whose box
-    meets it only for the upper end."""
-    _, g = np.unique(group, return_inverse=True)
-    n = g.max(initial=-1) + 1
-    inside, meets = np.ones(n, dtype=bool), np.ones(n, dtype=bool)
-    for a, (lo, hi) in query.ranges.items():
-        col = codes[a].to_numpy()
-        low = np.full(n, np.iinfo(np.int64).max)
-        high = np.full(n, np.iinfo(np.int64).min)
-        np.minimum.at(low, g, col)
-        np.maximum.at(high, g, col)
-        inside &= (low >= lo) & (high <= hi)
-        meets &= (high >= lo) & (low <= hi)
-    s = np.bincount(g, weights=_in(sensitive, query.sensitive), minlength=n)
-    return int(s[inside].sum()), int(s[meets].sum())
+    """004 Lemma 2 for the MBR-generalization of a partition (`group` per tuple)."""
+    return StaticGeneralization.of(group, codes, query.ranges, sensitive).interval(query)
 
 
 def _patterns(codes: Mapping[str, np.ndarray], ranges: Mapping[str, tuple[int, int]], n: int) -> np.ndarray:  # fmt: skip
@@ -274,7 +326,8 @@ def perturbed_interval(qi_ok: np.ndarray, perturbed: np.ndarray, chosen: Iterabl
     estimate is x = (y - (1 - p) b n) / p. A tuple counted in x shows a value in V with
     q1 = p + (1 - p) b, any other with q0 = (1 - p) b, independently, so
     Var(x) = [x q1 (1 - q1) + (n - x) q0 (1 - q0)] / p^2, estimated with x clipped to
-    [0, n]; the 80% interval is x +- 1.2816 sigma (normal approximation)."""
+    [0, n]; the 80% interval is x +- 1.2816 sigma (normal approximation), clipped to
+    [0, n], the counts possible (004 §9 plots ran-pert's lower ends at zero)."""
     values = frozenset(chosen)
     n = int(qi_ok.sum())
     y = int((qi_ok & _in(perturbed, values)).sum())
@@ -283,4 +336,4 @@ def perturbed_interval(qi_ok: np.ndarray, perturbed: np.ndarray, chosen: Iterabl
     q1, q0 = p + (1 - p) * b, (1 - p) * b
     c = min(max(x, 0.0), float(n))
     sigma = np.sqrt((c * q1 * (1 - q1) + (n - c) * q0 * (1 - q0)) / p**2)
-    return x - Z80 * sigma, x + Z80 * sigma
+    return max(x - Z80 * sigma, 0.0), min(x + Z80 * sigma, float(n))

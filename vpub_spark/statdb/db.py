@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -64,6 +65,54 @@ def _check_private(state: Path) -> None:
                 )
 
 
+def parse_query(meta: dict, where: str) -> Query:
+    """`age between 30 and 50 and salary in (3, 4)`: ranges on QI attributes (the
+    `vpub query` grammar; a QI condition must select a range of its domain), any
+    set on the sensitive attribute."""
+    conditions = parse_where(where, meta["domains"])
+    sensitive, qi = str(meta["sensitive"]), list(meta["qi"])
+    ranges = {}
+    for a, codes in conditions.items():
+        if a == sensitive:
+            continue
+        if a not in qi:
+            raise SpecError(f"{a} is not a QI attribute of this store ({', '.join(qi)})")
+        if not codes:
+            raise SpecError(f"the condition on {a} selects no value (an empty range)")
+        lo, hi = min(codes), max(codes)
+        if len(codes) != hi - lo + 1:
+            raise SpecError(f"the condition on {a} is not a range of its domain; use between")
+        ranges[a] = (lo, hi)
+    chosen = conditions.get(sensitive, frozenset(range(len(meta["domains"][sensitive]))))
+    return Query(ranges, frozenset(chosen))
+
+
+def _label(value: str) -> str:
+    if re.fullmatch(r"[^\s,()'\"]+", value):
+        return value
+    return f"'{value}'" if "'" not in value else f'"{value}"'
+
+
+def _range_text(a: str, labels: list[str], lo: int, hi: int) -> str:
+    """`a between x and y` where the labels are numbers in increasing order (what
+    `between` compares), else the range's labels as `a in (...)`."""
+    try:
+        numbers = [float(v) for v in labels]
+    except ValueError:
+        numbers = []
+    if numbers and all(x < y for x, y in zip(numbers, numbers[1:], strict=False)):
+        return f"{a} between {labels[lo]} and {labels[hi]}"
+    return f"{a} in ({', '.join(_label(v) for v in labels[lo : hi + 1])})"
+
+
+def where_text(meta: dict, query: Query) -> str:
+    """A Query as `--where` text in the store's labels (`parse_query` reads it back)."""
+    d, s = meta["domains"], str(meta["sensitive"])
+    parts = [_range_text(a, d[a], lo, hi) for a, (lo, hi) in query.ranges.items()]
+    chosen = ", ".join(_label(d[s][v]) for v in sorted(query.sensitive))
+    return " and ".join([*parts, f"{s} in ({chosen})"])
+
+
 def _narrow(codes: np.ndarray) -> np.ndarray:
     """The smallest unsigned type holding the codes: scans read 4-8 times fewer bytes."""
     top = int(codes.max(initial=0))
@@ -102,27 +151,12 @@ class StatDB:
         return cls(state, meta, tuples)
 
     def query(self, where: str) -> Query:
-        """`age between 30 and 50 and salary in (3, 4)`: ranges on QI attributes (the
-        `vpub query` grammar; a QI condition must select a range of its domain), any
-        set on the sensitive attribute."""
-        conditions = parse_where(where, self.domains)
-        ranges = {}
-        for a, codes in conditions.items():
-            if a == self.sensitive:
-                continue
-            if a not in self.qi:
-                raise SpecError(f"{a} is not a QI attribute of this store ({', '.join(self.qi)})")
-            if not codes:
-                raise SpecError(f"the condition on {a} selects no value (an empty range)")
-            lo, hi = min(codes), max(codes)
-            if len(codes) != hi - lo + 1:
-                raise SpecError(f"the condition on {a} is not a range of its domain; use between")
-            ranges[a] = (lo, hi)
-        chosen = conditions.get(self.sensitive, frozenset(range(len(self.domains[self.sensitive]))))
-        return Query(ranges, frozenset(chosen))
+        """`where` as a Query on this store (`parse_query`)."""
+        return parse_query(self.meta, where)
 
-    def count(self, query: Query | str, method: str = "dyn-ana") -> Interval:
-        """The result interval of `query` (a Query or a `--where` text)."""
+    def count(self, query: Query | str, method: str = "dyn-ana", log: bool = True) -> Interval:
+        """The result interval of `query` (a Query or a `--where` text), appended to the
+        private log unless `log` is False (a batch logs its answers at once)."""
         if method not in METHODS:
             raise SpecError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
         q = self.query(query) if isinstance(query, str) else query
@@ -132,11 +166,14 @@ class StatDB:
         else:
             low, high = g_count_cells(self.cells, self.codes, q)
         answer = Interval(low, high, method)
-        self._log(query if isinstance(query, str) else repr(q), answer)
+        if log:
+            self.log([(query if isinstance(query, str) else repr(q), answer)])
         return answer
 
-    def _log(self, text: str, answer: Interval) -> None:
-        entry = {"time": datetime.now(UTC).isoformat(timespec="seconds"), "query": text, "method": answer.method, "low": answer.low, "high": answer.high}  # fmt: skip
+    def log(self, answers: list[tuple[str, Interval]]) -> None:
+        """Append answers (query text, interval) to the store's private log `queries.jsonl`."""
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        lines = "".join(json.dumps({"time": now, "query": text, "method": a.method, "low": a.low, "high": a.high}) + "\n" for text, a in answers)  # fmt: skip
         fd = os.open(self.state / LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         with os.fdopen(fd, "a") as f:
-            f.write(json.dumps(entry) + "\n")
+            f.write(lines)

@@ -360,6 +360,19 @@ class SparkEngine:
                 .toPandas()
             )
 
+    def map_rows(self, frame, run, schema, parts):
+        """`run` per task over `frame` spread round-robin on `parts` tasks (mapInPandas);
+        for small driver-side frames such as a query workload, never for the data."""
+
+        def task(batches):
+            for batch in batches:
+                yield run(batch.reset_index(drop=True))
+
+        with spark_errors("map rows"):
+            parts = parts if parts > 0 else self.spark.sparkContext.defaultParallelism
+            df = self.spark.createDataFrame(frame).repartition(parts)
+            return df.mapInPandas(task, struct_type(schema)).toPandas()
+
     def write_projection(self, loaded: LoadedTable, attributes, directory: Path) -> None:
         """A duplicate-preserving projection, aggregated (`count`), decoded and written by Spark."""
         from pyspark.sql import types as T
