@@ -90,3 +90,23 @@ def test_the_cli_builds_a_store(data, tmp_path, capsys):
     assert (
         main(["statdb", "query", str(tmp_path / "store"), "--where", "zip between 12 and 20"]) == 0
     )
+
+
+def test_build_on_an_existing_marginals_store_reuses_its_buckets(store, tmp_path, capsys):
+    """004 Lemma 4: the store the marginals came from is the one answers come from."""
+    state = store[0]
+    before = {f.name: f.read_bytes() for f in bucket_files(state)}
+    assert main(["statdb", "build", "--state", str(state)]) == 0
+    assert "reusing the store" in capsys.readouterr().out
+    assert {f.name: f.read_bytes() for f in bucket_files(state)} == before
+    meta = read_store(state)
+    conf = tmp_path / "s.yaml"
+    conf.write_text(json.dumps({
+        "input": {"path": str(tmp_path / "unused")}, "privacy": {"model": "m-invariance", "m": meta["m"]}, "engine": "inprocess",
+        "marginals": {"sensitive": meta["sensitive"], "qi": meta["qi"], "state": str(state)},
+    }))  # fmt: skip
+    assert main(["statdb", "build", "--config", str(conf)]) == 0  # the input is never read
+    assert {f.name: f.read_bytes() for f in bucket_files(state)} == before
+    conf.write_text(conf.read_text().replace(f'"m": {meta["m"]}', '"m": 9'))
+    assert main(["statdb", "build", "--config", str(conf)]) == 2
+    assert "exists with m = 4" in capsys.readouterr().err

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from ..errors import SpecError
 from ..release.reader import open_release
 from ..report import console
 from ..utility.evaluate import evaluate, load_release_and_source
@@ -94,14 +95,24 @@ def cmd_statdb_build(args: argparse.Namespace) -> int:
     from ..engines import make_engine
     from ..engines.spark.session import SparkSettings
     from ..report import progress_step
-    from ..statdb.build import build_store
+    from ..statdb.build import build_store, reuse_store
 
+    if args.config is None:
+        if args.state is None:
+            raise SpecError("vpub statdb build needs --config, or --state naming an existing store")
+        return _built(reuse_store(args.state))
     cfg = with_overrides(load_config(args.config), state=args.state, input_path=args.input, engine=args.engine, seed=args.seed, spark=args.spark_conf)  # fmt: skip
     engine = make_engine(cfg.engine, SparkSettings.load(cfg.spark))
     with progress_step(f"start the {cfg.engine} engine"):
         engine.start()
-    built = build_store(cfg, engine, progress_step)
-    console.print(f"[green]store built[/green] at {built.state}: {built.rows:,} rows in {built.buckets:,} buckets ({built.chunks} chunks)")  # fmt: skip
+    return _built(build_store(cfg, engine, progress_step))
+
+
+def _built(built) -> int:
+    if built.reused:
+        console.print(f"[green]reusing the store[/green] at {built.state} as it is (owner-only, intact): {built.rows:,} rows in {built.buckets:,} buckets of one signature each; answers stay m-invariant with every marginal published from it")  # fmt: skip
+    else:
+        console.print(f"[green]store built[/green] at {built.state}: {built.rows:,} rows in {built.buckets:,} buckets ({built.chunks} chunks)")  # fmt: skip
     return 0
 
 
@@ -109,8 +120,8 @@ def _register_statdb(sub) -> None:
     sd = sub.add_parser("statdb", help="the statistical database (004): result intervals from a private store")  # fmt: skip
     sds = sd.add_subparsers(dest="what", required=True)
     sdb = sds.add_parser("build", help="bucketize a table into a private store (004 §5), with Spark by default")  # fmt: skip
-    sdb.add_argument("--config", required=True, help="e.g. conf/statdb_sal.yaml (m-invariance; marginals: sensitive, qi, state)")  # fmt: skip
-    sdb.add_argument("--state", default=None, help="override marginals.state")
+    sdb.add_argument("--config", default=None, help="e.g. conf/statdb_sal.yaml (m-invariance; marginals: sensitive, qi, state); without it, --state names an existing store to reuse")  # fmt: skip
+    sdb.add_argument("--state", default=None, help="override marginals.state; an existing store there is reused, not rebuilt")  # fmt: skip
     sdb.add_argument("--input", default=None, help="override input.path")
     sdb.add_argument(
         "--engine", choices=["spark", "inprocess"], default=None, help="override engine"

@@ -26,10 +26,12 @@ from ..publish.method import Plan, covered, sizes_of, source_entry
 from ..release.commit import Steps, staged_directory
 from ..release.store import (
     BUCKET,
+    STORE_FILE,
     STORE_FORMAT,
     bucket_files,
     check_store_location,
     new_store_id,
+    read_store,
     restrict,
     write_store,
 )
@@ -42,14 +44,31 @@ class Built:
     buckets: int
     chunks: int
     timings: dict[str, float]
+    reused: bool = False
+
+
+def reuse_store(state: str | Path) -> Built:
+    """An existing store (the marginal publisher's or ours) as it is: opened, so checked
+    owner-only and intact, never rebuilt; every answer from it stays m-invariant with
+    every marginal published from it (004 Lemma 4)."""
+    from .db import StatDB
+
+    db = StatDB.open(state)
+    return Built(Path(state), len(db.values), len(db.cells.k), 0, {}, reused=True)
 
 
 def build_store(cfg: PublishConfig, engine: Engine, observer=None) -> Built:
-    """Bucketize the config's input into the private store `marginals.state`."""
+    """Bucketize the config's input into the private store `marginals.state`, or reuse
+    the store already there (`reuse_store`)."""
     s = cfg.marginals
     if s is None or cfg.privacy.model != "m-invariance":
         raise SpecError("vpub statdb build needs privacy {model: m-invariance, m} and a `marginals:` section (sensitive, qi, state)")  # fmt: skip
     state, m, step = Path(s.state), int(cfg.privacy.m or 0), Steps(observer)
+    if (state / STORE_FILE).exists():
+        meta = read_store(state)
+        if (meta["m"], meta["sensitive"]) != (m, s.sensitive) or not set(s.qi or ()) <= set(meta["qi"]):  # fmt: skip
+            raise SpecError(f"{state.name} exists with m = {meta['m']}, sensitive {meta['sensitive']}, qi {', '.join(meta['qi'])}; the config asks m = {m}, sensitive {s.sensitive}, qi {', '.join(s.qi or ())}: reuse it with those settings or choose another marginals.state")  # fmt: skip
+        return reuse_store(state)
     check_store_location(state, Path(cfg.output_path))
     path, spec = resolve_table(cfg.input_path, cfg.table)
     with staged_directory(state, private=True, wait_s=cfg.wait_s) as store:
