@@ -11,11 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vpub_spark.kernels.statdb import (
+    Cells,
     Query,
     a_count,
+    a_count_cells,
     a_decompose,
     anatomy_interval,
     g_count,
+    g_count_cells,
     generalized_interval,
     perturb,
     perturbed_interval,
@@ -227,6 +230,34 @@ def test_signature_buckets_merge_exactly_the_buckets_of_one_signature(case):
             same = merged[bucket == b1][0] == merged[bucket == b2][0]
             assert same == (sig[b1] == sig[b2])
     assert len(np.unique(merged)) == len(set(sig.values()))
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=with_points(), data=st.data())
+def test_static_versions_hold_the_truth_on_any_partition(case, data):
+    """sta-ana (Lemma 3) and sta-gen (Lemma 2) on an arbitrary partition of the table."""
+    _, value, codes, query = case
+    group = np.array(data.draw(st.lists(st.integers(0, 4), min_size=len(value), max_size=len(value))))  # fmt: skip
+    ok = qi_mask(codes, query.ranges)
+    truth = int((ok & np.isin(value, list(query.sensitive))).sum())
+    lo, hi = anatomy_interval(group, value, ok, query.sensitive)
+    glo, ghi = generalized_interval(group, codes, query, value)
+    assert 0 <= lo <= truth <= hi and 0 <= glo <= truth <= ghi
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=with_points())
+def test_tuples_laid_out_cell_by_cell_give_the_same_answers(case):
+    """The segmented sums a store's layout allows (`Cells.runs`) count as the scatter does."""
+    bucket, value, codes, query = case
+    order = np.lexsort((value, bucket))
+    laid = Cells.of(bucket[order], value[order])
+    assert laid.runs is not None
+    ok = qi_mask(codes, query.ranges)
+    cells = Cells.of(bucket, value)
+    assert a_count_cells(laid, ok[order], query.sensitive) == a_count_cells(cells, ok, query.sensitive)  # fmt: skip
+    moved = codes.iloc[order].reset_index(drop=True)
+    assert g_count_cells(laid, moved, query) == g_count_cells(cells, codes, query)
 
 
 def test_formula_10_and_the_worked_perturbation_intervals():

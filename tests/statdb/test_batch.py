@@ -80,3 +80,13 @@ def test_cli_workload_then_batch(store, tmp_path, capsys):
     assert main(args) == 0
     assert "25 queries answered" in capsys.readouterr().out
     assert len(pd.read_csv(out)) == 25
+
+
+def test_bench_statdb_times_both_methods_and_checks_every_interval(store, tmp_path):
+    from vpub_spark.experiments.bench import BenchStatdb, bench_statdb
+
+    r = bench_statdb(BenchStatdb(str(store[0]), queries=20, out=str(tmp_path)))
+    for method in ("dyn-ana", "dyn-gen"):
+        assert r["methods"][method]["held_the_truth"] == 20
+        assert 0 < r["methods"][method]["p50_ms"] <= r["methods"][method]["p99_ms"]
+    assert json.loads((tmp_path / f"{store[0].name}.json").read_text())["queries"] == 20

@@ -131,6 +131,7 @@ def _bench_statdb(bn) -> None:
     bs = bn.add_parser("statdb", help="004 §9: a query workload answered from a store, per method")
     bs.add_argument("store", help="a private bucket store (vpub statdb build)")
     bs.add_argument("--queries", type=int, default=2000)
+    bs.add_argument("--out", default="out/bench-statdb", help="where STORE.json goes")
     bs.add_argument(
         "--lam", type=int, default=2, help="QI attributes each query constrains (004's lambda)"
     )

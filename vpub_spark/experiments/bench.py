@@ -435,6 +435,7 @@ class BenchStatdb:
     lam: int = 2  # 004 Table 4's defaults (lambda = 2, ql = 6%)
     ql: float = 0.06
     seed: int = 1
+    out: str = "out/bench-statdb"
 
 
 def bench_statdb(bench: BenchStatdb) -> dict:
@@ -471,4 +472,8 @@ def bench_statdb(bench: BenchStatdb) -> dict:
         r = results["methods"][method]
         console.print(f"{method}: p50 {r['p50_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms; mean interval length {r['mean_interval_length']:,.1f}; {held} of {len(queries)} intervals hold the true count")  # fmt: skip
     console.print(f"{results['rows']:,} rows; store opened in {opened:.2f} s; {len(queries)} queries, lambda = {bench.lam}, ql = {bench.ql:.0%}, seed {bench.seed}")  # fmt: skip
+    out = Path(bench.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{results['store']}.json").write_text(json.dumps(results, indent=2))
+    console.print(f"results in {out / (results['store'] + '.json')}")
     return results

