@@ -46,27 +46,33 @@ def check_m_eligible(
     m: int,
     name: str = "the sensitive attribute",
     labels: Sequence[str] | None = None,
+    param: str = "m",
 ) -> None:
-    """002 Theorem 2: an m-unique partition exists iff no value covers more than n/m."""
+    """002 Theorem 2: an m-unique partition exists iff no value covers more than n/m
+    (003's l-eligibility is the same condition; `param` names it in the message)."""
     values, counts = np.unique(sensitive, return_counts=True)
-    names = [labels[int(v)] for v in values] if labels is not None else list(values)
-    check_m_eligible_counts(names, counts, m, name)
+    names = [labels[int(v)] for v in values] if labels is not None else [int(v) for v in values]
+    check_m_eligible_counts(names, counts, m, name, param)
 
 
 def check_m_eligible_counts(
-    labels: Sequence, counts: np.ndarray, m: int, name: str = "the sensitive attribute"
+    labels: Sequence,
+    counts: np.ndarray,
+    m: int,
+    name: str = "the sensitive attribute",
+    param: str = "m",
 ) -> None:
     """`check_m_eligible` from value counts (labels[i] has counts[i]); the error names the
     most frequent value, its share and the largest m the table allows."""
     counts = np.asarray(counts)
     n = int(counts.sum())
     if n == 0:
-        raise PrivacyError("an empty table has no m-unique partition")
+        raise PrivacyError(f"an empty table has no {param}-eligible partition")
     top = int(np.argmax(counts))
     if counts[top] * m > n:
         raise PrivacyError(
             f"not {m}-eligible (002 Theorem 2): {name} = {labels[top]!r} covers {int(counts[top])} of {n} rows "
-            f"({counts[top] / n:.1%}), more than 1/{m} = {1 / m:.1%}; choose m <= {n // int(counts[top])}"
+            f"({counts[top] / n:.1%}), more than 1/{m} = {1 / m:.1%}; choose {param} <= {n // int(counts[top])}"
         )
 
 
@@ -134,11 +140,16 @@ def _subs(sub: np.ndarray | None, n: int) -> np.ndarray:
 
 
 def assign_buckets(
-    sensitive: np.ndarray, m: int, seed: int, sub: np.ndarray | None = None
+    sensitive: np.ndarray,
+    m: int,
+    seed: int,
+    sub: np.ndarray | None = None,
+    order_key: np.ndarray | None = None,
 ) -> np.ndarray:
     """Each row's bucket (-1: a leftover), for every sub-table (`sub`, default one) at
     once. Buckets are keyed by (sub-table, signature) and numbered in that order; a
-    pool's tuples, in a seeded order, are dealt to the runs that take from it."""
+    pool's tuples, in a seeded order (or in `order_key` order), are dealt to the runs that
+    take from it."""
     n = len(sensitive)
     sub = _subs(sub, n)
     subs = int(sub.max()) + 1 if n else 0
@@ -182,7 +193,8 @@ def assign_buckets(
     end = (
         pool_start[rp_pool] + csum - base
     )  # global sorted position where each (pool, run) share ends
-    order = np.lexsort((np.random.default_rng(seed).random(n), pool_of))  # each pool, seeded
+    deal = np.random.default_rng(seed).random(n) if order_key is None else order_key
+    order = np.lexsort((deal, pool_of))  # each pool, seeded
     j = np.searchsorted(end, np.arange(n), side="right")
     ok = (
         (j < len(end)) & (rp_pool[np.minimum(j, max(len(end) - 1, 0))] == pool_of[order])
