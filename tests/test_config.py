@@ -78,6 +78,7 @@ def test_every_registered_method_accepts_its_own_example():
     examples = {
         "marginals": {"privacy": {"model": "m-invariance", "m": 4}, "rules": None,
                       "marginals": {"sensitive": "s", "schemas": [["a"]], "state": "x"}},
+        **{n: {"rules": None, "streamliner": {"sensitive": "s"}} for n in ("rda", "gda", "ria")},
     }  # fmt: skip
     for name, method in METHODS.items():
         cfg = _cfg(method=name, **examples.get(name, {}))

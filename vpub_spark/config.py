@@ -33,6 +33,7 @@ KEYS = {
     "gd",
     "multi_sa",
     "marginals",
+    "streamliner",
 }
 
 
@@ -142,6 +143,44 @@ class MarginalSettings:
 
 
 @dataclass(frozen=True)
+class StreamlinerSettings:
+    """`streamliner:` of a config (003, methods rda / gda / ria): the sensitive attribute,
+    the QI attributes generalized (default: every other attribute), GDA's weights per
+    QI attribute and segment rows (kernels/streamliner.py), and Spark chunks of at
+    least `chunk_rows` rows (QI-local and l-eligible, 002's chunk planner)."""
+
+    sensitive: str = ""
+    qi: tuple[str, ...] | None = None
+    weights: tuple[tuple[str, int], ...] | None = None
+    segment: int | None = None
+    chunk_rows: int = 50_000
+
+    KEYS = ("sensitive", "qi", "weights", "segment", "chunk_rows")
+
+    @classmethod
+    def from_dict(cls, d: dict) -> StreamlinerSettings | None:
+        if not d:
+            return None
+        unknown = set(d) - set(cls.KEYS)
+        if unknown:
+            raise SpecError(f"streamliner has unknown keys {', '.join(sorted(unknown))}; known: {', '.join(cls.KEYS)}")  # fmt: skip
+        if not d.get("sensitive"):
+            raise SpecError("streamliner.sensitive is required")
+        weights = d.get("weights")
+        if weights is not None and (not isinstance(weights, dict) or not all(isinstance(v, int) and v >= 0 for v in weights.values())):  # fmt: skip
+            raise SpecError("streamliner.weights must map QI attributes to integers >= 0, e.g. {age: 1, gender: 10000}")  # fmt: skip
+        for k in ("segment", "chunk_rows"):
+            v = d.get(k)
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
+                raise SpecError(f"streamliner.{k} must be a positive integer, not {v!r}")
+        return cls(
+            str(d["sensitive"]), None if d.get("qi") is None else _names(d["qi"], "streamliner.qi"),
+            None if weights is None else tuple((str(k), int(v)) for k, v in weights.items()),
+            d.get("segment"), int(d.get("chunk_rows", 50_000)),
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
 class RandomRules:
     c: int = 5
     lhs: int = 3
@@ -169,6 +208,7 @@ class PublishConfig:
     gd_sample_rows: int = 100_000  # GD scores candidates by KL on a seeded sample of this many rows
     multi_sa: MultiSaSettings = field(default_factory=MultiSaSettings)
     marginals: MarginalSettings | None = None
+    streamliner: StreamlinerSettings | None = None
 
     def __post_init__(self) -> None:
         # the method's name and what it needs (privacy model, rules, its own section) are
@@ -304,6 +344,7 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
             gd_sample_rows=int(gdc.get("sample_rows", 100_000)),
             multi_sa=MultiSaSettings.from_dict(_section(d, "multi_sa")),
             marginals=MarginalSettings.from_dict(_section(d, "marginals")),
+            streamliner=StreamlinerSettings.from_dict(_section(d, "streamliner")),
         )
     except SpecError as e:
         raise SpecError(f"{where}: {e}") from None

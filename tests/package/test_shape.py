@@ -93,7 +93,7 @@ def test_imports_point_downward(graph, package, forbidden):
 
 
 def test_kernels_import_only_numeric_libraries_and_errors(graph):
-    allowed = {"numpy", "pandas", "pyarrow", "pulp", "highspy", "vpub_spark.errors"}
+    allowed = {"numpy", "pandas", "pyarrow", "pulp", "highspy", "scipy", "vpub_spark.errors"}
     for a, b in _edges_from(graph, "kernels"):
         top = b.split(".")[0]
         ok = (

@@ -84,6 +84,16 @@ def write_marginal(stage: str | Path, groups_dir: Path, table: str, codes: pd.Da
                    group: np.ndarray, first: int, rows: np.ndarray, dictionaries: Mapping[str, Dictionary], part: int) -> int:  # fmt: skip
     """Write one part of one marginal: `groups` (boxes, size) and `st` in the release,
     the tuple-to-group links in the store. Group ids are `first` + the local group."""
+    n = write_generalized(stage, table, codes, sensitive, s, group, first, dictionaries, part)
+    gid = first + group.astype(np.int64)
+    write_decoded(pd.DataFrame({ROW: rows, GROUP: gid}), {}, groups_dir, part_file(part))
+    return n
+
+
+def write_generalized(stage: str | Path, table: str, codes: pd.DataFrame, sensitive: str, s: np.ndarray,
+                      group: np.ndarray, first: int, dictionaries: Mapping[str, Dictionary], part: int) -> int:  # fmt: skip
+    """Write one part of a generalized table (each group's MBR, DESIGN.md §4): `groups`
+    (boxes, size) and `st`; group ids are `first` + the local group. Returns the groups."""
     gid = first + group.astype(np.int64)
     name = part_file(part)
     attrs = list(codes.columns)
@@ -108,7 +118,6 @@ def write_marginal(stage: str | Path, groups_dir: Path, table: str, codes: pd.Da
         .reset_index()
     )
     write_decoded(st, {sensitive: dictionaries[sensitive]}, table_dir(stage, table, "st"), name)
-    write_decoded(pd.DataFrame({ROW: rows, GROUP: gid}), {}, groups_dir, name)
     return len(groups)
 
 

@@ -12,6 +12,7 @@ from .anatomy import AnatomyMethod
 from .marginals import MarginalsMethod
 from .method import Method
 from .multi_sa import MultiSaMethod
+from .streamliner import StreamlinerMethod
 
 METHODS: dict[str, Method] = {
     "uad": AnatomyMethod("uad"),
@@ -19,6 +20,9 @@ METHODS: dict[str, Method] = {
     "single_attribute": AnatomyMethod("single_attribute"),
     "multi_sa_bip": MultiSaMethod(),
     "marginals": MarginalsMethod(),
+    "rda": StreamlinerMethod("rda"),
+    "gda": StreamlinerMethod("gda"),
+    "ria": StreamlinerMethod("ria"),
 }
 
 

@@ -124,9 +124,10 @@ def anatomy_checks(
 def generalized_checks(
     rel: Release, entry: dict, t: PublishedTable, m: int, rows: int, check: Checker
 ) -> None:
-    """A marginal of the m-invariant publisher (002): GROUPS and ST agree on the groups and
-    their sizes, every group is m-unique (at least m sensitive values, each once) and
-    every box is an interval of the attribute's published domain (min <= max)."""
+    """A generalized table: GROUPS and ST agree on the groups and their sizes, every
+    group is m-unique (a marginal of the m-invariant publisher, 002: at least m values,
+    each once) or l-diverse (003's methods: no value above 1/l of its group), and every
+    box is an interval of the attribute's published domain (min <= max)."""
     s = str(t.sensitive)
     qi = [a for a in t.attributes if a != s]
     groups, st = rel.read(t.name, "groups"), rel.read(t.name, "st")
@@ -166,18 +167,26 @@ def generalized_checks(
         (joined["size"] == joined["st_size"]).all(),
         f"{int((joined['size'] != joined['st_size']).sum())} groups differ",
     )
-    unique = (
-        (joined["top"] == 1) & (joined["values"] == joined["st_size"]) & (joined["values"] >= m)
-    )
-    worst = joined.loc[~unique, GROUP].head(3).tolist()
-    check(
-        f"{t.name}: {m}-unique",
-        unique.all(),
-        f"{len(joined)} groups, each with >= {m} distinct sensitive values, once each"
-        if unique.all()
-        else f"{int((~unique).sum())} groups are not, e.g. {worst}",
-    )
+    _group_privacy(rel, t.name, joined, m, check)
     _box_checks(t.name, g, qi, entry.get("domains") or {}, check)
+
+
+def _group_privacy(rel: Release, table: str, joined: pd.DataFrame, m: int, check: Checker) -> None:  # fmt: skip
+    """m-unique groups (002's marginals) or l-diverse ones (003's methods)."""
+    if rel.manifest["privacy"].get("model") == "m-invariance":
+        ok = (joined["top"] == 1) & (joined["values"] == joined["st_size"]) & (joined["values"] >= m)  # fmt: skip
+        name, what = f"{m}-unique", f"each with >= {m} distinct sensitive values, once each"
+    else:  # 003's methods: l-diversity per group, no value above 1/l
+        ok = joined["top"] * m <= joined["st_size"]
+        name, what = f"{m}-diverse", f"no sensitive value in more than 1/{m} of its group"
+    worst = joined.loc[~ok, GROUP].head(3).tolist()
+    check(
+        f"{table}: {name}",
+        ok.all(),
+        f"{len(joined)} groups, {what}"
+        if ok.all()
+        else f"{int((~ok).sum())} groups are not, e.g. {worst}",
+    )
 
 
 def _box_checks(name: str, g: pd.DataFrame, qi: list[str], domains: dict, check: Checker) -> None:
