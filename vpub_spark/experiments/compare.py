@@ -215,6 +215,8 @@ def write_results(
     for vary in summary["sweep"].unique():
         part = summary[summary["sweep"] == vary]
         for measure, label in labels.items():
+            if part[measure].isna().all():
+                continue  # a sweep that does not measure it (003's n sweep: time only)
             fig, ax = plt.subplots(figsize=(5, 3.6))
             for method, g in part.groupby("method", sort=True):
                 ax.plot(g["value"], g[measure], marker="o", label=method)

@@ -149,6 +149,12 @@ def ours(frame: pd.DataFrame, bucket: np.ndarray, attrs, sensitive: str, sizes) 
     """Zhang et al. on our marginal: est = sum_G n_G(S in V) * frac(box_G, R)."""
     s = frame[sensitive].to_numpy()
     group = decompose(frame[list(attrs)], s, bucket, {a: sizes[a] - 1 for a in attrs})
+    return generalized_estimator(frame, group, attrs, sensitive, sizes)
+
+
+def generalized_estimator(frame: pd.DataFrame, group: np.ndarray, attrs, sensitive: str, sizes) -> Published:  # fmt: skip
+    """Zhang et al. on any generalized partition (`group` per row, dense ids)."""
+    s = frame[sensitive].to_numpy()
     b = boxes(frame[list(attrs)], group).sort_values("group_id").reset_index(drop=True)
     return Published(b, _cumulative(group, s, np.ones(len(s)), len(b), sizes[sensitive]))
 

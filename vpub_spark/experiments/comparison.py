@@ -19,6 +19,12 @@ from .compare import MEASURES, compare_config_from_dict, run_compare, write_resu
 from .compare_marginals import marginals_compare_config_from_dict, run_marginals_compare
 from .compare_statdb import MEASURES as STATDB_MEASURES
 from .compare_statdb import plot_intervals, run_statdb_compare, statdb_compare_config_from_dict
+from .compare_streamliner import (
+    CONDITIONS,
+    run_streamliner_compare,
+    streamliner_compare_config_from_dict,
+)
+from .compare_streamliner import MEASURES as STREAMLINER_MEASURES
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,11 @@ def load_comparison(
         comp = Comparison(
             marginals_compare_config_from_dict(raw, path), run_marginals_compare, "points",
             measures, ("relative_error", "median_error", "time_s"),
+        )  # fmt: skip
+    elif isinstance(raw, dict) and "streamliner" in raw:
+        comp = Comparison(
+            streamliner_compare_config_from_dict(raw, path), run_streamliner_compare, "points",
+            STREAMLINER_MEASURES, ("dm_ratio", "time_s", *(f"qwe_{c}" for c in CONDITIONS)),
         )  # fmt: skip
     elif isinstance(raw, dict) and "statdb" in raw:
         comp = Comparison(
