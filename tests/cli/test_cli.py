@@ -174,4 +174,11 @@ def test_every_feature_registers_its_commands():
         "keys", "query", "utility", "statdb", "compare", "bench", "demo",
     }  # fmt: skip
     bench = next(a for a in sub.choices["bench"]._actions if a.dest == "what")
-    assert set(bench.choices) == {"publish", "multi-sa", "marginals", "utility", "statdb"}
+    assert set(bench.choices) == {
+        "publish",
+        "multi-sa",
+        "marginals",
+        "utility",
+        "statdb",
+        "streamliner",
+    }

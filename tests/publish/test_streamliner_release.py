@@ -83,3 +83,12 @@ def test_bad_configs_and_ineligible_tables_are_refused(data, tmp_path):
     with pytest.raises(SpecError, match="method rda needs privacy model l-diversity"):
         publish(config_from_dict({"input": {"path": str(data)}, "method": "rda", "privacy": {"model": "m-invariance", "m": 4}, "streamliner": {"sensitive": "salary"}, "engine": "inprocess"}), InProcessEngine())  # fmt: skip
     assert not any(tmp_path.iterdir())
+
+
+def test_bench_streamliner_publishes_each_size_and_method(tmp_path):
+    from vpub_spark.experiments.bench import BenchStreamliner, bench_streamliner
+
+    r = bench_streamliner(BenchStreamliner(rows=(3000, 6000), engines=("inprocess",), out=str(tmp_path)))  # fmt: skip
+    assert [(x["rows"], x["method"]) for x in r["runs"]] == [(3000, "rda"), (3000, "gda"), (6000, "rda"), (6000, "gda")]  # fmt: skip
+    assert all(x["seconds"] > 0 and x["dm"] < 1.01 * x["rows"] * 8 for x in r["runs"])
+    assert (tmp_path / "streamliner.json").exists()

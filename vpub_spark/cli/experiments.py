@@ -10,11 +10,13 @@ from ..experiments.bench import (
     BenchMultiSa,
     BenchPublish,
     BenchStatdb,
+    BenchStreamliner,
     BenchUtility,
     bench_marginals,
     bench_multi_sa,
     bench_publish,
     bench_statdb,
+    bench_streamliner,
     bench_utility,
 )
 from ..experiments.comparison import load_comparison, run_comparison
@@ -58,6 +60,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         "marginals": (BenchMarginals, bench_marginals),
         "utility": (BenchUtility, bench_utility),
         "statdb": (BenchStatdb, bench_statdb),
+        "streamliner": (BenchStreamliner, bench_streamliner),
     }[args.what]
     given = {"engines": engines(args.engines)} if hasattr(args, "engines") else {}
     run(config_of(kind, args, **given))  # type: ignore[operator]
@@ -141,6 +144,17 @@ def _bench_statdb(bn) -> None:
     bs.add_argument("--seed", type=int, default=1)
 
 
+def _bench_streamliner(bn) -> None:
+    bs = bn.add_parser("streamliner", help="003: RDA and GDA publish time at several sizes, per engine")  # fmt: skip
+    bs.add_argument("--rows", type=lambda t: tuple(int(x) for x in t.split(",")), default=(600_000, 1_200_000, 6_000_000), help="sizes, comma-separated")  # fmt: skip
+    bs.add_argument("--methods", type=lambda t: tuple(x.strip() for x in t.split(",")), default=("rda", "gda"))  # fmt: skip
+    bs.add_argument("--l", type=int, default=8)
+    bs.add_argument("--seed", type=int, default=7)
+    bs.add_argument("--engines", default="inprocess,spark")
+    bs.add_argument("--spark-conf", default=None)
+    bs.add_argument("--out", default="out/bench-streamliner")
+
+
 def register(sub) -> None:
     cp = sub.add_parser(
         "compare", help="000 §6's comparison runs: KL, relative error and time per method"
@@ -154,7 +168,7 @@ def register(sub) -> None:
     bn = sub.add_parser("bench", help="benchmarks (jobs that print numbers)").add_subparsers(
         dest="what", required=True
     )
-    for add in (_bench_publish, _bench_multi_sa, _bench_others, _bench_statdb):
+    for add in (_bench_publish, _bench_multi_sa, _bench_others, _bench_statdb, _bench_streamliner):
         add(bn)
     for p in bn.choices.values():
         p.set_defaults(func=cmd_bench)

@@ -1,4 +1,4 @@
-"""`vpub bench publish | multi-sa | marginals | utility`: benchmarks, measured in one run.
+"""`vpub bench publish | multi-sa | marginals | utility | statdb | streamliner`: benchmarks, measured in one run.
 
 Each takes a typed configuration (frozen dataclasses below; the CLI fills them). A benchmark is a job that prints numbers (DEVELOPERS.md): it generates the data set
 once (not timed), starts Spark once (timed apart), then publishes `repeat` times per
@@ -476,4 +476,49 @@ def bench_statdb(bench: BenchStatdb) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{results['store']}.json").write_text(json.dumps(results, indent=2))
     console.print(f"results in {out / (results['store'] + '.json')}")
+    return results
+
+
+@dataclass(frozen=True)
+class BenchStreamliner:
+    """`vpub bench streamliner`: 003's RDA and GDA published at several sizes, per engine
+    (003 Figure 1: near-linear in n); `sal` with 003 §4's QI, Salary sensitive."""
+
+    rows: tuple[int, ...] = (600_000, 1_200_000, 6_000_000)
+    methods: tuple[str, ...] = ("rda", "gda")
+    l: int = 8
+    seed: int = 7
+    engines: tuple[str, ...] = ENGINES
+    spark_conf: str | None = None
+    out: str = "out/bench-streamliner"
+
+
+def bench_streamliner(bench: BenchStreamliner) -> dict:
+    """One publish per size, method and engine, timed from reading the input to the
+    committed, audited release (Spark's start-up timed apart); prints rows/s."""
+    from rich.table import Table
+
+    from ..config import StreamlinerSettings
+
+    out = Path(bench.out)
+    settings = StreamlinerSettings("salary", ("age", "gender", "education", "birthplace"), (("age", 1), ("gender", 10_000), ("education", 1), ("birthplace", 1)))  # fmt: skip
+    results: dict = {"l": bench.l, "runs": []}
+    data = {n: generated("sal", n, bench.seed, out) for n in bench.rows}
+    for name in bench.engines:
+        engine, startup = started_engine(name, bench.spark_conf)
+        for n in bench.rows:
+            for method in bench.methods:
+                cfg = PublishConfig(input_path=str(data[n]), privacy=PrivacySpec("l-diversity", bench.l), method=method, streamliner=settings,
+                                    output_path=str(out / "releases"), release_id=f"{method}-{name}", seed=bench.seed, engine=name, overwrite=True)  # fmt: skip
+                with console.status(f"{name}: {method} on {n:,} rows ..."):
+                    r, took = timed(partial(publish, cfg, engine))
+                results["runs"].append({"engine": name, "rows": n, "method": method, "seconds": took, "startup_s": startup, "dm": r.manifest["method_cost"]["dm"]})  # fmt: skip
+    t = Table(title=f"003 RDA / GDA on sal, l = {bench.l}: publish time per engine (Spark start-up apart)")  # fmt: skip
+    for c in ("engine", "method", "rows", "seconds", "rows/s", "DM / (n l)"):
+        t.add_column(c, justify="left" if c in ("engine", "method") else "right")
+    for x in results["runs"]:
+        t.add_row(x["engine"], x["method"], f"{x['rows']:,}", f"{x['seconds']:.1f}", f"{x['rows'] / x['seconds']:,.0f}", f"{x['dm'] / (x['rows'] * bench.l):.5f}")  # fmt: skip
+    console.print(t)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "streamliner.json").write_text(json.dumps(results, indent=2))
     return results
