@@ -34,6 +34,7 @@ KEYS = {
     "multi_sa",
     "marginals",
     "streamliner",
+    "anonymizer",
 }
 
 
@@ -142,6 +143,9 @@ class MarginalSettings:
         )  # fmt: skip
 
 
+ANONYMIZERS = ("anatomy", "rda", "gda")  # how rule-based methods anonymize a sub-table
+
+
 @dataclass(frozen=True)
 class StreamlinerSettings:
     """`streamliner:` of a config (003, methods rda / gda / ria): the sensitive attribute,
@@ -209,6 +213,9 @@ class PublishConfig:
     multi_sa: MultiSaSettings = field(default_factory=MultiSaSettings)
     marginals: MarginalSettings | None = None
     streamliner: StreamlinerSettings | None = None
+    anonymizer: str = (
+        "anatomy"  # the sub-tables of uad / gd / single_attribute: anatomy | rda | gda
+    )
 
     def __post_init__(self) -> None:
         # the method's name and what it needs (privacy model, rules, its own section) are
@@ -223,6 +230,8 @@ class PublishConfig:
             )
         if not isinstance(self.seed, int):
             raise SpecError(f"seed must be an integer, not {self.seed!r}")
+        if self.anonymizer not in ANONYMIZERS:
+            raise SpecError(f"anonymizer must be one of {', '.join(ANONYMIZERS)}, not {self.anonymizer!r}")  # fmt: skip
         if self.release_id is not None and (
             not self.release_id or "/" in self.release_id or self.release_id.startswith(".")
         ):
@@ -345,6 +354,7 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
             multi_sa=MultiSaSettings.from_dict(_section(d, "multi_sa")),
             marginals=MarginalSettings.from_dict(_section(d, "marginals")),
             streamliner=StreamlinerSettings.from_dict(_section(d, "streamliner")),
+            anonymizer=str(d.get("anonymizer", "anatomy")),
         )
     except SpecError as e:
         raise SpecError(f"{where}: {e}") from None

@@ -1,6 +1,9 @@
 """Rule-based publishing (000): `uad`, `gd` and `single_attribute`, every table of the
 schema anonymized by anatomy (Xiao & Tao; DESIGN.md §6) in ONE pass over ONE
-partitioning.
+partitioning, or, with `anonymizer: rda | gda`, generalized by 003's algorithms
+(kernels/streamliner.py; each group's MBR, the `generalized` kind) where anatomy's exact
+QI values are not acceptable (004 §3.1: when presence in the table is itself private).
+Every group is l-diverse either way, so the GNF guarantee (000 Theorem 4.1) holds.
 
 Plan: every row gets one of 1,024 shards from a seeded hash of its content; one
 counting pass gives rows and each sensitive attribute's values per shard, and the
@@ -16,14 +19,16 @@ are aggregated projections, written by the pipeline.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..config import PublishConfig
 from ..encoding import Dictionary, write_decoded
 from ..engines.base import Engine, LoadedTable
+from ..gnf import check_gnf
 from ..kernels.anatomy import anatomize
 from ..kernels.partitioning import (
     ContentShards,
@@ -32,11 +37,13 @@ from ..kernels.partitioning import (
     plan_partitions,
     shard_of,
 )
-from ..model import PublishedTable
+from ..kernels.streamliner import gda, rda
+from ..model import PublishedTable, Schema
 from ..release.kinds import table_kind
 from ..release.layout import part_file, table_dir
 from ..release.manifest import table_entry
-from .method import Design, Plan, RuleBased, sizes_of, summary_frame, summary_schema
+from .marginals import write_generalized
+from .method import Design, Plan, RuleBased, rule_design, sizes_of, summary_frame, summary_schema
 
 SUMMARY_COLUMNS = {
     "table": "string",
@@ -57,6 +64,7 @@ class AnatomyJob:
     seed: int
     first_group: tuple[int, ...]
     dictionaries: Mapping[str, Dictionary]
+    anonymizer: str = "anatomy"
 
     summary_schema = summary_schema(SUMMARY_COLUMNS)
 
@@ -64,12 +72,17 @@ class AnatomyJob:
         return shard_of(frame, self.seed)
 
     def run(self, frame: pd.DataFrame, part: int, task: int = -1) -> pd.DataFrame:
-        """Anatomize and write every anatomy table of one partition; a summary row each."""
+        """Anonymize and write every table of one partition that has a sensitive
+        attribute; a summary row each."""
         rows = []
         for i, t in enumerate(self.tables):
             if t.sensitive is None:
                 continue
             seed = partition_seed(self.seed, i, part)
+            if t.generalized:
+                groups = self.generalize(frame, t, seed, part)
+                rows.append({"table": t.name, "part": part, "rows": len(frame), "groups": groups, "task": task})  # fmt: skip
+                continue
             qit, st = anatomize(
                 frame[list(t.attributes)],
                 t.sensitive,
@@ -94,14 +107,29 @@ class AnatomyJob:
             )
         return summary_frame(rows, SUMMARY_COLUMNS)
 
+    def generalize(self, frame: pd.DataFrame, t: PublishedTable, seed: int, part: int) -> int:
+        """003's RDA or GDA on one table of one partition, written as a generalized part."""
+        assert t.sensitive is not None
+        qi = [a for a in t.attributes if a != t.sensitive]
+        canon = frame[[*qi, t.sensitive]].sort_values([*qi, t.sensitive], kind="stable").reset_index(drop=True)  # fmt: skip
+        codes, s = canon[qi], canon[t.sensitive].to_numpy(dtype=np.int64)
+        if self.anonymizer == "gda":
+            group = gda(codes, s, self.l, seed, {a: self.dictionaries[a].size for a in qi}).group
+        else:
+            group = rda(codes, s, self.l, seed).group
+        return write_generalized(self.stage, t.name, codes, t.sensitive, s, group, self.first_group[part], self.dictionaries, part)  # fmt: skip
 
-def entries(stage: Path, tables, rows: int, summary: pd.DataFrame | None) -> list[dict]:
-    """The manifest entries of a rule-based schema's tables (groups from the summary)."""
+
+def entries(stage: Path, tables, rows: int, summary: pd.DataFrame | None, dictionaries: Mapping[str, Dictionary] | None = None) -> list[dict]:  # fmt: skip
+    """The manifest entries of a rule-based schema's tables (groups from the summary;
+    a generalized table lists its QI domains, the ruler its boxes are read with)."""
     out = []
     for t in tables:
-        extra = {}
+        extra: dict = {}
         if t.kind != "projection" and summary is not None:
             extra["groups"] = int(summary.loc[summary["table"] == t.name, "groups"].sum())
+        if t.kind == "generalized" and dictionaries is not None:
+            extra["domains"] = {a: list(dictionaries[a].labels) for a in t.attributes if a != t.sensitive}  # fmt: skip
         sensitive = t.sensitive_set if t.sensitive_set else t.sensitive
         out.append(
             table_entry(stage, name=t.name, kind=t.kind, parts=table_kind(t.kind).parts, attributes=t.attributes,
@@ -124,16 +152,26 @@ class AnatomyMethod(RuleBased):
         counts = combine_counts(shards, sensitive, sizes_of(loaded))
         return Plan(counts, plan_partitions(counts, cfg.l, cfg.partitions))
 
+    def design(self, cfg: PublishConfig, engine: Engine, loaded: LoadedTable) -> Design:
+        """000's design; with `anonymizer: rda | gda` its sub-tables are generalized."""
+        d = rule_design(cfg, engine, loaded)
+        if cfg.anonymizer == "anatomy":
+            return d
+        tables = tuple(replace(t, generalized=True) if t.kind == "anatomy" else t for t in d.tables)  # fmt: skip
+        gnf = check_gnf(Schema(tables), d.rules)
+        verdicts = {"ok": gnf.ok, "verdicts": [v.as_dict() for v in gnf.verdicts]}
+        return replace(d, tables=tables, gnf=verdicts)
+
     def job(self, cfg, loaded, design, plan, stage, store) -> AnatomyJob | None:
         if not any(t.sensitive for t in design.tables):
             return None
         first = tuple(int(g) for g in plan.partitions.first_group)
         return AnatomyJob(
-            str(stage), design.tables, cfg.l, cfg.seed, first, dict(loaded.dictionaries)
-        )
+            str(stage), design.tables, cfg.l, cfg.seed, first, dict(loaded.dictionaries), cfg.anonymizer
+        )  # fmt: skip
 
     def table_entries(self, stage, design, loaded, summary) -> list[dict]:
-        return entries(stage, design.tables, loaded.rows, summary)
+        return entries(stage, design.tables, loaded.rows, summary, loaded.dictionaries)
 
     def cost(self, cfg, design, plan, summary) -> dict | None:
         return design.cost

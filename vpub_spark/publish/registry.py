@@ -40,6 +40,8 @@ def method_for(cfg: PublishConfig) -> Method:
         raise SpecError(
             f"method {cfg.method} needs privacy model {method.privacy_model} (privacy: {example}), not {cfg.privacy.model}"
         )
+    if cfg.anonymizer != "anatomy" and not isinstance(method, AnatomyMethod):
+        raise SpecError(f"anonymizer {cfg.anonymizer} applies to uad, gd and single_attribute, not to method {cfg.method}")  # fmt: skip
     if method.needs_rules and not cfg.rules:
         raise SpecError(
             f"method {cfg.method} needs `rules` (a list, or {{random: {{c, lhs, seed}}}})"
