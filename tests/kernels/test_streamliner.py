@@ -90,8 +90,9 @@ def eligible_tables(draw):
     n = draw(st.integers(l, 60))
     values = draw(st.lists(st.integers(0, 7), min_size=n, max_size=n))
     s = np.array(values)
-    if np.bincount(s).max() * l > n:  # make it l-eligible
-        s = np.arange(n) % (n if n < 2 * l else l + 1)
+    if np.bincount(s).max() * l > n:  # make it l-eligible: k colors dealt in turn
+        k = next(k for k in range(l, n + 1) if -(-n // k) * l <= n)
+        s = np.arange(n) % k
     codes = pd.DataFrame({a: draw(st.lists(st.integers(0, 9), min_size=n, max_size=n)) for a in ("x", "y")})  # fmt: skip
     return codes, s, l
 
