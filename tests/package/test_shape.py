@@ -75,7 +75,9 @@ def _edges_from(graph, package: str) -> list[tuple[str, str]]:
 @pytest.mark.parametrize(
     "package, forbidden",
     [
-        ("release", ("publish", "experiments", "cli", "statdb")),
+        ("release", ("publish", "experiments", "cli", "statdb", "serve")),
+        ("statdb", ("experiments", "cli", "serve")),
+        ("serve", ("publish", "experiments", "cli")),
         ("utility", ("publish", "experiments", "cli")),
         ("engines", ("release", "publish", "utility", "experiments", "cli", "config")),
         ("publish", ("experiments", "cli")),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 from ..errors import SpecError
 from ..release.reader import open_release
@@ -152,8 +153,28 @@ def _register_statdb(sub) -> None:
     sda.set_defaults(func=cmd_statdb_batch)
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from ..serve.app import build_app, check_binding
+
+    token = None if args.token_file is None else Path(args.token_file).read_text().strip()
+    check_binding(args.host, token)
+    app = build_app(args.store, token, args.max_body)
+    console.print(f"serving {args.store} on http://{args.host}:{args.port} (POST /statdb/count, GET /statdb/schema)")  # fmt: skip
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
 def register(sub) -> None:
     _register_statdb(sub)
+    sv = sub.add_parser("serve", help="the statistical database as a web service (loopback by default)")  # fmt: skip
+    sv.add_argument("--store", required=True, help="a private bucket store (vpub statdb build)")
+    sv.add_argument("--host", default="127.0.0.1")
+    sv.add_argument("--port", type=int, default=8080)
+    sv.add_argument("--token-file", default=None, help="clients must send 'Authorization: Bearer <token>' (required off loopback)")  # fmt: skip
+    sv.add_argument("--max-body", type=int, default=16_384, help="largest request body in bytes")
+    sv.set_defaults(func=cmd_serve)
     qy = sub.add_parser("query", help="estimate COUNT(*) WHERE ... from a release")
     qy.add_argument("release")
     qy.add_argument(

@@ -1,0 +1,3 @@
+"""The StatDB tests' store, for the server's tests."""
+
+from statdb.conftest import store  # noqa: F401
