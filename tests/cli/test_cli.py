@@ -181,4 +181,5 @@ def test_every_feature_registers_its_commands():
         "utility",
         "statdb",
         "streamliner",
+        "serve",
     }

@@ -109,3 +109,13 @@ def test_no_token_no_answer_and_tokens_off_loopback(server):
         check_binding("0.0.0.0", None)
     check_binding("0.0.0.0", "t")
     check_binding("127.0.0.1", None)
+
+
+def test_bench_serve_checks_every_answer(store, tmp_path):
+    from vpub_spark.experiments.bench import BenchServe, bench_serve
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r = bench_serve(BenchServe(str(store[0]), clients=4, queries=20, port=port, out=str(tmp_path)))
+    assert r["equal_to_library"] == 20 and 0 < r["p50_ms"] <= r["p99_ms"] and r["queries_per_s"] > 0

@@ -9,12 +9,14 @@ from ..experiments.bench import (
     BenchMarginals,
     BenchMultiSa,
     BenchPublish,
+    BenchServe,
     BenchStatdb,
     BenchStreamliner,
     BenchUtility,
     bench_marginals,
     bench_multi_sa,
     bench_publish,
+    bench_serve,
     bench_statdb,
     bench_streamliner,
     bench_utility,
@@ -61,6 +63,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         "utility": (BenchUtility, bench_utility),
         "statdb": (BenchStatdb, bench_statdb),
         "streamliner": (BenchStreamliner, bench_streamliner),
+        "serve": (BenchServe, bench_serve),
     }[args.what]
     given = {"engines": engines(args.engines)} if hasattr(args, "engines") else {}
     run(config_of(kind, args, **given))  # type: ignore[operator]
@@ -155,6 +158,16 @@ def _bench_streamliner(bn) -> None:
     bs.add_argument("--out", default="out/bench-streamliner")
 
 
+def _bench_serve(bn) -> None:
+    bs = bn.add_parser("serve", help="vpub serve on loopback: latency and throughput under concurrent clients")  # fmt: skip
+    bs.add_argument("store", help="a private bucket store (vpub statdb build)")
+    bs.add_argument("--clients", type=int, default=50)
+    bs.add_argument("--queries", type=int, default=2000)
+    bs.add_argument("--method", choices=["dyn-ana", "dyn-gen"], default="dyn-ana")
+    bs.add_argument("--port", type=int, default=18_081)
+    bs.add_argument("--out", default="out/bench-serve")
+
+
 def register(sub) -> None:
     cp = sub.add_parser(
         "compare", help="000 §6's comparison runs: KL, relative error and time per method"
@@ -168,7 +181,14 @@ def register(sub) -> None:
     bn = sub.add_parser("bench", help="benchmarks (jobs that print numbers)").add_subparsers(
         dest="what", required=True
     )
-    for add in (_bench_publish, _bench_multi_sa, _bench_others, _bench_statdb, _bench_streamliner):
+    for add in (
+        _bench_publish,
+        _bench_multi_sa,
+        _bench_others,
+        _bench_statdb,
+        _bench_streamliner,
+        _bench_serve,
+    ):
         add(bn)
     for p in bn.choices.values():
         p.set_defaults(func=cmd_bench)

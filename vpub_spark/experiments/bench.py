@@ -522,3 +522,81 @@ def bench_streamliner(bench: BenchStreamliner) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     (out / "streamliner.json").write_text(json.dumps(results, indent=2))
     return results
+
+
+@dataclass(frozen=True)
+class BenchServe:
+    """`vpub bench serve`: `vpub serve` in its own process on loopback, `clients`
+    concurrent clients sending a 004 §9 workload; latency p50 / p99 and throughput."""
+
+    store: str
+    clients: int = 50
+    queries: int = 2000
+    method: str = "dyn-ana"
+    lam: int = 2
+    ql: float = 0.06
+    seed: int = 1
+    port: int = 18_081
+    out: str = "out/bench-serve"
+
+
+def bench_serve(bench: BenchServe) -> dict:
+    """Each request timed from sending to the parsed answer (a new connection each, as
+    a browser's form would); every answer checked against the library."""
+    import subprocess
+    import sys
+    import urllib.request
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    from ..statdb.db import StatDB, where_text
+    from ..statdb.workload import workload
+
+    db = StatDB.open(bench.store)
+    sizes = {a: len(v) for a, v in db.domains.items()}
+    texts = [where_text(db.meta, q) for q in workload(sizes, db.qi, db.sensitive, bench.lam, bench.ql, bench.queries, bench.seed)]  # fmt: skip
+    url = f"http://127.0.0.1:{bench.port}"
+    server = subprocess.Popen([sys.executable, "-m", "vpub_spark.cli", "serve", "--store", bench.store, "--port", str(bench.port)], stdout=subprocess.DEVNULL)  # fmt: skip
+    try:
+        _wait_for(url + "/health", server)
+
+        def ask(text: str) -> tuple[float, dict]:
+            body = json.dumps({"where": text, "method": bench.method}).encode()
+            t0 = time.perf_counter()
+            with urllib.request.urlopen(urllib.request.Request(url + "/statdb/count", body, method="POST"), timeout=60) as r:  # fmt: skip
+                answer = json.loads(r.read())
+            return time.perf_counter() - t0, answer
+
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(bench.clients) as pool:
+            got = list(pool.map(ask, texts))
+        wall = time.perf_counter() - t0
+    finally:
+        server.terminate()
+        server.wait(10)
+    lat = np.array([s for s, _ in got])
+    right = sum((a["lower"], a["upper"]) == (lambda x: (x.low, x.high))(db.count(t, bench.method, log=False)) for t, (_, a) in zip(texts, got, strict=True))  # fmt: skip
+    results = {"store": Path(bench.store).name, "clients": bench.clients, "queries": len(texts), "method": bench.method,
+               "p50_ms": 1000 * float(np.median(lat)), "p99_ms": 1000 * float(np.percentile(lat, 99)),
+               "queries_per_s": len(texts) / wall, "equal_to_library": right}  # fmt: skip
+    console.print(f"{len(texts):,} {bench.method} queries, {bench.clients} clients: p50 {results['p50_ms']:.1f} ms, p99 {results['p99_ms']:.1f} ms, {results['queries_per_s']:,.0f} queries/s; {right} of {len(texts)} equal to the library")  # fmt: skip
+    out = Path(bench.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{results['store']}.json").write_text(json.dumps(results, indent=2))
+    return results
+
+
+def _wait_for(url: str, server, seconds: float = 60) -> None:
+    import urllib.request
+
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"vpub serve exited with {server.returncode}")
+        try:
+            urllib.request.urlopen(url, timeout=2).close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"vpub serve did not answer {url} within {seconds:.0f} s")
