@@ -112,7 +112,7 @@ def test_no_token_no_answer_and_tokens_off_loopback(server):
 
 
 def test_bench_serve_checks_every_answer(store, tmp_path):
-    from vpub_spark.experiments.bench import BenchServe, bench_serve
+    from vpub_spark.experiments.bench_statdb import BenchServe, bench_serve
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -36,7 +36,7 @@ def test_the_bench_job_answers_a_workload_on_a_store(tmp_path):
 
     from vpub_spark.config import config_from_dict
     from vpub_spark.engines.inprocess import InProcessEngine
-    from vpub_spark.experiments.bench import BenchStatdb, bench_statdb
+    from vpub_spark.experiments.bench_statdb import BenchStatdb, bench_statdb
     from vpub_spark.statdb.build import build_store
 
     rng = np.random.default_rng(2)
@@ -45,7 +45,9 @@ def test_the_bench_job_answers_a_workload_on_a_store(tmp_path):
     data = write_table(frame, tmp_path / "t")
     cfg = config_from_dict({"input": {"path": str(data)}, "privacy": {"model": "m-invariance", "m": 4}, "engine": "inprocess", "marginals": {"sensitive": "salary", "qi": ["age", "zip"], "state": str(tmp_path / "store")}})  # fmt: skip
     build_store(cfg, InProcessEngine())
-    out = bench_statdb(BenchStatdb(str(tmp_path / "store"), queries=40, lam=1, ql=0.2))
+    out = bench_statdb(
+        BenchStatdb(str(tmp_path / "store"), queries=40, lam=1, ql=0.2, out=str(tmp_path / "bench"))
+    )
     assert {m: r["held_the_truth"] for m, r in out["methods"].items()} == {
         "dyn-ana": 40,
         "dyn-gen": 40,

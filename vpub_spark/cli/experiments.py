@@ -9,18 +9,15 @@ from ..experiments.bench import (
     BenchMarginals,
     BenchMultiSa,
     BenchPublish,
-    BenchServe,
-    BenchStatdb,
     BenchStreamliner,
     BenchUtility,
     bench_marginals,
     bench_multi_sa,
     bench_publish,
-    bench_serve,
-    bench_statdb,
     bench_streamliner,
     bench_utility,
 )
+from ..experiments.bench_statdb import BenchServe, BenchStatdb, bench_serve, bench_statdb
 from ..experiments.comparison import load_comparison, run_comparison
 from ..experiments.demo import Demo, run_demo
 from ..report import console

@@ -33,7 +33,7 @@ from ..errors import SpecError
 from ..kernels.anatomy import GROUP, anatomize
 from ..kernels.mondrian import mondrian
 from ..kernels.statdb import qi_mask
-from ..kernels.streamliner import gda, rda
+from ..kernels.streamliner import streamline
 from .common import check_keys, load_input, parse_sweeps
 from .compare_marginals import generalized_estimator
 
@@ -85,10 +85,8 @@ def streamliner_compare_config_from_dict(d: dict, where: str = "config") -> Stre
 def grouping(method: str, frame: pd.DataFrame, cfg: StreamlinerCompareConfig, l: int, sizes, seed: int) -> np.ndarray:  # fmt: skip
     """Each method's groups (dense ids per row of `frame`)."""
     codes, s = frame[list(cfg.qi)], frame[cfg.sensitive].to_numpy(np.int64)
-    if method == "rda":
-        return rda(codes, s, l, seed).group
-    if method == "gda":
-        return gda(codes, s, l, seed, sizes, cfg.weights).group
+    if method in ("rda", "gda"):
+        return streamline(method, codes, s, l, seed, sizes, cfg.weights).group
     if method == "mondrian":
         return mondrian(codes, {a: sizes[a] - 1 for a in cfg.qi}, s, l=l)
     qit, _ = anatomize(frame[[*cfg.qi, cfg.sensitive]].assign(__row=np.arange(len(frame))), cfg.sensitive, l, seed, [*cfg.qi, "__row"])  # fmt: skip

@@ -244,10 +244,10 @@ def _first_in_segment(left, s, seg, group, members, least) -> np.ndarray:
     g = order[pos]
     cells = np.unique(group[group >= 0] * width + s[group >= 0])
     ok = ~np.isin(g * width + s[left[who]], cells)
-    dist = np.where(ok, least[g], np.inf)
+    score = np.where(ok, least[g], np.inf)
     best = np.full(len(left), -1, dtype=np.int64)
     if len(who):
-        pick = pd.DataFrame({"who": who, "d": dist, "g": g}).sort_values(
+        pick = pd.DataFrame({"who": who, "d": score, "g": g}).sort_values(
             ["who", "d", "g"], kind="stable"
         )
         first = pick.drop_duplicates("who")
@@ -285,6 +285,15 @@ def _ria_color(v, members, values, l, rng) -> np.ndarray:
     slot = np.arange(len(keep))
     picks[slot % n_v, slot // n_v] = pool[keep]
     return picks[rng.permutation(n_v)]
+
+
+def streamline(algorithm: str, codes: pd.DataFrame, sensitive: np.ndarray, l: int, seed: int, sizes: Mapping[str, int], weights: Mapping[str, int] | None = None, segment: int | None = None) -> Streamlined:  # fmt: skip
+    """One of ALGORITHMS by name (`sizes`, `weights` and `segment` matter to GDA only)."""
+    if algorithm == "gda":
+        return gda(codes, sensitive, l, seed, sizes, weights, segment)
+    if algorithm not in ALGORITHMS:
+        raise SpecError(f"algorithm must be one of {', '.join(ALGORITHMS)}, not {algorithm!r}")
+    return (rda if algorithm == "rda" else ria)(codes, sensitive, l, seed)
 
 
 def minimal_self_contained(candidates: np.ndarray) -> np.ndarray:

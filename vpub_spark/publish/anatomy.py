@@ -37,12 +37,12 @@ from ..kernels.partitioning import (
     plan_partitions,
     shard_of,
 )
-from ..kernels.streamliner import gda, rda
+from ..kernels.streamliner import streamline
 from ..model import PublishedTable, Schema
 from ..release.kinds import table_kind
 from ..release.layout import part_file, table_dir
 from ..release.manifest import table_entry
-from .marginals import write_generalized
+from .marginals import canonical, write_generalized
 from .method import Design, Plan, RuleBased, rule_design, sizes_of, summary_frame, summary_schema
 
 SUMMARY_COLUMNS = {
@@ -111,12 +111,10 @@ class AnatomyJob:
         """003's RDA or GDA on one table of one partition, written as a generalized part."""
         assert t.sensitive is not None
         qi = [a for a in t.attributes if a != t.sensitive]
-        canon = frame[[*qi, t.sensitive]].sort_values([*qi, t.sensitive], kind="stable").reset_index(drop=True)  # fmt: skip
+        canon = canonical(frame[[*qi, t.sensitive]])
         codes, s = canon[qi], canon[t.sensitive].to_numpy(dtype=np.int64)
-        if self.anonymizer == "gda":
-            group = gda(codes, s, self.l, seed, {a: self.dictionaries[a].size for a in qi}).group
-        else:
-            group = rda(codes, s, self.l, seed).group
+        sizes = {a: self.dictionaries[a].size for a in qi}
+        group = streamline(self.anonymizer, codes, s, self.l, seed, sizes).group
         return write_generalized(self.stage, t.name, codes, t.sensitive, s, group, self.first_group[part], self.dictionaries, part)  # fmt: skip
 
 

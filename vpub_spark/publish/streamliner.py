@@ -23,7 +23,7 @@ from ..errors import SpecError
 from ..gnf import check_gnf
 from ..kernels.minvariance import check_m_eligible_counts
 from ..kernels.partitioning import QiShards, partition_seed
-from ..kernels.streamliner import gda, rda, ria
+from ..kernels.streamliner import streamline
 from ..model import PublishedTable, Schema
 from .marginals import (  # fmt: skip
     Marginal,
@@ -61,12 +61,10 @@ class StreamlinerJob:
         return self.sharding.of(frame)
 
     def groups(self, codes: pd.DataFrame, s: np.ndarray, part: int) -> np.ndarray:
+        sizes = {a: self.dictionaries[a].size for a in self.qi}
+        weights = None if self.weights is None else dict(self.weights)
         seed = partition_seed(self.seed, 0, part)
-        if self.algorithm == "gda":
-            sizes = {a: self.dictionaries[a].size for a in self.qi}
-            weights = None if self.weights is None else dict(self.weights)
-            return gda(codes, s, self.l, seed, sizes, weights, self.segment).group
-        return (rda if self.algorithm == "rda" else ria)(codes, s, self.l, seed).group
+        return streamline(self.algorithm, codes, s, self.l, seed, sizes, weights, self.segment).group  # fmt: skip
 
     def run(self, frame: pd.DataFrame, part: int, task: int = -1) -> pd.DataFrame:
         canon = canonical(frame[[*self.qi, self.sensitive]])
