@@ -1,84 +1,78 @@
-"""`vpub serve` (issue 17, the API part): a real uvicorn server on loopback over a
-store; answers equal the library's, under concurrent requests too; bad requests get
-4xx errors naming the field; no token, no answer; off loopback, a token is required."""
+"""`vpub serve` (issue 17): a real uvicorn server on loopback over a store and a release
+directory. Answers equal the library's, under 1,000 concurrent requests too; bad
+requests get 4xx errors naming the field; no token, no answer; off loopback a token is
+required; the rate limit answers 429; the catalog summarizes, audits and estimates; no
+answer carries a row."""
 
 from __future__ import annotations
 
 import json
 import socket
-import threading
-import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-import uvicorn
+from serve_helpers import call, running
 
 from vpub_spark.errors import SpecError
-from vpub_spark.serve.app import build_app, check_binding
-from vpub_spark.statdb.db import LOG, StatDB
+from vpub_spark.release.reader import open_release
+from vpub_spark.serve.app import ServeSettings
+from vpub_spark.serve.limits import RateLimit, check_binding
+from vpub_spark.statdb.db import LOG, METHODS, StatDB, where_text
 from vpub_spark.statdb.workload import workload
+from vpub_spark.utility.queries import estimate_count
+from vpub_spark.utility.release_models import release_models
+from vpub_spark.utility.where import parse_where
 
 
 @pytest.fixture(scope="module")
-def server(store):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    app = build_app(str(store[0]), token="s3cret", max_body=2048)
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.time() + 20
-    while not srv.started and time.time() < deadline:
-        time.sleep(0.05)
-    assert srv.started
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(10)
+def token_file(tmp_path_factory):
+    token = tmp_path_factory.mktemp("token") / "token"
+    token.write_text("s3cret\n")
+    return str(token)
 
 
-def _post(url: str, body, token: str | None = "s3cret", raw: bytes | None = None):
-    data = raw if raw is not None else json.dumps(body).encode()
-    req = urllib.request.Request(url + "/statdb/count", data=data, method="POST")
-    if token:
-        req.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
+@pytest.fixture(scope="module")
+def server(store, token_file):
+    settings = ServeSettings(str(store[0]), str(store[1].parent), token_file, max_body=2048, rate=0)
+    with running(settings) as url:
+        yield url
 
 
-def test_counts_equal_the_library_under_concurrent_requests(server, store):
-    db = StatDB.open(store[0])
+def _texts(db: StatDB, count: int, seed: int) -> list[str]:
     sizes = {a: len(v) for a, v in db.domains.items()}
-    from vpub_spark.statdb.db import where_text
+    return [where_text(db.meta, q) for q in workload(sizes, db.qi, db.sensitive, 2, 0.2, count, seed)]  # fmt: skip
 
-    texts = [where_text(db.meta, q) for q in workload(sizes, db.qi, db.sensitive, 2, 0.2, 50, 1)]
-    expected = {(t, m): db.count(t, m, log=False) for t in texts for m in ("dyn-ana", "dyn-gen")}
-    jobs = [(t, m) for t in texts for m in ("dyn-ana", "dyn-gen")] * 2  # 200 requests
-    with ThreadPoolExecutor(32) as pool:
-        got = list(pool.map(lambda job: _post(server, {"where": job[0], "method": job[1]}), jobs))
-    assert len(got) == len(jobs) and all(status == 200 for status, _ in got)
-    for (t, m), (_, body) in zip(jobs, got, strict=True):
-        assert (body["lower"], body["upper"], body["method"]) == (expected[(t, m)].low, expected[(t, m)].high, m)  # fmt: skip
-    last = json.loads((store[0] / LOG).read_text().splitlines()[-1])
-    assert last["query"].startswith("[127.0.0.1] ")
+
+def test_1000_concurrent_requests_none_lost_all_equal_to_the_library(server, store):
+    db = StatDB.open(store[0])
+    texts = _texts(db, 250, 1)
+    jobs = [(t, m) for t in texts for m in METHODS]  # 1,000 requests
+    expected = {job: db.count(job[0], job[1], log=False) for job in jobs}
+    log_file = store[0] / LOG
+    lines = len(log_file.read_text().splitlines()) if log_file.exists() else 0
+    with ThreadPoolExecutor(100) as pool:
+        got = list(pool.map(lambda job: call(server, "/statdb/count", {"where": job[0], "method": job[1]}), jobs))  # fmt: skip
+    assert len(got) == 1000 and all(status == 200 for status, _ in got)
+    for job, (_, body) in zip(jobs, got, strict=True):
+        assert (body["lower"], body["upper"], body["method"]) == (expected[job].low, expected[job].high, job[1])  # fmt: skip
+        assert set(body) == {"lower", "upper", "method", "elapsed_ms"}  # an interval, no rows
+    log = (store[0] / LOG).read_text().splitlines()
+    assert len(log) == lines + 1000
+    assert json.loads(log[-1])["query"].startswith("[127.0.0.1] ")
 
 
 def test_structured_queries_and_the_schema(server, store):
     db = StatDB.open(store[0])
     ages = db.domains["age"]
-    status, body = _post(server, {"ranges": {"age": [ages[3], ages[20]]}, "sensitive": ["j03", "j04"]})  # fmt: skip
+    status, body = call(server, "/statdb/count", {"ranges": {"age": [ages[3], ages[20]]}, "sensitive": ["j03", "j04"]})  # fmt: skip
     expected = db.count(f"age between {ages[3]} and {ages[20]} and job in (j03, j04)", log=False)
     assert status == 200 and (body["lower"], body["upper"]) == (expected.low, expected.high)
-    with urllib.request.urlopen(server + "/statdb/schema", timeout=10) as r:
-        schema = json.loads(r.read())
-    assert set(schema["qi"]) == set(db.qi) and schema["sensitive"] == {"job": db.domains["job"]}
-    with urllib.request.urlopen(server + "/health", timeout=10) as r:
-        assert json.loads(r.read())["status"] == "ok"
+    status, schema = call(server, "/statdb/schema")
+    assert status == 200 and set(schema["qi"]) == set(db.qi)
+    assert schema["sensitive"] == {"job": db.domains["job"]} and schema["rows"] == len(db.values)
+    assert call(server, "/health", token=None) == (200, {"status": "ok"})
 
 
 @pytest.mark.parametrize(
@@ -86,29 +80,86 @@ def test_structured_queries_and_the_schema(server, store):
     [
         (None, b"{not json", 400, None),
         (None, b"[1, 2]", 400, None),
+        (None, b"\xff\xfe", 400, None),
         ({"where": "weight = 3"}, None, 422, "where"),
         ({"where": ""}, None, 422, "where"),
         ({"where": "zip = 15", "method": "magic"}, None, 422, "method"),
+        ({"where": "zip = 15", "method": "ran-pert"}, None, 422, "method"),
         ({"ranges": {"age": ["9999", "1"]}}, None, 422, "ranges.age"),
+        ({"ranges": {"age": ["69", "20"]}}, None, 422, "ranges.age"),  # an empty range
         ({"ranges": {"weight": ["1", "2"]}}, None, 422, "ranges.weight"),
         ({"ranges": {"age": "all"}}, None, 422, "ranges.age"),
         ({"sensitive": []}, None, 422, "sensitive"),
+        ({"sensitive": ["nobody"]}, None, 422, "where"),
         ({}, None, 422, "where"),
         (None, b'{"where": "' + b"x" * 5000 + b'"}', 413, None),
     ],
 )
 def test_bad_requests_get_errors_naming_the_field(server, body, raw, status, field):
-    got, answer = _post(server, body, raw=raw)
+    got, answer = call(server, "/statdb/count", body, raw=raw)
     assert got == status and answer.get("field") == field and answer["error"]
 
 
+def test_huge_ranges_answer_the_whole_table(server, store):
+    db = StatDB.open(store[0])
+    ranges = {a: [db.domains[a][0], db.domains[a][-1]] for a in db.qi}
+    status, body = call(server, "/statdb/count", {"ranges": ranges})
+    assert status == 200 and body["lower"] == body["upper"] == len(db.values)
+
+
 def test_no_token_no_answer_and_tokens_off_loopback(server):
-    assert _post(server, {"where": "zip = 15"}, token=None)[0] == 401
-    assert _post(server, {"where": "zip = 15"}, token="wrong")[0] == 401
+    for path, body in [("/statdb/count", {"where": "zip = 15"}), ("/statdb/schema", None), ("/releases", None)]:  # fmt: skip
+        assert call(server, path, body, token=None)[0] == 401
+        assert call(server, path, body, token="wrong") == (401, {"error": "missing or wrong bearer token", "field": "authorization"})  # fmt: skip
     with pytest.raises(SpecError, match="needs --token-file"):
         check_binding("0.0.0.0", None)
     check_binding("0.0.0.0", "t")
     check_binding("127.0.0.1", None)
+
+
+def test_the_catalog_summarizes_audits_and_estimates(server, store):
+    status, listing = call(server, "/releases")
+    assert status == 200 and [r["id"] for r in listing["releases"]] == ["r"]
+    assert listing["releases"][0]["guarantee"] == "m-invariance (m = 4) on 2 rules Q -> S"
+    status, summary = call(server, "/releases/r")
+    assert status == 200 and summary["audit"]["passed"] and summary["audit"]["checks"] > 5
+    assert [t["kind"] for t in summary["tables"]] and "config" not in summary
+    rel = open_release(store[1])
+    models, domains = release_models(rel)
+    where = "age between 30 and 50"
+    status, est = call(server, "/releases/r/estimate", {"where": where})
+    assert status == 200 and est["rows"] == rel.manifest["source"]["rows"]
+    assert est["estimate"] == pytest.approx(estimate_count(models, parse_where(where, domains), est["rows"], domains))  # fmt: skip
+    assert call(server, "/releases/nope")[0] == 404
+    assert call(server, "/releases/..%2F..%2Fetc")[0] == 404
+    assert call(server, "/releases/r/estimate", {"where": "weight = 1"})[1]["field"] == "where"
+    assert call(server, "/releases/r/estimate", {})[1]["field"] == "where"
+
+
+def test_openapi_and_the_page_are_served(server):
+    status, spec = call(server, "/openapi.json", token=None)
+    assert status == 200 and spec["openapi"].startswith("3.")
+    assert {"/statdb/count", "/statdb/schema", "/releases", "/releases/{id}", "/releases/{id}/estimate", "/health"} <= set(spec["paths"])  # fmt: skip
+    assert "requestBody" in spec["paths"]["/statdb/count"]["post"]
+    with urllib.request.urlopen(server + "/", timeout=10) as r:
+        page = r.read().decode()
+    assert "app.js" in page and "http" not in page.split("<body>")[1].split("openapi")[0]  # no CDN
+
+
+def test_rate_limits_answer_429_with_retry_after(store):
+    with running(ServeSettings(str(store[0]), rate=1, burst=3)) as url:
+        statuses = [call(url, "/statdb/count", {"where": "zip = 15"}, token=None)[0] for _ in range(6)]  # fmt: skip
+        assert statuses[:3] == [200, 200, 200] and 429 in statuses[3:]
+        req = urllib.request.Request(url + "/statdb/schema")
+        try:
+            urllib.request.urlopen(req, timeout=10)
+            raise AssertionError("expected 429")
+        except urllib.error.HTTPError as e:
+            assert e.code == 429 and int(e.headers["Retry-After"]) >= 1
+    limit = RateLimit(2, 1)
+    assert limit.wait("a") == 0 and 0 < limit.wait("a") <= 0.5 and limit.wait("b") == 0
+    with pytest.raises(SpecError, match="burst"):
+        RateLimit(1, 0)
 
 
 def test_bench_serve_checks_every_answer(store, tmp_path):
@@ -117,5 +168,10 @@ def test_bench_serve_checks_every_answer(store, tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    r = bench_serve(BenchServe(str(store[0]), clients=4, queries=20, port=port, out=str(tmp_path)))
-    assert r["equal_to_library"] == 20 and 0 < r["p50_ms"] <= r["p99_ms"] and r["queries_per_s"] > 0
+    r = bench_serve(BenchServe(str(store[0]), clients=4, queries=40, rate=100, port=port, out=str(tmp_path)))  # fmt: skip
+    for phase in ("paced", "closed"):
+        got = r[phase]
+        assert (
+            got["equal_to_library"] == got["queries"] == 40 and 0 < got["p50_ms"] <= got["p99_ms"]
+        )
+    assert r["closed"]["queries_per_s"] > 0

@@ -41,9 +41,27 @@ def test_intervals_hold_the_truth_on_both_methods(store, data):
     chosen = data.draw(st.sets(st.integers(0, len(db.domains["job"]) - 1), min_size=1))
     q = Query(ranges, frozenset(chosen))
     truth = _truth(db, q)
-    ana, gen = db.count(q, "dyn-ana"), db.count(q, "dyn-gen")
-    assert ana.low <= truth <= ana.high and gen.low <= truth <= gen.high
+    ana, gen, sana, sgen = (db.count(q, m, log=False) for m in ("dyn-ana", "dyn-gen", "sta-ana", "sta-gen"))  # fmt: skip
+    for answer in (ana, gen, sana, sgen):
+        assert answer.low <= truth <= answer.high, answer
     assert gen.high - gen.low >= ana.high - ana.low  # anatomy shows QI values exactly
+    # A-Count picks the shortest decomposition of U; sta-ana is one decomposition of U
+    assert ana.high - ana.low <= sana.high - sana.low
+
+
+def test_the_static_baselines_use_one_m_unique_partition_of_the_store(store):
+    """sta-ana / sta-gen answer from the store's own buckets, decomposed by position:
+    every group lies in one bucket and holds |signature| distinct values."""
+    db = StatDB.open(store[0])
+    ana, gen = db.static
+    group = ana.group
+    frame = pd.DataFrame({"g": group, "b": db.bucket, "v": db.values})
+    per = frame.groupby("g").agg(buckets=("b", "nunique"), size=("v", "size"), values=("v", "nunique"))  # fmt: skip
+    assert (per["buckets"] == 1).all() and (per["size"] == per["values"]).all()
+    assert per["size"].min() >= db.meta["m"]
+    assert len(gen.low["age"]) == len(per)
+    with pytest.raises(SpecError, match="sta-gen"):
+        db.count("zip = 15", "ran-pert")
 
 
 def test_where_text_answers_and_the_private_log(store, capsys):

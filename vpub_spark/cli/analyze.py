@@ -154,26 +154,44 @@ def _register_statdb(sub) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    """Checks everything (binding, token, store, catalog) before it listens; with
+    `--workers N`, N processes each open the store (settings through the environment)."""
+    import os
+
     import uvicorn
 
-    from ..serve.app import build_app, check_binding
+    from ..serve.app import ENV, ServeSettings, build_app, settings_env
+    from ..serve.limits import check_binding
 
-    token = None if args.token_file is None else Path(args.token_file).read_text().strip()
-    check_binding(args.host, token)
-    app = build_app(args.store, token, args.max_body)
-    console.print(f"serving {args.store} on http://{args.host}:{args.port} (POST /statdb/count, GET /statdb/schema)")  # fmt: skip
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    settings = ServeSettings(args.store, args.releases, args.token_file, args.max_body, args.rate, args.burst)  # fmt: skip
+    check_binding(args.host, settings.token())
+    if args.releases is not None and not Path(args.releases).is_dir():
+        raise SpecError(f"--releases {Path(args.releases).name}: no such directory")
+    app = build_app(settings)
+    shown = "the page, the API at /openapi.json" + (", the release catalog" if args.releases else "")  # fmt: skip
+    console.print(f"serving {Path(args.store).name} on http://{args.host}:{args.port}/ ({shown}); {args.workers} worker(s)")  # fmt: skip
+    if args.workers == 1:
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        return 0
+    del app
+    os.environ[ENV] = settings_env(settings)
+    target = "vpub_spark.serve.app:app_from_env"
+    uvicorn.run(target, factory=True, workers=args.workers, host=args.host, port=args.port, log_level="warning")  # fmt: skip
     return 0
 
 
 def register(sub) -> None:
     _register_statdb(sub)
-    sv = sub.add_parser("serve", help="the statistical database as a web service (loopback by default)")  # fmt: skip
+    sv = sub.add_parser("serve", help="the statistical database and release catalog as a web service and page (loopback by default)")  # fmt: skip
     sv.add_argument("--store", required=True, help="a private bucket store (vpub statdb build)")
     sv.add_argument("--host", default="127.0.0.1")
     sv.add_argument("--port", type=int, default=8080)
     sv.add_argument("--token-file", default=None, help="clients must send 'Authorization: Bearer <token>' (required off loopback)")  # fmt: skip
+    sv.add_argument("--releases", default=None, help="a directory of releases to list, summarize, audit and estimate from")  # fmt: skip
     sv.add_argument("--max-body", type=int, default=16_384, help="largest request body in bytes")
+    sv.add_argument("--rate", type=float, default=50.0, help="requests a second per client address and process (0: no limit; default 50)")  # fmt: skip
+    sv.add_argument("--burst", type=int, default=100, help="requests a client may send at once (default 100)")  # fmt: skip
+    sv.add_argument("--workers", type=int, default=1, help="server processes, each with the store open (default 1)")  # fmt: skip
     sv.set_defaults(func=cmd_serve)
     qy = sub.add_parser("query", help="estimate COUNT(*) WHERE ... from a release")
     qy.add_argument("release")

@@ -159,8 +159,10 @@ def _bench_serve(bn) -> None:
     bs = bn.add_parser("serve", help="vpub serve on loopback: latency and throughput under concurrent clients")  # fmt: skip
     bs.add_argument("store", help="a private bucket store (vpub statdb build)")
     bs.add_argument("--clients", type=int, default=50)
-    bs.add_argument("--queries", type=int, default=2000)
-    bs.add_argument("--method", choices=["dyn-ana", "dyn-gen"], default="dyn-ana")
+    bs.add_argument("--queries", type=int, default=5000, help="queries per phase (paced, then closed loop)")  # fmt: skip
+    bs.add_argument("--rate", type=float, default=500.0, help="the paced phase's queries/s in all (default 500)")  # fmt: skip
+    bs.add_argument("--workers", type=int, default=2, help="vpub serve's processes (default 2)")
+    bs.add_argument("--method", choices=["dyn-ana", "dyn-gen", "sta-ana", "sta-gen"], default="dyn-ana")  # fmt: skip
     bs.add_argument("--port", type=int, default=18_081)
     bs.add_argument("--out", default="out/bench-serve")
 

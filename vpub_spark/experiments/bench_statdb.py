@@ -68,12 +68,16 @@ def bench_statdb(bench: BenchStatdb) -> dict:
 
 @dataclass(frozen=True)
 class BenchServe:
-    """`vpub bench serve`: `vpub serve` in its own process on loopback, `clients`
-    concurrent clients sending a 004 §9 workload; latency p50 / p99 and throughput."""
+    """`vpub bench serve`: `vpub serve --workers W` in its own process on loopback, and
+    `clients` concurrent clients (keep-alive connections, one asyncio load generator)
+    sending a 004 §9 workload twice: paced at `rate` queries/s in all, then closed-loop
+    (each client sends its next query when the answer arrives)."""
 
     store: str
     clients: int = 50
-    queries: int = 2000
+    queries: int = 5000
+    rate: float = 500.0
+    workers: int = 2
     method: str = "dyn-ana"
     lam: int = 2
     ql: float = 0.06
@@ -82,15 +86,49 @@ class BenchServe:
     out: str = "out/bench-serve"
 
 
+async def _load(url: str, bodies: list[bytes], clients: int, rate: float | None) -> tuple[list[float], list[dict], float]:  # fmt: skip
+    """Latency (s) and answer per body, and the wall time. Paced (`rate` queries/s):
+    query i is due at i / rate and its latency runs from then (no coordinated
+    omission: a late answer also delays what was due behind it). Closed (`rate` None):
+    from its sending."""
+    import asyncio
+
+    import aiohttp
+
+    latency: list[float] = [0.0] * len(bodies)
+    answers: list[dict] = [{}] * len(bodies)
+    headers = {"Content-Type": "application/json"}
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=clients)) as session:
+        start = time.perf_counter()
+
+        async def client(k: int) -> None:
+            for i in range(k, len(bodies), clients):
+                due = start + i / rate if rate else time.perf_counter()
+                await asyncio.sleep(max(0.0, due - time.perf_counter()))
+                async with session.post(url, data=bodies[i], headers=headers) as r:
+                    answers[i] = await r.json()
+                latency[i] = time.perf_counter() - due
+
+        await asyncio.gather(*(client(k) for k in range(clients)))
+        return latency, answers, time.perf_counter() - start
+
+
+def _phase(name: str, latency: list[float], answers: list[dict], wall: float, truth) -> dict:
+    import numpy as np
+
+    lat = 1000 * np.array(latency)
+    right = sum((a.get("lower"), a.get("upper")) == (x.low, x.high) for x, a in zip(truth, answers, strict=True))  # fmt: skip
+    got = {"queries": len(answers), "p50_ms": float(np.median(lat)), "p99_ms": float(np.percentile(lat, 99)),
+           "queries_per_s": len(answers) / wall, "equal_to_library": right}  # fmt: skip
+    console.print(f"{name}: p50 {got['p50_ms']:.1f} ms, p99 {got['p99_ms']:.1f} ms, {got['queries_per_s']:,.0f} queries/s; {right:,} of {len(answers):,} equal to the library")  # fmt: skip
+    return got
+
+
 def bench_serve(bench: BenchServe) -> dict:
-    """Each request timed from sending to the parsed answer (a new connection each, as
-    a browser's form would); every answer checked against the library."""
+    """Both phases against one server; every answer checked against the library."""
+    import asyncio
     import subprocess
     import sys
-    import urllib.request
-    from concurrent.futures import ThreadPoolExecutor
-
-    import numpy as np
 
     from ..statdb.db import StatDB, where_text
     from ..statdb.workload import workload
@@ -98,35 +136,27 @@ def bench_serve(bench: BenchServe) -> dict:
     db = StatDB.open(bench.store)
     sizes = {a: len(v) for a, v in db.domains.items()}
     texts = [where_text(db.meta, q) for q in workload(sizes, db.qi, db.sensitive, bench.lam, bench.ql, bench.queries, bench.seed)]  # fmt: skip
+    bodies = [json.dumps({"where": t, "method": bench.method}).encode() for t in texts]
+    truth = [db.count(t, bench.method, log=False) for t in texts]
     url = f"http://127.0.0.1:{bench.port}"
-    server = subprocess.Popen([sys.executable, "-m", "vpub_spark.cli", "serve", "--store", bench.store, "--port", str(bench.port)], stdout=subprocess.DEVNULL)  # fmt: skip
+    command = [sys.executable, "-m", "vpub_spark.cli", "serve", "--store", bench.store, "--port", str(bench.port), "--rate", "0", "--workers", str(bench.workers)]  # fmt: skip
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    results: dict = {"store": Path(bench.store).name, "rows": len(db.values), "clients": bench.clients, "workers": bench.workers, "method": bench.method, "rate": bench.rate}  # fmt: skip
     try:
         _wait_for(url + "/health", server)
-
-        def ask(text: str) -> tuple[float, dict]:
-            body = json.dumps({"where": text, "method": bench.method}).encode()
-            t0 = time.perf_counter()
-            with urllib.request.urlopen(urllib.request.Request(url + "/statdb/count", body, method="POST"), timeout=60) as r:  # fmt: skip
-                answer = json.loads(r.read())
-            return time.perf_counter() - t0, answer
-
-        t0 = time.perf_counter()
-        with ThreadPoolExecutor(bench.clients) as pool:
-            got = list(pool.map(ask, texts))
-        wall = time.perf_counter() - t0
+        asyncio.run(
+            _load(url + "/statdb/count", bodies[: 4 * bench.clients], bench.clients, None)
+        )  # warm-up
+        console.print(f"{len(texts):,} {bench.method} queries, {bench.clients} clients, {bench.workers} server process(es), {len(db.values):,} rows")  # fmt: skip
+        results["paced"] = _phase(f"paced at {bench.rate:,.0f} queries/s", *asyncio.run(_load(url + "/statdb/count", bodies, bench.clients, bench.rate)), truth)  # fmt: skip
+        results["closed"] = _phase("closed loop (as fast as answers come)", *asyncio.run(_load(url + "/statdb/count", bodies, bench.clients, None)), truth)  # fmt: skip
     finally:
         server.terminate()
-        server.wait(10)
-    lat = np.array([s for s, _ in got])
-    truth = [db.count(t, bench.method, log=False) for t in texts]
-    right = sum((a["lower"], a["upper"]) == (x.low, x.high) for x, (_, a) in zip(truth, got, strict=True))  # fmt: skip
-    results = {"store": Path(bench.store).name, "clients": bench.clients, "queries": len(texts), "method": bench.method,
-               "p50_ms": 1000 * float(np.median(lat)), "p99_ms": 1000 * float(np.percentile(lat, 99)),
-               "queries_per_s": len(texts) / wall, "equal_to_library": right}  # fmt: skip
-    console.print(f"{len(texts):,} {bench.method} queries, {bench.clients} clients: p50 {results['p50_ms']:.1f} ms, p99 {results['p99_ms']:.1f} ms, {results['queries_per_s']:,.0f} queries/s; {right} of {len(texts)} equal to the library")  # fmt: skip
+        server.wait(20)
     out = Path(bench.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{results['store']}.json").write_text(json.dumps(results, indent=2))
+    console.print(f"results in {out / (results['store'] + '.json')}")
     return results
 
 

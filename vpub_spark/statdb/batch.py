@@ -56,9 +56,15 @@ def read_workload(path: str | Path, meta: dict) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["line", "where"])
 
 
+def _opened(store: str) -> StatDB:
+    """The worker's open store (a module function, so a task's closure refers to it by
+    name instead of carrying the driver's open stores along)."""
+    return _OPEN.get(store) or _OPEN.setdefault(store, StatDB.open(store))
+
+
 def _answerer(store: str, method: str) -> Callable[[pd.DataFrame], pd.DataFrame]:
     def run(frame: pd.DataFrame) -> pd.DataFrame:
-        db = _OPEN.get(store) or _OPEN.setdefault(store, StatDB.open(store))
+        db = _opened(store)
         out = []
         for line, where in zip(frame["line"], frame["where"], strict=True):
             t0 = time.perf_counter()

@@ -5,7 +5,14 @@ table (004 Definition 11) from its first m-unique partition. Every answer comes 
 decomposition of U, so every answer is m-invariant with every marginal ever published
 from the same store (004 Lemmas 4 and 6): the query server and the published tables are
 jointly safe. Methods (004 §6, §7, §9): `dyn-ana` (A-Count, the shortest anatomy
-interval), `dyn-gen` (G-Count, a phantom MBR decomposition). Opening a store checks that
+interval), `dyn-gen` (G-Count, a phantom MBR decomposition), and 004 §9's static
+baselines `sta-ana` (Lemma 3) and `sta-gen` (Lemma 2). Decision: the static baselines
+are computed on the store's own partition (each bucket decomposed by position, Figure 2
+with no query), so they are one more member of the store's m-invariant series and may be
+shown beside the dynamic answers. 004 §9 anatomizes and generalizes independently; two
+unrelated partitions of one table invite an intersection attack, so a store never
+serves them, nor `ran-pert`, whose noise is outside the series (that comparison is
+`vpub compare`'s). Opening a store checks that
 it is owner-only and that every bucket still holds each value of its signature equally
 often (a tampered store is refused); every answered query is appended to the store's
 private log `queries.jsonl` (query, method, interval, time).
@@ -17,8 +24,10 @@ import json
 import os
 import re
 import stat
+import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +38,11 @@ from ..errors import SpecError, VpubError
 from ..kernels.statdb import (
     Cells,
     Query,
+    SensitiveCounts,
+    StaticAnatomy,
+    StaticGeneralization,
     a_count_cells,
+    a_decompose,
     g_count_cells,
     qi_mask,
     signature_buckets,
@@ -40,7 +53,8 @@ from ..release.store import BUCKET, bucket_files, read_store
 from ..utility.where import parse_where
 
 LOG = "queries.jsonl"
-METHODS = ("dyn-ana", "dyn-gen")
+METHODS = ("dyn-ana", "dyn-gen", "sta-ana", "sta-gen")
+_STATIC_LOCK = threading.Lock()  # one build of the static baselines at a time
 
 
 @dataclass(frozen=True)
@@ -131,7 +145,19 @@ class StatDB:
         order = np.lexsort((values, bucket))  # bucket by bucket, value by value (004 §6.2)
         self.values = values[order]
         self.codes = {a: _narrow(tuples[a].to_numpy()[order]) for a in self.qi}
-        self.cells = Cells.of(bucket[order], self.values)
+        self.bucket = bucket[order]
+        self.cells = Cells.of(self.bucket, self.values)
+
+    @cached_property
+    def static(self) -> tuple[StaticAnatomy, StaticGeneralization]:
+        """The store's own partition (every bucket decomposed by position) as sta-ana
+        and sta-gen answer from it; built once, on first use."""
+        with _STATIC_LOCK:
+            if "static" in self.__dict__:  # another thread built it meanwhile
+                return self.__dict__["static"]
+            group = a_decompose(self.bucket, self.values, np.zeros(len(self.values), bool))
+            ana = StaticAnatomy(group, SensitiveCounts.of(group, self.values))
+            return ana, StaticGeneralization.of(group, self.codes, self.qi, self.values)
 
     @classmethod
     def open(cls, state: str | Path) -> StatDB:
@@ -160,11 +186,16 @@ class StatDB:
         if method not in METHODS:
             raise SpecError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
         q = self.query(query) if isinstance(query, str) else query
-        if method == "dyn-ana":
+        if method in ("dyn-ana", "sta-ana"):
             ok = qi_mask(self.codes, q.ranges, len(self.values))
-            low, high = a_count_cells(self.cells, ok, q.sensitive)
-        else:
+            if method == "dyn-ana":
+                low, high = a_count_cells(self.cells, ok, q.sensitive)
+            else:
+                low, high = self.static[0].interval(ok, q.sensitive)
+        elif method == "dyn-gen":
             low, high = g_count_cells(self.cells, self.codes, q)
+        else:
+            low, high = self.static[1].interval(q)
         answer = Interval(low, high, method)
         if log:
             self.log([(query if isinstance(query, str) else repr(q), answer)])

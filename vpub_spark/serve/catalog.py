@@ -1,0 +1,123 @@
+"""The release catalog `vpub serve --releases DIR` shows (issue 17): every committed
+release directly under DIR, its manifest summary and `vpub query`'s estimate.
+
+A summary holds what the manifest says in public (tables, the guarantee, the GNF
+verdicts, the audit recorded at publishing) and the audit the server itself runs on
+the files (`release/audit.py`, cached until the manifest changes). No summary carries a
+row, a group's contents or a path. Decisions: a release id is looked up among the
+listed directory names only (no path from a request reaches the file system); a
+directory without a committed manifest is not listed; a manifest that cannot be read is
+listed with its error, so a broken release is seen rather than hidden.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import DataError, VpubError
+from ..release.audit import audit_release
+from ..release.layout import MANIFEST, SUCCESS
+from ..release.reader import open_release, read_manifest
+from ..utility.queries import Estimator
+from ..utility.release_models import release_models
+from ..utility.where import parse_where
+
+
+class UnknownRelease(VpubError):
+    """No committed release of that id under the catalog's directory."""
+
+
+def guarantee(manifest: dict) -> str:
+    """The privacy guarantee in words: `l-diversity (l = 10) on 5 rules Q -> S`."""
+    privacy = dict(manifest.get("privacy") or {})
+    model = str(privacy.pop("model", "?"))
+    params = ", ".join(f"{k} = {v}" for k, v in privacy.items())
+    rules = len(manifest.get("rules") or [])
+    on = f" on {rules} rule{'s' * (rules != 1)} Q -> S" if rules else ""
+    return f"{model} ({params}){on}" if params else f"{model}{on}"
+
+
+def _table(t: dict) -> dict:
+    keys = ("name", "kind", "attributes", "sensitive", "rows", "groups", "enforces")
+    return {k: t[k] for k in keys if k in t}
+
+
+def summary(manifest: dict) -> dict:
+    """The public summary of one release's manifest."""
+    gnf = manifest.get("gnf") or {}
+    return {
+        "id": manifest.get("release_id"),
+        "created_at": manifest.get("created_at"),
+        "method": manifest.get("method"),
+        "guarantee": guarantee(manifest),
+        "privacy": manifest.get("privacy"),
+        "rules": manifest.get("rules") or [],
+        "rows": (manifest.get("source") or {}).get("rows"),
+        "tables": [_table(t) for t in manifest.get("tables") or []],
+        "gnf": {"ok": gnf.get("ok"), "verdicts": gnf.get("verdicts", []), "note": gnf.get("note")}
+        if gnf
+        else None,
+        "audit_at_publish": manifest.get("audit"),
+    }
+
+
+@dataclass
+class Catalog:
+    """The releases under `root`, with the audits and estimators built on first use."""
+
+    root: Path
+    _audits: dict = field(default_factory=dict)
+    _estimators: dict = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _dirs(self) -> dict[str, Path]:
+        if not self.root.is_dir():
+            raise DataError(f"{self.root.name}: the releases directory is gone")
+        return {
+            d.name: d
+            for d in sorted(self.root.iterdir())
+            if d.is_dir() and not d.name.startswith(".") and (d / SUCCESS).is_file()
+        }
+
+    def _path(self, rid: str) -> Path:
+        path = self._dirs().get(rid)
+        if path is None:
+            raise UnknownRelease(f"no committed release {rid!r} in this catalog")
+        return path
+
+    def listing(self) -> list[dict]:
+        """One line per committed release: id, time, method, guarantee, rows."""
+        out: list[dict] = []
+        for rid, path in self._dirs().items():
+            try:
+                s = summary(read_manifest(path))
+            except VpubError as e:
+                out.append({"id": rid, "error": str(e)})
+                continue
+            keys = ("created_at", "method", "guarantee", "rows")
+            out.append({"id": rid, **{k: s[k] for k in keys}, "tables": len(s["tables"])})
+        return out
+
+    def release(self, rid: str) -> dict:
+        """The summary with the server's own audit of the files."""
+        path = self._path(rid)
+        stamp = (path / MANIFEST).stat().st_mtime_ns
+        if self._audits.get(rid, (None,))[0] != stamp:
+            report = audit_release(path).as_dict()
+            self._audits[rid] = (stamp, {k: report[k] for k in ("passed", "checks", "failures")})
+        return summary(read_manifest(path)) | {"audit": self._audits[rid][1]}
+
+    def estimate(self, rid: str, where: str) -> tuple[float, int]:
+        """`vpub query`'s estimate of COUNT(*) WHERE `where`, and the release's rows."""
+        path = self._path(rid)
+        stamp = (path / MANIFEST).stat().st_mtime_ns
+        with self._lock:  # the estimator fills caches as it answers
+            if self._estimators.get(rid, (None,))[0] != stamp:
+                rel = open_release(path)
+                models, domains = release_models(rel)
+                n = int(rel.manifest["source"]["rows"])
+                self._estimators[rid] = (stamp, Estimator(models, n, domains))
+            estimator = self._estimators[rid][1]
+            return estimator.count(parse_where(where, estimator.domains)), estimator.n
