@@ -22,7 +22,7 @@ def _cfg(**changes):
         ({"colour": "blue"}, "unknown keys colour"),
         ({"input": {}}, "input.path is required"),
         ({"input": "data"}, "`input` must be a mapping"),
-        ({"engine": "dask"}, "engine must be spark or inprocess"),
+        ({"engine": "dask"}, "engine must be auto, spark or inprocess"),
         ({"partitions": 0}, "partitions must be a positive integer or auto"),
         ({"seed": "x"}, "seed must be an integer"),
         ({"output": {"release_id": "../up"}}, "must be a plain, non-hidden directory name"),

@@ -19,7 +19,7 @@ from .model import PrivacySpec, TableSpec
 from .release.layout import PRIVATE, public_path
 
 BIP_MODES = ("exact", "partitioned")
-ENGINES = ("spark", "inprocess")
+ENGINES = ("auto", "spark", "inprocess")
 KEYS = {
     "engine",
     "spark",
@@ -202,7 +202,7 @@ class PublishConfig:
     output_path: str = "releases"
     release_id: str | None = None
     seed: int = 0
-    engine: str = "spark"
+    engine: str = "auto"  # auto: in process when the input fits in memory (engines/auto.py)
     spark: str | None = None
     partitions: int | None = None  # None: auto, from the row count
     overwrite: bool = False
@@ -221,7 +221,7 @@ class PublishConfig:
         # the method's name and what it needs (privacy model, rules, its own section) are
         # checked by the method registry (publish/registry.py), before any work
         if self.engine not in ENGINES:
-            raise SpecError(f"engine must be spark or inprocess, not {self.engine!r}")
+            raise SpecError(f"engine must be auto, spark or inprocess, not {self.engine!r}")
         if self.partitions is not None and (
             not isinstance(self.partitions, int) or self.partitions < 1
         ):
@@ -346,7 +346,7 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
             wait_s=None if out.get("wait_s") is None else float(out["wait_s"]),
             sign_key=None if out.get("sign_key") is None else str(out["sign_key"]),
             seed=d.get("seed", 0),
-            engine=str(d.get("engine", "spark")),
+            engine=str(d.get("engine", "auto")),
             spark=None if d.get("spark") is None else str(d["spark"]),
             partitions=None if parts == "auto" else parts,
             gd_budget_s=None if gdc.get("budget_s") is None else float(gdc["budget_s"]),

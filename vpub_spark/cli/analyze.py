@@ -93,7 +93,7 @@ def cmd_statdb_batch(args: argparse.Namespace) -> int:
 
 def cmd_statdb_build(args: argparse.Namespace) -> int:
     from ..config import load_config, with_overrides
-    from ..engines import make_engine
+    from ..engines import engine_for
     from ..engines.spark.session import SparkSettings
     from ..report import progress_step
     from ..statdb.build import build_store, reuse_store
@@ -103,8 +103,9 @@ def cmd_statdb_build(args: argparse.Namespace) -> int:
             raise SpecError("vpub statdb build needs --config, or --state naming an existing store")
         return _built(reuse_store(args.state))
     cfg = with_overrides(load_config(args.config), state=args.state, input_path=args.input, engine=args.engine, seed=args.seed, spark=args.spark_conf)  # fmt: skip
-    engine = make_engine(cfg.engine, SparkSettings.load(cfg.spark))
-    with progress_step(f"start the {cfg.engine} engine"):
+    engine, why = engine_for(cfg.engine, SparkSettings.load(cfg.spark), cfg.input_path)
+    console.print(f"engine: {engine.name} ({why})")
+    with progress_step(f"start the {engine.name} engine"):
         engine.start()
     return _built(build_store(cfg, engine, progress_step))
 
@@ -125,7 +126,7 @@ def _register_statdb(sub) -> None:
     sdb.add_argument("--state", default=None, help="override marginals.state; an existing store there is reused, not rebuilt")  # fmt: skip
     sdb.add_argument("--input", default=None, help="override input.path")
     sdb.add_argument(
-        "--engine", choices=["spark", "inprocess"], default=None, help="override engine"
+        "--engine", choices=["auto", "spark", "inprocess"], default=None, help="override engine"
     )
     sdb.add_argument("--spark-conf", default=None, help="override spark (settings YAML)")
     sdb.add_argument("--seed", type=int, default=None)

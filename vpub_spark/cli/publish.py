@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import replace
 
 from ..config import load_config, with_overrides
-from ..engines import make_engine
+from ..engines import engine_for
 from ..engines.spark.session import SparkSettings
 from ..errors import SpecError
 from ..publish.marginals import add_marginal
@@ -26,10 +27,11 @@ def cmd_publish(args: argparse.Namespace) -> int:
         input_path=args.input, table=args.table, output_path=args.out, release_id=args.release_id,
         engine=args.engine, seed=args.seed, partitions=args.partitions, spark=args.spark_conf,
     )  # fmt: skip
-    engine = make_engine(cfg.engine, SparkSettings.load(cfg.spark))
+    engine, why = engine_for(cfg.engine, SparkSettings.load(cfg.spark), cfg.input_path)
+    cfg = replace(cfg, engine=engine.name)
     letter = "m" if cfg.privacy.model == "m-invariance" else "l"
     console.print(
-        f"publishing {cfg.input_path} with {cfg.method} on the {cfg.engine} engine ({letter} = {cfg.l}, seed = {cfg.seed})"
+        f"publishing {cfg.input_path} with {cfg.method} on the {cfg.engine} engine ({why}; {letter} = {cfg.l}, seed = {cfg.seed})"
     )
     t0 = time.perf_counter()
     if cfg.engine == "spark":
@@ -110,8 +112,9 @@ def _register_publish(sub) -> None:
     pb.add_argument("--out", default=None, help="override output.path")
     pb.add_argument("--release-id", default=None, help="override output.release_id")
     pb.add_argument(
-        "--engine", choices=["spark", "inprocess"], default=None, help="override engine"
-    )
+        "--engine", choices=["auto", "spark", "inprocess"], default=None,
+        help="override engine (auto: in process when the input fits this machine's memory and no cluster is configured)",
+    )  # fmt: skip
     pb.add_argument("--spark-conf", default=None, help="override spark (settings YAML)")
     pb.add_argument("--seed", type=int, default=None)
     pb.add_argument("--l", type=int, default=None, help="override privacy.l")

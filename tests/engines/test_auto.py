@@ -1,0 +1,61 @@
+"""`engine: auto` (issue 18): in process when the input's estimated peak fits half the
+available memory and no cluster is configured, Spark otherwise; every choice says why."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from release_helpers import write_table
+
+from vpub_spark.cli import main
+from vpub_spark.engines import auto, engine_for
+from vpub_spark.engines.auto import BASE_BYTES, BYTES_PER_CELL, CSV_FACTOR, choose_engine
+
+
+@pytest.fixture
+def table(tmp_path):
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({c: rng.integers(0, 5, 400).astype(str) for c in "abcd"})
+    return write_table(frame, tmp_path / "t")
+
+
+def test_a_small_input_runs_in_process_and_says_why(table):
+    choice = choose_engine(str(table / "data"), "local[*]")
+    assert choice.engine == "inprocess" and "fits in 50%" in choice.reason and "MB of CSV" in choice.reason  # fmt: skip
+    engine, why = engine_for("auto", None, str(table / "data"))
+    assert engine.name == "inprocess" and why == choice.reason
+    assert engine_for("spark", None, str(table / "data"))[1] == "as configured"
+
+
+def test_estimates_follow_the_measured_rule(table, tmp_path):
+    size = (table / "data" / "part.csv").stat().st_size
+    assert auto.estimated_peak(table / "data")[0] == BASE_BYTES + int(size * CSV_FACTOR)
+    pd.DataFrame({"a": np.arange(1000), "b": np.arange(1000)}).to_parquet(tmp_path / "p.parquet")
+    peak, what = auto.estimated_peak(tmp_path / "p.parquet")
+    assert peak == BASE_BYTES + int(2000 * BYTES_PER_CELL) and what == "2,000 Parquet cells"
+
+
+def test_too_big_for_memory_or_a_cluster_means_spark(table, monkeypatch):
+    monkeypatch.setattr(auto, "available_memory", lambda: BASE_BYTES)  # nothing to spare
+    choice = choose_engine(str(table / "data"), "local[*]")
+    assert choice.engine == "spark" and "does not fit" in choice.reason
+    monkeypatch.undo()
+    assert choose_engine(str(table / "data"), "spark://host:7077").engine == "spark"
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "12345")
+    assert "spark-submit" in choose_engine(str(table / "data"), "local[*]").reason
+
+
+def test_publish_defaults_to_auto_and_prints_the_choice(table, tmp_path, capsys):
+    cfg = {
+        "input": {"path": str(table / "data"), "table": str(table / "table.yaml")},
+        "privacy": {"l": 2}, "rules": [{"lhs": ["a", "b"], "rhs": "c"}], "method": "uad",
+        "output": {"path": str(tmp_path / "out"), "release_id": "r"}, "seed": 1,
+    }  # fmt: skip
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+    assert main(["publish", "--config", str(tmp_path / "c.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "on the inprocess engine (auto:" in " ".join(out.split())
+    manifest = yaml.safe_load((tmp_path / "out" / "r" / "manifest.json").read_text())
+    assert manifest["engine"] == "inprocess"
