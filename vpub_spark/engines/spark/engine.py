@@ -9,6 +9,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import unquote
 
+import numpy as np
+import pyarrow as pa
+
 from ...encoding import EncodingPlan, encode_batch
 from ...errors import DataError, SpecError, VpubError
 from ...model import TableSpec
@@ -105,6 +108,53 @@ def _check_decoded(df, spec: TableSpec) -> None:
             raise error
 
 
+def spark_hash_long(values: np.ndarray, seed: int = 42) -> np.ndarray:
+    """Spark's `hash(x)` of a bigint column (Murmur3_x86_32.hashLong with seed 42), for
+    int64 `values`, as int32: a test checks it against Spark."""
+    c1, c2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
+
+    def rotl(x: np.ndarray, r: int) -> np.ndarray:
+        return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
+
+    def mix(h1: np.ndarray, k1: np.ndarray) -> np.ndarray:
+        k1 = rotl(k1 * c1, 15) * c2
+        h1 = rotl(h1 ^ k1, 13)
+        return h1 * np.uint32(5) + np.uint32(0xE6546B64)
+
+    with np.errstate(over="ignore"):
+        v = values.astype(np.int64).view(np.uint64)
+        low, high = (v & np.uint64(0xFFFFFFFF)).astype(np.uint32), (v >> np.uint64(32)).astype(np.uint32)  # fmt: skip
+        h = mix(mix(np.full(len(v), seed, dtype=np.uint32), low), high) ^ np.uint32(8)
+        h ^= h >> np.uint32(16)
+        h *= np.uint32(0x85EBCA6B)
+        h ^= h >> np.uint32(13)
+        h *= np.uint32(0xC2B2AE35)
+        h ^= h >> np.uint32(16)
+    return h.view(np.int32)
+
+
+def csv_header(path: Path, encoding: str) -> list[str] | None:
+    """The column names every plain CSV file under `path` starts with, read here rather
+    than by a Spark job; None (Spark reads the header) when a file is compressed,
+    starts with a byte-order mark, or the files disagree."""
+    import csv
+
+    files = [path] if path.is_file() else sorted(path.rglob("*.csv*"))
+    if not files or any(f.suffix != ".csv" for f in files):
+        return None
+    headers = set()
+    for f in files:
+        try:
+            with open(f, encoding=encoding, newline="") as handle:
+                headers.add(tuple(next(csv.reader(handle), ())))
+        except (OSError, UnicodeDecodeError, csv.Error):
+            return None
+    names = headers.pop() if len(headers) == 1 else ()
+    if not names or names[0].startswith("\ufeff") or len(set(names)) != len(names):
+        return None
+    return list(names)
+
+
 class SparkEngine:
     name = "spark"
 
@@ -136,6 +186,9 @@ class SparkEngine:
         with spark_errors(path):
             if kind == "csv":
                 reader = reader.option("header", True).option("inferSchema", False)
+                header = csv_header(Path(path), spec.encoding)
+                if header is not None:  # no job to read the header
+                    reader = reader.schema(struct_type(pa.schema([(c, pa.string()) for c in header])))  # fmt: skip
                 df = reader.option("encoding", spark_charset(spec.encoding)).csv(p)
             else:
                 df = reader.parquet(p)
@@ -306,20 +359,15 @@ class SparkEngine:
     def partition_keys(self, parts: int) -> list[int]:
         """For each partition p, a key k with pmod(hash(k), parts) = p: `repartition(parts, key)`
         then puts partition p in Spark partition p, so P partitions run as P tasks
-        (small keys would collide in the hash; DESIGN.md §5 pitfalls)."""
-        from pyspark.sql import functions as F
-
+        (small keys would collide in the hash; DESIGN.md §5 pitfalls). Found with Spark's
+        own hash computed in NumPy (`spark_hash_long`), so no Spark job is spent on it."""
         found: dict[int, int] = {}
         span = parts * 16
         while len(found) < parts:
-            rows = (
-                self.spark.range(span)
-                .select(F.col("id"), F.expr(f"pmod(hash(id), {parts})").alias("b"))
-                .groupBy("b")
-                .agg(F.min("id").alias("k"))
-                .collect()
-            )
-            found = {r["b"]: r["k"] for r in rows}
+            ids = np.arange(span, dtype=np.int64)
+            part = np.mod(spark_hash_long(ids).astype(np.int64), parts)
+            first = np.unique(part, return_index=True)
+            found = {int(b): int(ids[i]) for b, i in zip(*first, strict=True)}
             span *= 4
         return [found[p] for p in range(parts)]
 
