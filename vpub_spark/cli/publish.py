@@ -74,10 +74,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
         if args.state:
             report = audit_store(args.state)
         else:
-            engine = engine_of(args) if args.source else None
-            report = audit_release(
-                args.release, source=args.source, engine=engine, verify_key=args.verify_key
-            )
+            spark = args.engine == "spark"  # Spark: the tables audited in its tasks too
+            engine = engine_of(args) if args.source or spark else None
+            report = audit_release(args.release, source=args.source, engine=engine, verify_key=args.verify_key, distributed=spark)  # fmt: skip
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:
@@ -181,7 +180,9 @@ def _register_marginals_and_audit(sub) -> None:
         metavar="PEM",
         help="check the manifest's Ed25519 signature with this public key",
     )
-    engine_options(au, default="inprocess")  # the engine that reads --source
+    engine_options(
+        au, default="inprocess"
+    )  # reads --source; spark: the tables audited in its tasks
     keys = sub.add_parser("keys", help="signing keys for releases").add_subparsers(
         dest="what", required=True
     )

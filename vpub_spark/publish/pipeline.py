@@ -75,7 +75,8 @@ def _staged(method: Method, cfg: PublishConfig, engine: Engine, loaded: LoadedTa
         summary = _write(method, cfg, engine, loaded, design, plan, stage, store)
     manifest = _manifest(method, cfg, engine, loaded, design, plan, summary)
     manifest["tables"] = method.table_entries(stage, design, loaded, summary)
-    report = audit_and_commit(stage, manifest, step, cfg.sign_key)
+    audit_engine = engine if engine.name == "spark" else None  # Spark: in its tasks
+    report = audit_and_commit(stage, manifest, step, cfg.sign_key, audit_engine)
     return manifest, report, summary
 
 

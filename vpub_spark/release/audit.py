@@ -31,6 +31,13 @@ from ..gnf import check_gnf
 from ..model import PublishedTable, Schema
 from ..rules import parse_rules
 from .checks import AuditReport, Checker, SourceCounts, difference, labels
+from .distributed import (
+    combined_checks,
+    file_group_ranges,
+    groups_apart,
+    is_unit_kind,
+    summaries,
+)
 from .kinds import table_kind
 from .layout import FORMAT_VERSION, GROUP, PRIVATE
 from .reader import Release, open_release
@@ -57,9 +64,13 @@ def audit_release(
     require_committed: bool = True,
     engine: Engine | None = None,
     verify_key: str | None = None,
+    distributed: bool = False,
 ) -> AuditReport:
     """Audit the release at `path`; with `source`, also against the source data, read
-    by `engine` (default: in process; with Spark only aggregates reach the auditor)."""
+    by `engine` (default: in process; with Spark only aggregates reach the auditor).
+    `distributed` (with an engine): anatomy and generalized tables are audited file set
+    by file set in the engine's tasks and only their summaries reach this process
+    (`release/distributed.py`)."""
     report = AuditReport(Path(path).name)
 
     check = report.check
@@ -91,8 +102,13 @@ def audit_release(
         on_disk == listed,
         f"on disk {sorted(on_disk)}, in the manifest {sorted(listed)}",
     )
+    units = summaries(rel, l, engine) if distributed and engine is not None else None
     for entry, t in zip(m["tables"], tables, strict=True):
         try:
+            if units is not None and is_unit_kind(t.kind):
+                _table_facts(entry, t, rows, check)
+                combined_checks(entry, t.name, rows, units.get(t.name, []), check)
+                continue
             _table_checks(rel, entry, t, l, rows, check)
         except (VpubError, pa.ArrowException, KeyError) as e:
             check(f"{t.name}: readable", False, str(e))
@@ -226,20 +242,26 @@ def _schema_checks(m: dict, tables: list[PublishedTable], rules, check: Checker)
         )
 
 
-def _table_checks(
-    rel: Release, entry: dict, t: PublishedTable, l: int, rows: int, check: Checker
-) -> None:
-    """What every table must show (its kind's parts, every row), then its kind's checks."""
-    kind = table_kind(t.kind)
+def _table_facts(entry: dict, t: PublishedTable, rows: int, check: Checker) -> None:
+    """What every table's manifest entry must say: its kind's parts, every row."""
     parts = set(entry.get("parts", {}))
-    check(f"{t.name}: parts", parts == set(kind.parts), f"{sorted(parts)}")
+    check(f"{t.name}: parts", parts == set(table_kind(t.kind).parts), f"{sorted(parts)}")
     check(
         f"{t.name}: rows",
         entry.get("rows") == rows,
         f"manifest says {entry.get('rows')}, the source had {rows}",
     )
+
+
+def _table_checks(
+    rel: Release, entry: dict, t: PublishedTable, l: int, rows: int, check: Checker
+) -> None:
+    """What every table must show (its entry's facts, its files), then its kind's checks."""
+    _table_facts(entry, t, rows, check)
     _checksum_checks(rel, t.name, entry, check)
-    kind.check(rel, entry, t, l, rows, check)
+    table_kind(t.kind).check(rel, entry, t, l, rows, check)
+    if is_unit_kind(t.kind):
+        groups_apart(t.name, file_group_ranges(rel, entry), check)
 
 
 def _checksum_checks(rel: Release, name: str, entry: dict, check: Checker) -> None:

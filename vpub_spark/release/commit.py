@@ -193,14 +193,14 @@ def write_manifest(stage: Path, manifest: dict) -> None:
 
 
 def audit_and_commit(
-    stage: Path, manifest: dict, step: Steps, sign_key: str | None = None
+    stage: Path, manifest: dict, step: Steps, sign_key: str | None = None, engine=None
 ) -> AuditReport:
-    """Write the manifest, audit the staged files, record the audit and the timings,
-    sign the final manifest (with `sign_key`), and mark the stage complete (`_SUCCESS`);
-    a failed audit raises and commits nothing."""
+    """Write the manifest, audit the staged files (with `engine`: distributed, in its
+    tasks), record the audit and the timings, sign the final manifest (with `sign_key`),
+    and mark the stage complete (`_SUCCESS`); a failed audit raises and commits nothing."""
     write_manifest(stage, manifest)
     with step("audit"):
-        report = audit_release(stage, require_committed=False)
+        report = audit_release(stage, require_committed=False, engine=engine, distributed=engine is not None)  # fmt: skip
     if not report.passed:
         failures = "; ".join(report.as_dict()["failures"][:5])
         raise PrivacyError(

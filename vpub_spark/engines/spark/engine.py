@@ -416,9 +416,14 @@ class SparkEngine:
             for batch in batches:
                 yield run(batch.reset_index(drop=True))
 
+        if frame.empty:
+            return frame.iloc[0:0].reindex(columns=schema.names)
         with spark_errors("map rows"):
-            parts = parts if parts > 0 else self.spark.sparkContext.defaultParallelism
-            df = self.spark.createDataFrame(frame).repartition(parts)
+            sc = self.spark.sparkContext
+            parts = max(1, min(len(frame), parts if parts > 0 else sc.defaultParallelism))
+            shape = self.spark.createDataFrame(frame.head(1)).schema
+            records = sc.parallelize(list(frame.itertuples(index=False, name=None)), parts)
+            df = self.spark.createDataFrame(records, shape)  # spread without a shuffle: one job
             return df.mapInPandas(task, struct_type(schema)).toPandas()
 
     def write_projection(self, loaded: LoadedTable, attributes, directory: Path) -> None:

@@ -1,0 +1,169 @@
+"""The distributed audit (issue 18): each task audits one file set of a table (the files
+of one name across the table's parts, which one partition task wrote) and returns a small
+summary; the driver only combines summaries. The driver's memory does not grow with the
+release's rows.
+
+A unit is checked by the kind's own checks (`release/checks.py`, the same code as the
+in-driver audit) on a view of the release that shows only that unit's files. Decisions:
+- Units exist for the kinds whose groups never span two files: `anatomy` and
+  `generalized` (every partition writes whole groups, with group ids from its own
+  range). The driver checks that the units' group-id ranges do not overlap, which makes
+  per-file group checks complete. `projection` tables (as small as their distinct
+  combinations) and `multi_sa` (000's baseline, checked against manifest-wide
+  suppression counts) stay in the driver.
+- A check is passed when it passes in every unit; its detail names the first failing
+  file. The per-table row count and the SHA-256 of every file come back in the
+  summaries and are checked against the manifest here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import partial
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..model import PublishedTable
+from .checks import AuditReport, Checker
+from .kinds import table_kind
+from .layout import GROUP
+from .reader import Release, open_release
+
+UNIT_KINDS = ("anatomy", "generalized")
+SUMMARY = pa.schema([("table", pa.string()), ("file", pa.string()), ("summary", pa.string())])
+COVERS = "covers every row"
+
+
+@dataclass(frozen=True)
+class _FileView(Release):
+    """A release that shows, of every part, only the file named `file`."""
+
+    file: str = ""
+
+    def read(self, table: str, part: str, columns: list[str] | None = None) -> pa.Table:
+        return pq.read_table(self.part_dir(table, part) / self.file, columns=columns)
+
+
+def units(rel: Release) -> pd.DataFrame:
+    """(table, file) for every file name of a unit kind's table, from the disk."""
+    rows = []
+    for entry in rel.tables:
+        if entry.get("kind") not in UNIT_KINDS:
+            continue
+        names = {f.name for part in entry.get("parts", {}) for f in rel.part_dir(entry["name"], part).glob("*.parquet")}  # fmt: skip
+        rows += [(entry["name"], name) for name in sorted(names)]
+    return pd.DataFrame(rows, columns=["table", "file"])
+
+
+def audit_units(path: str, l: int, todo: pd.DataFrame) -> pd.DataFrame:
+    """In a task: every unit of `todo` audited (see the module docstring)."""
+    rel = open_release(path)
+    out = []
+    for table, file in zip(todo["table"], todo["file"], strict=True):
+        entry = rel.table(table)
+        out.append((table, file, json.dumps(_unit(rel, entry, file, l))))
+    return pd.DataFrame(out, columns=SUMMARY.names)
+
+
+def _unit(rel: Release, entry: dict, file: str, l: int) -> dict:
+    view = _FileView(rel.path, rel.manifest, file)
+    t = PublishedTable.from_entry(entry)
+    report = AuditReport(file)
+    sha, first = {}, next(iter(entry["parts"]))
+    for part in entry["parts"]:
+        f = rel.part_dir(t.name, part) / file
+        if not f.is_file():
+            return {"error": f"{t.name}/{part}/{file}: missing (the other parts have it)"}
+        with open(f, "rb") as handle:
+            sha[part] = hashlib.file_digest(handle, "sha256").hexdigest()
+    try:
+        table_kind(t.kind).check(view, entry, t, l, -1, report.check)
+        groups = view.read(t.name, first, columns=[GROUP])[GROUP]
+    except (pa.ArrowException, KeyError, OSError) as e:
+        return {"error": f"{t.name}/{file}: unreadable ({e})", "sha256": sha}
+    low, high = pc.min(groups).as_py(), pc.max(groups).as_py()
+    rows = _rows(view, t, entry)
+    checks = [(c.name, c.ok, c.detail) for c in report.checks if not c.name.endswith(COVERS)]
+    return {"checks": checks, "rows": rows, "groups": [low, high], "sha256": sha}
+
+
+def _rows(view: _FileView, t: PublishedTable, entry: dict) -> int:
+    """The source rows this unit holds (QIT rows; a generalized table's group sizes)."""
+    if t.kind == "generalized":
+        return int(pc.sum(view.read(t.name, "groups", columns=["size"])["size"]).as_py() or 0)
+    return view.read(t.name, "qit", columns=[GROUP]).num_rows
+
+
+def summaries(rel: Release, l: int, engine) -> dict[str, list[dict]]:
+    """Every unit's summary, computed by the engine's tasks; per table, in file order."""
+    todo = units(rel)
+    if todo.empty:
+        return {}
+    run = partial(audit_units, str(rel.path), l)
+    got = engine.map_rows(todo, run, SUMMARY, 0).sort_values(["table", "file"])
+    out: dict[str, list[dict]] = {}
+    for table, file, text in zip(got["table"], got["file"], got["summary"], strict=True):
+        out.setdefault(table, []).append({"file": file} | json.loads(text))
+    return out
+
+
+def combined_checks(entry: dict, name: str, rows: int, found: list[dict], check: Checker) -> None:
+    """The driver's part: every unit's checks merged, the rows summed, the group ranges
+    disjoint, every file's SHA-256 equal to the manifest's."""
+    for unit in found:
+        if "error" in unit:
+            check(f"{name}: readable", False, unit["error"])
+            return
+    merged: dict[str, tuple[bool, str]] = {}
+    for unit in found:
+        for check_name, ok, detail in unit["checks"]:
+            seen = merged.get(check_name, (True, ""))
+            if seen[0] and not ok:
+                merged[check_name] = (False, f"{unit['file']}: {detail}")
+            elif check_name not in merged:
+                merged[check_name] = (ok, f"{len(found)} file(s); {detail}" if ok else f"{unit['file']}: {detail}")  # fmt: skip
+    for check_name, (ok, detail) in merged.items():
+        check(check_name, ok, detail)
+    total = sum(u["rows"] for u in found)
+    check(f"{name}: {COVERS}", total == rows, f"{len(found)} file(s) hold {total} of {rows} rows")
+    groups_apart(name, [u["groups"] for u in found], check)
+    _checksums(entry, name, found, check)
+
+
+def groups_apart(name: str, ranges: list, check: Checker) -> None:
+    """No two files' group-id ranges overlap, so no group spans two files (what makes a
+    file set's group checks complete; the writers give each partition its own range).
+    The in-driver audit checks it too, so both audits say the same."""
+    spans = sorted(tuple(r) for r in ranges if r[0] is not None)
+    apart = all(a[1] < b[0] for a, b in zip(spans, spans[1:], strict=False))
+    check(f"{name}: groups within one file", apart, f"{len(spans)} file(s), group-id ranges disjoint" if apart else "two files share a group-id range")  # fmt: skip
+
+
+def file_group_ranges(rel: Release, entry: dict) -> list[list]:
+    """[min, max] group id of every file of the table's first part (in the driver)."""
+    first = next(iter(entry["parts"]))
+    out = []
+    for f in sorted(rel.part_dir(entry["name"], first).glob("*.parquet")):
+        groups = pq.read_table(f, columns=[GROUP])[GROUP]
+        out.append([pc.min(groups).as_py(), pc.max(groups).as_py()])
+    return out
+
+
+def _checksums(entry: dict, name: str, found: list[dict], check: Checker) -> None:
+    for part, meta in (entry.get("parts") or {}).items():
+        listed = meta.get("sha256") or {}
+        on_disk = {u["file"]: u["sha256"].get(part) for u in found}
+        changed = sorted(f for f, digest in on_disk.items() if listed.get(f) != digest)
+        unlisted = sorted(set(listed) - set(on_disk))
+        ok = bool(listed) and not changed and not unlisted
+        detail = f"{len(listed)} file(s) as committed" if ok else f"changed or unlisted: {changed}; missing: {unlisted}"  # fmt: skip
+        check(f"{name}/{part}: checksums", ok, detail if listed else "no checksums recorded")
+
+
+def is_unit_kind(kind: str) -> bool:
+    return kind in UNIT_KINDS
