@@ -180,6 +180,8 @@ def test_every_feature_registers_its_commands():
         "marginals",
         "utility",
         "statdb",
+        "scale",
+        "kl",
         "streamliner",
         "serve",
     }

@@ -54,12 +54,15 @@ def test_spark_kl_equals_inprocess_kl(spark_engine, sal, tmp_path):
     from vpub_spark.release.reader import open_release
     from vpub_spark.utility.evaluate import load_release_and_source
     from vpub_spark.utility.kl import kl_divergence
-    from vpub_spark.utility.spark_kl import spark_kl
+    from vpub_spark.utility.spark_kl import per_term_kl, spark_kl
+    from vpub_spark.utility.spark_kl_one_pass import one_pass_terms
 
     for method in ("uad", "gd"):
         result = publish(config(sal, tmp_path / method, RULES, 5, method=method), InProcessEngine())
         _, models, domains, src = load_release_and_source(str(result.path), str(sal / "data"))
         expected = kl_divergence(models, src, domains)
         path, spec = resolve_input(sal, None)
-        got = spark_kl(spark_engine, open_release(result.path), spark_engine.load(path, spec))
-        assert got == pytest.approx(expected, rel=1e-9, abs=1e-9)
+        rel, loaded = open_release(result.path), spark_engine.load(path, spec)
+        assert one_pass_terms(rel, loaded) is not None  # the one-shuffle form applies
+        for kl in (spark_kl, per_term_kl):
+            assert kl(spark_engine, rel, loaded) == pytest.approx(expected, rel=1e-9, abs=1e-9)

@@ -17,6 +17,7 @@ from ..experiments.bench import (
     bench_streamliner,
     bench_utility,
 )
+from ..experiments.bench_scale import BenchKl, BenchScale, bench_kl, bench_scale
 from ..experiments.bench_statdb import BenchServe, BenchStatdb, bench_serve, bench_statdb
 from ..experiments.comparison import load_comparison, run_comparison
 from ..experiments.demo import Demo, run_demo
@@ -61,6 +62,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         "statdb": (BenchStatdb, bench_statdb),
         "streamliner": (BenchStreamliner, bench_streamliner),
         "serve": (BenchServe, bench_serve),
+        "scale": (BenchScale, bench_scale),
+        "kl": (BenchKl, bench_kl),
     }[args.what]
     given = {"engines": engines(args.engines)} if hasattr(args, "engines") else {}
     run(config_of(kind, args, **given))  # type: ignore[operator]
@@ -167,6 +170,20 @@ def _bench_serve(bn) -> None:
     bs.add_argument("--out", default="out/bench-serve")
 
 
+def _bench_scale(bn) -> None:
+    bs = bn.add_parser("scale", help="Spark publishes of growing tables: step times, driver memory, files; the cost model and its 1B-row prediction")  # fmt: skip
+    bs.add_argument("--rows", type=lambda t: tuple(int(float(x)) for x in t.split(",")), default=(1_000_000, 3_000_000, 10_000_000), help="sizes, e.g. 1e6,3e6,1e7,3e7")  # fmt: skip
+    bs.add_argument("--executors", type=int, default=100)
+    bs.add_argument("--spark-conf", default=None)
+    bs.add_argument("--out", default="out/bench-scale")
+    bk = bn.add_parser("kl", help="a release's KL divergence in process and on Spark (one shuffle, per term)")  # fmt: skip
+    bk.add_argument("release")
+    bk.add_argument("--source", required=True)
+    bk.add_argument("--repeat", type=int, default=3)
+    bk.add_argument("--spark-conf", default=None)
+    bk.add_argument("--out", default="out/bench-kl")
+
+
 def register(sub) -> None:
     cp = sub.add_parser(
         "compare", help="000 §6's comparison runs: KL, relative error and time per method"
@@ -187,6 +204,7 @@ def register(sub) -> None:
         _bench_statdb,
         _bench_streamliner,
         _bench_serve,
+        _bench_scale,
     ):
         add(bn)
     for p in bn.choices.values():

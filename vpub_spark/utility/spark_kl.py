@@ -83,7 +83,18 @@ class _Table:
 
 
 def spark_kl(engine, release: Release, loaded) -> float:
-    """KL of `release` against `loaded` (a Spark LoadedTable of the same source)."""
+    """KL of `release` against `loaded` (a Spark LoadedTable of the same source): in one
+    pass (`one_pass.py`) when it applies, else one aggregate per term."""
+    from .spark_kl_one_pass import one_pass_kl, one_pass_terms
+
+    terms = one_pass_terms(release, loaded)
+    if terms is not None:
+        return one_pass_kl(engine, release, loaded, terms)
+    return per_term_kl(engine, release, loaded)
+
+
+def per_term_kl(engine, release: Release, loaded) -> float:
+    """KL with one Spark aggregate (and join) per term of the decomposition."""
     from pyspark.sql import functions as F
 
     spark, n = engine.spark, float(loaded.rows)

@@ -1,0 +1,231 @@
+"""`vpub bench scale` (issue 18): UAD releases of growing `sal` tables on Spark, each
+with its per-step times, the driver's peak memory (the Python driver and, apart, the
+local JVM, which in local mode also hosts the executors), partitions, files and bytes;
+then a cost model fitted on them and its prediction for a billion rows on a cluster.
+
+The model, per step: t(n) = a + b n / c, where n is the number of rows, c the cores
+running tasks (2 here), a the fixed cost (jobs, start of Python workers, the driver's
+planning) and b the per-row cost of one core. It is fitted by least squares on the
+measured runs. For E executors of k cores, c = E k: it assumes tasks scale out, which
+the design makes true by keeping every per-row step inside tasks. Shuffle volume is
+what the one shuffle moves, the encoded rows; files and bytes grow with partitions and
+rows as measured.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, replace
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+
+from ..config import PublishConfig, RandomRules
+from ..model import PrivacySpec
+from ..publish.pipeline import publish
+from ..report import console
+from .bench import generated
+from .common import started_engine
+
+STEPS = ("read and encode", "plan partitions", "anonymize and write", "audit")
+
+
+@dataclass(frozen=True)
+class BenchScale:
+    rows: tuple[int, ...] = (1_000_000, 3_000_000, 10_000_000)
+    name: str = "sal"
+    l: int = 10
+    c: int = 5
+    lhs: int = 3
+    seed: int = 7
+    cores: int = 2
+    predict_rows: int = 1_000_000_000
+    executors: int = 100
+    executor_cores: int = 4
+    spark_conf: str | None = None
+    out: str = "out/bench-scale"
+    figure: str = "docs/figures/scale/cost-model.png"
+    warm_up_rows: int = 100_000
+
+
+def _rss(pid: int | str) -> int:
+    """Resident bytes of a process (0 when it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _java_children() -> list[str]:
+    me, out = str(__import__("os").getpid()), []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().split(") ")[-1].split()
+            comm = stat.read_text().split("(", 1)[1].split(")", 1)[0]
+        except OSError:
+            continue
+        if fields[1] == me and comm == "java":
+            out.append(stat.parent.name)
+    return out
+
+
+class PeakMemory:
+    """Samples this process's and its JVM's resident memory every 0.1 s; the peaks."""
+
+    def __init__(self) -> None:
+        self.python = self.jvm = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        jvms = _java_children()
+        while not self._stop.is_set():
+            self.python = max(self.python, _rss("self"))
+            self.jvm = max(self.jvm, sum(_rss(p) for p in jvms))
+            time.sleep(0.1)
+
+    def __enter__(self) -> PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _sizes(path: Path) -> tuple[int, int]:
+    files = [f for f in path.rglob("*.parquet")]
+    return len(files), sum(f.stat().st_size for f in files)
+
+
+def run_sizes(bench: BenchScale) -> list[dict]:
+    """One Spark publish per size (the data generated once, not timed)."""
+    out = Path(bench.out)
+    engine, startup = started_engine("spark", bench.spark_conf)
+    base = PublishConfig(input_path="", privacy=PrivacySpec("l-diversity", bench.l), rules=RandomRules(bench.c, bench.lhs, bench.seed), method="uad", output_path=str(out / "releases"), seed=bench.seed, engine="spark", overwrite=True)  # fmt: skip
+    warm = generated(bench.name, bench.warm_up_rows, bench.seed, out)  # the JVM's first run, not measured
+    publish(replace(base, input_path=str(warm), release_id="warm-up"), engine)
+    runs = []
+    for n in bench.rows:
+        data = generated(bench.name, n, bench.seed, out)
+        cfg = replace(base, input_path=str(data), release_id=f"{bench.name}-{n}")
+        with PeakMemory() as peak, console.status(f"publishing {n:,} rows on Spark ..."):
+            t0 = time.perf_counter()
+            r = publish(cfg, engine)
+            wall = time.perf_counter() - t0
+        files, size = _sizes(r.path)
+        run = {"rows": n, "wall_s": wall, "steps_s": {k: r.timings.get(k, 0.0) for k in STEPS}, "partitions": r.manifest["partitions"], "files": files, "bytes": size, "python_peak_bytes": peak.python, "jvm_peak_bytes": peak.jvm, "startup_s": startup}  # fmt: skip
+        console.print(f"{n:>12,} rows: {wall:6.1f} s; " + ", ".join(f"{k} {v:.1f}" for k, v in run["steps_s"].items()) + f"; driver Python peak {peak.python / 2**20:,.0f} MiB, local JVM peak {peak.jvm / 2**20:,.0f} MiB; {run['partitions']} partitions, {files} files, {size / 2**20:,.0f} MiB")  # fmt: skip
+        runs.append(run)
+    return runs
+
+
+def fit(runs: list[dict], cores: int) -> dict[str, tuple[float, float]]:
+    """Per step, (a seconds, b core-seconds per row) of t(n) = a + b n / cores."""
+    n = np.array([r["rows"] for r in runs], dtype=float)
+    out = {}
+    for step in STEPS:
+        t = np.array([r["steps_s"][step] for r in runs])
+        (a, b), *_ = np.linalg.lstsq(np.column_stack([np.ones_like(n), n / cores]), t, rcond=None)
+        out[step] = (float(a), float(b))
+    return out
+
+
+def predict(model: dict, runs: list[dict], bench: BenchScale) -> dict:
+    """What the model says of `predict_rows` on `executors` x `executor_cores`."""
+    n, cores = bench.predict_rows, bench.executors * bench.executor_cores
+    last = runs[-1]
+    per_row_bytes = last["bytes"] / last["rows"]
+    rows_per_partition = last["rows"] / last["partitions"]
+    partitions = int(np.ceil(n / rows_per_partition))
+    files_per_partition = last["files"] / last["partitions"]
+    return {
+        "rows": n, "executors": bench.executors, "cores": cores,
+        "steps_s": {s: a + b * n / cores for s, (a, b) in model.items()},
+        "partitions": partitions, "files": int(files_per_partition * partitions),
+        "release_bytes": per_row_bytes * n, "shuffle_bytes": n * (4 * 8 + 8),
+    }  # fmt: skip
+
+
+def plot(runs: list[dict], model: dict, bench: BenchScale, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = np.array([r["rows"] for r in runs], dtype=float)
+    grid = np.geomspace(n.min(), bench.predict_rows, 50)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for step, (a, b) in model.items():
+        line = ax.plot(grid, a + b * grid / bench.cores, "--", lw=1)[0]
+        ax.plot(n, [r["steps_s"][step] for r in runs], "o", color=line.get_color(), label=step)
+    ax.set(xscale="log", yscale="log", xlabel="rows", ylabel="seconds (2 cores)", title="vpub publish on Spark: measured (dots) and the cost model (dashes)")  # fmt: skip
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def bench_scale(bench: BenchScale) -> dict:
+    runs = run_sizes(bench)
+    model = fit(runs, bench.cores)
+    guess = predict(model, runs, bench)
+    results = {"runs": runs, "model": {k: {"fixed_s": a, "core_s_per_row": b} for k, (a, b) in model.items()}, "prediction": guess}  # fmt: skip
+    out = Path(bench.out)
+    (out / "scale.json").write_text(json.dumps(results, indent=2))
+    plot(runs, model, bench, Path(bench.figure))
+    for step, (a, b) in model.items():
+        console.print(f"{step}: {a:.2f} s + {b * 1e6:.2f} core-s per million rows")
+    total = sum(guess["steps_s"].values())
+    console.print(f"predicted for {guess['rows']:,} rows on {guess['executors']} executors x {bench.executor_cores} cores: {total:,.0f} s of steps; {guess['partitions']:,} partitions, {guess['files']:,} files, release {guess['release_bytes'] / 2**30:,.0f} GiB, shuffle {guess['shuffle_bytes'] / 2**30:,.0f} GiB")  # fmt: skip
+    console.print(f"results in {out / 'scale.json'}; plot in {bench.figure}")
+    return results
+
+
+@dataclass(frozen=True)
+class BenchKl:
+    """`vpub bench kl`: the KL divergence of one release in process and on Spark (one
+    shuffle, and the former one aggregate per term); medians of `repeat` warm runs."""
+
+    release: str
+    source: str
+    repeat: int = 3
+    spark_conf: str | None = None
+    out: str = "out/bench-kl"
+
+
+def bench_kl(bench: BenchKl) -> dict:
+    """The source is read once per engine, outside the timed runs."""
+    import statistics
+
+    from ..release.reader import open_release
+    from ..tablespec import table_spec_from_dict
+    from ..utility.evaluate import load_release_and_source
+    from ..utility.kl import kl_divergence
+    from ..utility.spark_kl import per_term_kl, spark_kl
+    from .common import timed
+
+    _, models, domains, src = load_release_and_source(bench.release, bench.source)
+    results: dict = {"release": Path(bench.release).name, "rows": len(src), "repeat": bench.repeat}
+    inproc = [timed(lambda: kl_divergence(models, src, domains)) for _ in range(bench.repeat)]
+    results["inprocess"] = {"kl": inproc[0][0], "median_s": statistics.median(t for _, t in inproc)}
+    engine, _ = started_engine("spark", bench.spark_conf)
+    rel = open_release(bench.release)
+    loaded = engine.persist(engine.load(bench.source, table_spec_from_dict(rel.manifest["source"]["table_spec"])))  # fmt: skip
+    loaded.data.count()  # read and cached outside the timed runs
+    for name, kl in (("spark one shuffle", spark_kl), ("spark per term", per_term_kl)):
+        runs = [timed(partial(kl, engine, rel, loaded)) for _ in range(bench.repeat)]
+        results[name] = {"kl": runs[0][0], "median_s": statistics.median(t for _, t in runs)}
+    for name in ("inprocess", "spark one shuffle", "spark per term"):
+        console.print(f"{name}: KL {results[name]['kl']:.6f} nats, median {results[name]['median_s']:.2f} s of {bench.repeat}")  # fmt: skip
+    out = Path(bench.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{results['release']}.json").write_text(json.dumps(results, indent=2))
+    return results

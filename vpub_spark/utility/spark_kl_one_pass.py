@@ -1,0 +1,173 @@
+"""The KL divergence (000 §5.1) on Spark in one shuffle (issue 18).
+
+Every term of `utility/kl.py`'s decomposition (the source's entropy, each junction-tree
+clique, each separator) is a sum over the source's distinct keys of one term's
+attributes. So every source row emits, per term, its key packed into one int64 (mixed
+radix over the domain sizes), counted per batch in the task; every file set of every
+release table emits, per term it serves, that table's estimate at the keys it holds
+(anatomy: sum_g n_g(x_Q) c_g(s) / |g|, within the file set since no group spans two
+files; projections: their counts). One `groupBy(term, key)` adds both up, a second sums
+p log p~ per term, and a few numbers reach the driver. It applies to releases of
+anatomy and projection tables whose keys fit in 62 bits; otherwise `spark_kl` takes one
+aggregate per term.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..release.layout import COUNT, GROUP
+from ..release.reader import Release
+from .junction import junction_tree
+
+SCHEMA = pa.schema([("term", pa.int32()), ("key", pa.int64()), ("src", pa.int64()), ("est", pa.float64())])  # fmt: skip
+KINDS = ("anatomy", "projection")
+
+
+@dataclass(frozen=True)
+class Term:
+    """sign x sum over keys of p log(x / n): x is the source's own count (`table` None,
+    the entropy) or `table`'s estimate; `strides` pack `cols` into one key."""
+
+    sign: int
+    cols: tuple[str, ...]
+    strides: tuple[int, ...]
+    table: int | None
+
+
+def _term(sign: int, cols, table: int | None, sizes: dict[str, int]) -> Term | None:
+    strides, width = [], 1
+    for c in reversed(cols):
+        strides.append(width)
+        width *= max(sizes[c], 1)
+    if width >= 1 << 62:
+        return None
+    return Term(sign, tuple(cols), tuple(reversed(strides)), table)
+
+
+def one_pass_terms(release: Release, loaded) -> list[Term] | None:
+    """The terms, or None when the one-pass form does not apply (see the docstring)."""
+    if any(t.get("kind") not in KINDS for t in release.tables):
+        return None
+    sizes = {a: loaded.dictionaries[a].size for a in loaded.names}
+    attrs = [list(t["attributes"]) for t in release.tables]
+    if any(a not in sizes for cols in attrs for a in cols):
+        return None
+    maybe = [_term(1, list(loaded.names), None, sizes)]
+    for i, _, sep in junction_tree(attrs):
+        maybe.append(_term(-1, attrs[i], i, sizes))
+        if sep:
+            maybe.append(_term(1, list(sep), i, sizes))
+    terms = [t for t in maybe if t is not None]
+    return terms if len(terms) == len(maybe) else None
+
+
+def _keys(frame: pd.DataFrame, term: Term) -> np.ndarray:
+    key = np.zeros(len(frame), dtype=np.int64)
+    for c, stride in zip(term.cols, term.strides, strict=True):
+        key += frame[c].to_numpy(np.int64) * stride
+    return key
+
+
+def _rows(term_id: int, key: np.ndarray, src: np.ndarray, est: np.ndarray) -> pd.DataFrame:
+    return pd.DataFrame({"term": np.full(len(key), term_id, np.int32), "key": key, "src": src.astype(np.int64), "est": est.astype(np.float64)})  # fmt: skip
+
+
+def source_partials(terms: list[Term]):
+    """mapInArrow over the encoded source: per batch and term, the count of every key."""
+
+    def run(batches):
+        for b in batches:
+            frame = b.to_pandas()
+            out = []
+            for i, t in enumerate(terms):
+                key, count = np.unique(_keys(frame, t), return_counts=True)
+                out.append(_rows(i, key, count, np.zeros(len(key))))
+            yield pa.RecordBatch.from_pandas(pd.concat(out, ignore_index=True), schema=SCHEMA, preserve_index=False)  # fmt: skip
+
+    return run
+
+
+def _coded(frame: pd.DataFrame, labels: dict[str, list[str]]) -> pd.DataFrame:
+    """Label columns as the source's codes (unknown labels: -1, they match no row)."""
+    out = frame.copy()
+    for c in frame.columns:
+        if c in labels:
+            out[c] = pd.Categorical(frame[c].astype(str), categories=labels[c]).codes.astype(np.int64)  # fmt: skip
+    return out
+
+
+def _estimates(entry: dict, parts: dict[str, pd.DataFrame], term: Term) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """The table's estimate at every key of `term` that this file set holds."""
+    cols = list(term.cols)
+    if entry.get("sensitive") is None:
+        frame = parts["counts"]
+        est = frame.groupby(cols, sort=False)[COUNT].sum().reset_index()
+    else:
+        s, qit, st = entry["sensitive"], parts["qit"], parts["st"]
+        q = [c for c in cols if c != s]
+        per_q = qit.groupby([GROUP, *q], sort=False).size().rename("n").reset_index()
+        if s in cols:
+            share = st.assign(w=st[COUNT] / st.groupby(GROUP)[COUNT].transform("sum"))
+            per_q = per_q.merge(share[[GROUP, s, "w"]], on=GROUP)
+            per_q["n"] = per_q["n"] * per_q["w"]
+        est = per_q.groupby(cols, sort=False)["n"].sum().rename(COUNT).reset_index()
+    return _keys(est, term), est[COUNT].to_numpy(np.float64)
+
+
+def release_partials(path: str, terms: list[Term], labels: dict[str, list[str]]):
+    """mapInPandas over (table, file) units: each file set's estimates per term."""
+    from ..release.reader import open_release
+
+    def run(frames):
+        rel = open_release(path)
+        for todo in frames:
+            out = [SCHEMA.empty_table().to_pandas()]
+            for table, file in zip(todo["table"], todo["file"], strict=True):
+                entry = rel.tables[table]
+                parts = {p: _coded(pq.read_table(rel.part_dir(entry["name"], p) / file).to_pandas(), labels) for p in entry["parts"]}  # fmt: skip
+                for i, t in enumerate(terms):
+                    if t.table == table:
+                        key, est = _estimates(entry, parts, t)
+                        out.append(_rows(i, key, np.zeros(len(key)), est))
+            yield pd.concat([o for o in out if len(o)] or out[:1], ignore_index=True)
+
+    return run
+
+
+def _units(release: Release) -> list[tuple[int, str]]:
+    units = []
+    for i, entry in enumerate(release.tables):
+        first = next(iter(entry["parts"]))
+        units += [(i, f.name) for f in sorted(release.part_dir(entry["name"], first).glob("*.parquet"))]  # fmt: skip
+    return units
+
+
+def one_pass_kl(engine, release: Release, loaded, terms: list[Term]) -> float:
+    """The KL divergence in one shuffle (see the module docstring)."""
+    from pyspark.sql import functions as F
+
+    from ..engines.spark.engine import spark_errors, struct_type
+
+    spark, n = engine.spark, float(loaded.rows)
+    labels = {a: list(loaded.dictionaries[a].labels) for a in loaded.names}
+    units = _units(release)
+    unit_df = spark.createDataFrame(spark.sparkContext.parallelize(units, max(1, len(units))), "table int, file string")  # fmt: skip
+    shape = struct_type(SCHEMA)
+    rows = loaded.data.mapInArrow(source_partials(terms), shape).unionByName(unit_df.mapInPandas(release_partials(str(release.path), terms, labels), shape))  # fmt: skip
+    per_key = rows.groupBy("term", "key").agg(F.sum("src").alias("src"), F.sum("est").alias("est"))
+    entropy = F.col("term") == 0
+    x = F.when(entropy, F.col("src")).otherwise(F.col("est"))
+    value = F.col("src") / n * F.log(x / n)
+    with spark_errors("KL divergence"):
+        sums = per_key.where(F.col("src") > 0).groupBy("term").agg(F.sum(value).alias("v")).collect()  # fmt: skip
+    got = {int(r["term"]): float(r["v"] or 0.0) for r in sums}
+    kl = sum(t.sign * got.get(i, 0.0) for i, t in enumerate(terms))
+    covered = {a for entry in release.tables for a in entry["attributes"]}
+    return kl + sum(math.log(loaded.dictionaries[a].size) for a in loaded.names if a not in covered)
