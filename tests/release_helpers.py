@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import yaml
 
@@ -71,3 +72,13 @@ def same_contents(a: dict, b: dict) -> bool:
 def vpub(*args: str) -> list[str]:
     """The command line that runs `vpub ARGS` in a fresh process (this interpreter)."""
     return [sys.executable, "-m", "vpub_spark.cli", *args]
+
+
+def job_table(seed: int, n: int) -> pd.DataFrame:
+    """A small table (age, zip, sex, job) whose job follows age: l-eligible for l <= 4."""
+    rng = np.random.default_rng(seed)
+    age = rng.integers(20, 70, n)
+    return pd.DataFrame({
+        "age": age.astype(str), "zip": rng.integers(10, 40, n).astype(str), "sex": rng.choice(["F", "M"], n),
+        "job": [f"j{x:02d}" for x in (age // 5 + rng.integers(0, 7, n)) % 12],
+    })  # fmt: skip

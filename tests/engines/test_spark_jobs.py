@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from release_helpers import config, write_table
+from release_helpers import config, job_table, write_table
 
 from vpub_spark.engines.spark.engine import csv_header, spark_hash_long
 from vpub_spark.publish.pipeline import publish
@@ -22,14 +22,7 @@ MAX_JOBS = {"uad": 8, "marginals": 8, "rda": 8}
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    rng = np.random.default_rng(3)
-    n = 3000
-    age = rng.integers(20, 70, n)
-    frame = pd.DataFrame({
-        "age": age.astype(str), "zip": rng.integers(10, 40, n).astype(str),
-        "sex": rng.choice(["F", "M"], n), "job": [f"j{x:02d}" for x in (age // 5 + rng.integers(0, 7, n)) % 12],
-    })  # fmt: skip
-    return write_table(frame, tmp_path_factory.mktemp("jobs") / "t")
+    return write_table(job_table(3, 3000), tmp_path_factory.mktemp("jobs") / "t")
 
 
 def _jobs(spark, run, group: str) -> int:

@@ -7,12 +7,10 @@ from __future__ import annotations
 import json
 import shutil
 
-import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from release_helpers import config, write_table
+from release_helpers import config, job_table, write_table
 
 from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.publish.pipeline import publish
@@ -23,14 +21,7 @@ RULES = [{"lhs": ["age", "zip"], "rhs": "job"}]
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    rng = np.random.default_rng(5)
-    n = 4000
-    age = rng.integers(20, 70, n)
-    frame = pd.DataFrame({
-        "age": age.astype(str), "zip": rng.integers(10, 40, n).astype(str),
-        "sex": rng.choice(["F", "M"], n), "job": [f"j{x:02d}" for x in (age // 5 + rng.integers(0, 7, n)) % 12],
-    })  # fmt: skip
-    return write_table(frame, tmp_path_factory.mktemp("dist") / "t")
+    return write_table(job_table(5, 4000), tmp_path_factory.mktemp("dist") / "t")
 
 
 @pytest.fixture(scope="module")

@@ -109,7 +109,8 @@ def run_sizes(bench: BenchScale) -> list[dict]:
     out = Path(bench.out)
     engine, startup = started_engine("spark", bench.spark_conf)
     base = PublishConfig(input_path="", privacy=PrivacySpec("l-diversity", bench.l), rules=RandomRules(bench.c, bench.lhs, bench.seed), method="uad", output_path=str(out / "releases"), seed=bench.seed, engine="spark", overwrite=True)  # fmt: skip
-    warm = generated(bench.name, bench.warm_up_rows, bench.seed, out)  # the JVM's first run, not measured
+    # the JVM's first run, not measured
+    warm = generated(bench.name, bench.warm_up_rows, bench.seed, out)
     publish(replace(base, input_path=str(warm), release_id="warm-up"), engine)
     runs = []
     for n in bench.rows:
