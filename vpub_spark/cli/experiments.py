@@ -180,6 +180,7 @@ def _bench_scale(bn) -> None:
     bk.add_argument("release")
     bk.add_argument("--source", required=True)
     bk.add_argument("--repeat", type=int, default=3)
+    bk.add_argument("--engines", default="inprocess,spark")
     bk.add_argument("--spark-conf", default=None)
     bk.add_argument("--out", default="out/bench-kl")
 
