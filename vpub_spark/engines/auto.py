@@ -17,6 +17,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .base import data_files, detect_format
+
 BASE_BYTES = 300 * 2**20  # the interpreter with its libraries
 BYTES_PER_CELL = 30.0  # measured peak RSS per Parquet cell, in process (README)
 CSV_FACTOR = 15.0  # measured peak RSS per CSV byte, in process (README)
@@ -50,27 +52,19 @@ def available_memory() -> int:
     return max(avail, 0)
 
 
-def _files(path: Path) -> list[Path]:
-    if path.is_file():
-        return [path]
-    return sorted(
-        f for f in path.rglob("*") if f.is_file() and (".csv" in f.name or f.suffix == ".parquet")
-    )
-
-
 def estimated_peak(path: str | Path) -> tuple[int, str]:
     """The in-process engine's estimated peak memory for this input, and how it was read."""
     import pyarrow.parquet as pq
 
-    files = _files(Path(path))
-    parquet = [f for f in files if f.suffix == ".parquet"]
-    if parquet:
+    kind = detect_format(path)
+    files = data_files(path, kind)
+    if kind == "parquet":
         cells = 0
-        for f in parquet:
+        for f in files:
             meta = pq.read_metadata(f)
             cells += meta.num_rows * meta.num_columns
         return BASE_BYTES + int(cells * BYTES_PER_CELL), f"{cells:,} Parquet cells"
-    size = sum(f.stat().st_size for f in files)
+    size = sum(Path(f).stat().st_size for f in files)
     return BASE_BYTES + int(size * CSV_FACTOR), f"{size / 1e6:,.0f} MB of CSV"
 
 

@@ -156,6 +156,23 @@ def detect_format(path: str | Path, fmt: str | None = None) -> Format:
     raise SpecError(f"{p}: no .csv or .parquet files found (set input.format to say which)")
 
 
+def data_files(path: str | Path, kind: Format) -> list[str]:
+    """The data files of an input: the file itself, or a directory's `.csv` / `.csv.gz`
+    or `.parquet` files (names starting with `_` or `.` left out), sorted."""
+    p = Path(path)
+    if p.is_file():
+        return [str(p)]
+    ext = (".csv", ".csv.gz") if kind == "csv" else (".parquet",)
+    files = sorted(
+        str(f)
+        for f in p.rglob("*")
+        if f.is_file() and f.name.endswith(ext) and not f.name.startswith(("_", "."))
+    )
+    if not files:
+        raise DataError(f"{path}: no {kind} files")
+    return files
+
+
 def plan_encoding(
     spec: TableSpec, raw_counts: Mapping[str, Mapping[str, int]], rows: int, rows_missing: int
 ) -> tuple[EncodingPlan, dict[str, Dictionary], dict[str, np.ndarray]]:

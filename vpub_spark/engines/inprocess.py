@@ -12,9 +12,9 @@ from ..encoding import encode_batch, raw_value_counts
 from ..errors import DataError
 from ..model import TableSpec
 from .base import (
-    Format,
     LoadedTable,
     check_columns,
+    data_files,
     detect_format,
     encoding_error,
     plan_encoding,
@@ -26,7 +26,7 @@ def read_arrow(path: str, spec: TableSpec, fmt: str | None = None) -> pa.Table:
     """The spec's source columns; CSV is read as strings, like the Spark engine does.
     A file that cannot be read (corrupt, not `spec.encoding`) is a one-line error."""
     kind = detect_format(path, fmt)
-    files = _files(path, kind)
+    files = data_files(path, kind)
     cols = sorted({a.column for a in spec.attributes})
     if kind == "csv":
         tables = [_read_csv(f, spec, cols, path) for f in files]
@@ -69,21 +69,6 @@ def _broken_parquet(files: list[str], error: Exception) -> DataError:
         except (pa.ArrowException, OSError) as e:
             return unreadable(f, e)
     return unreadable(files[0] if len(files) == 1 else Path(files[0]).parent, error)
-
-
-def _files(path: str, kind: Format) -> list[str]:
-    p = Path(path)
-    if p.is_file():
-        return [str(p)]
-    ext = (".csv", ".csv.gz") if kind == "csv" else (".parquet",)
-    files = sorted(
-        str(f)
-        for f in p.rglob("*")
-        if f.is_file() and f.name.endswith(ext) and not f.name.startswith(("_", "."))
-    )
-    if not files:
-        raise DataError(f"{path}: no {kind} files")
-    return files
 
 
 class InProcessEngine:

@@ -66,10 +66,10 @@ def _java_children() -> list[str]:
     me, out = str(__import__("os").getpid()), []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            fields = stat.read_text().split(") ")[-1].split()
-            comm = stat.read_text().split("(", 1)[1].split(")", 1)[0]
+            text = stat.read_text()
         except OSError:
             continue
+        fields, comm = text.split(") ")[-1].split(), text.split("(", 1)[1].split(")", 1)[0]
         if fields[1] == me and comm == "java":
             out.append(stat.parent.name)
     return out

@@ -17,7 +17,6 @@ table spec the manifest records.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -32,10 +31,12 @@ from ..model import PublishedTable, Schema
 from ..rules import parse_rules
 from .checks import AuditReport, Checker, SourceCounts, difference, labels
 from .distributed import (
+    checksums_agree,
     combined_checks,
     file_group_ranges,
     groups_apart,
     is_unit_kind,
+    sha256_of,
     summaries,
 )
 from .kinds import table_kind
@@ -265,28 +266,13 @@ def _table_checks(
 
 
 def _checksum_checks(rel: Release, name: str, entry: dict, check: Checker) -> None:
-    """Every part's files on disk are exactly those the manifest lists, byte for byte
-    (SHA-256): a part edited after the commit is refused without the source."""
-    for part, meta in (entry.get("parts") or {}).items():
-        listed = meta.get("sha256") or {}
+    """The SHA-256 of every part's files on disk against the manifest's."""
+    digests = {}
+    for part in entry.get("parts") or {}:
         directory = rel.part_dir(name, part)
-        on_disk = (
-            {f.name: f for f in sorted(directory.glob("*.parquet"))} if directory.is_dir() else {}
-        )
-        changed = sorted(n for n, f in on_disk.items() if listed.get(n) != _sha256(f))
-        unlisted = sorted(set(listed) - set(on_disk))
-        ok = bool(listed) and not changed and not unlisted
-        detail = (
-            f"{len(listed)} file(s) as committed"
-            if ok
-            else f"changed or unlisted: {changed}; missing: {unlisted}"
-        )
-        check(f"{name}/{part}: checksums", ok, detail if listed else "no checksums recorded")
-
-
-def _sha256(path: Path) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
+        files = sorted(directory.glob("*.parquet")) if directory.is_dir() else []
+        digests[part] = {f.name: sha256_of(f) for f in files}
+    checksums_agree(entry, name, digests, check)
 
 
 def _source_checks(rel: Release, tables: list[PublishedTable], source: str, check: Checker, engine: Engine | None = None) -> None:  # fmt: skip

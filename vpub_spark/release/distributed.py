@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
@@ -79,17 +81,15 @@ def _unit(rel: Release, entry: dict, file: str, l: int) -> dict:
         f = rel.part_dir(t.name, part) / file
         if not f.is_file():
             return {"error": f"{t.name}/{part}/{file}: missing (the other parts have it)"}
-        with open(f, "rb") as handle:
-            sha[part] = hashlib.file_digest(handle, "sha256").hexdigest()
+        sha[part] = sha256_of(f)
     try:
         table_kind(t.kind).check(view, entry, t, l, -1, report.check)
         groups = view.read(t.name, first, columns=[GROUP])[GROUP]
     except (pa.ArrowException, KeyError, OSError) as e:
         return {"error": f"{t.name}/{file}: unreadable ({e})", "sha256": sha}
-    low, high = pc.min(groups).as_py(), pc.max(groups).as_py()
     rows = _rows(view, t, entry)
     checks = [(c.name, c.ok, c.detail) for c in report.checks if not c.name.endswith(COVERS)]
-    return {"checks": checks, "rows": rows, "groups": [low, high], "sha256": sha}
+    return {"checks": checks, "rows": rows, "groups": group_range(groups), "sha256": sha}
 
 
 def _rows(view: _FileView, t: PublishedTable, entry: dict) -> int:
@@ -132,7 +132,8 @@ def combined_checks(entry: dict, name: str, rows: int, found: list[dict], check:
     total = sum(u["rows"] for u in found)
     check(f"{name}: {COVERS}", total == rows, f"{len(found)} file(s) hold {total} of {rows} rows")
     groups_apart(name, [u["groups"] for u in found], check)
-    _checksums(entry, name, found, check)
+    digests = {part: {u["file"]: u["sha256"].get(part) for u in found} for part in entry.get("parts") or {}}  # fmt: skip
+    checksums_agree(entry, name, digests, check)
 
 
 def groups_apart(name: str, ranges: list, check: Checker) -> None:
@@ -149,20 +150,30 @@ def file_group_ranges(rel: Release, entry: dict) -> list[list]:
     first = next(iter(entry["parts"]))
     out = []
     for f in sorted(rel.part_dir(entry["name"], first).glob("*.parquet")):
-        groups = pq.read_table(f, columns=[GROUP])[GROUP]
-        out.append([pc.min(groups).as_py(), pc.max(groups).as_py()])
+        out.append(group_range(pq.read_table(f, columns=[GROUP])[GROUP]))
     return out
 
 
-def _checksums(entry: dict, name: str, found: list[dict], check: Checker) -> None:
+def checksums_agree(entry: dict, name: str, digests: Mapping[str, Mapping[str, str | None]], check: Checker) -> None:  # fmt: skip
+    """Per part, the files found (`digests`: part -> file -> SHA-256) are exactly those
+    the manifest lists, byte for byte: a part edited after the commit is refused."""
     for part, meta in (entry.get("parts") or {}).items():
-        listed = meta.get("sha256") or {}
-        on_disk = {u["file"]: u["sha256"].get(part) for u in found}
+        listed, on_disk = meta.get("sha256") or {}, digests.get(part, {})
         changed = sorted(f for f, digest in on_disk.items() if listed.get(f) != digest)
         unlisted = sorted(set(listed) - set(on_disk))
         ok = bool(listed) and not changed and not unlisted
         detail = f"{len(listed)} file(s) as committed" if ok else f"changed or unlisted: {changed}; missing: {unlisted}"  # fmt: skip
         check(f"{name}/{part}: checksums", ok, detail if listed else "no checksums recorded")
+
+
+def sha256_of(path: Path) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def group_range(groups: pa.ChunkedArray) -> list:
+    """[min, max] of a file's group ids."""
+    return [pc.min(groups).as_py(), pc.max(groups).as_py()]
 
 
 def is_unit_kind(kind: str) -> bool:

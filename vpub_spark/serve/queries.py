@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..statdb.db import StatDB
+from ..statdb.db import StatDB, label_text, range_text
 
 
 class Bad(Exception):
@@ -27,18 +27,19 @@ def where_of(body: dict, db: StatDB) -> str:
     for a, bounds in ranges.items():
         if not (isinstance(bounds, list) and len(bounds) == 2):
             raise Bad(f"ranges.{a} must be [low, high]", f"ranges.{a}")
-        parts.append(f"{a} in ({', '.join(_quoted(v) for v in _span(db, a, bounds))})")
+        lo, hi = _span(db, a, bounds)  # checks the attribute before its domain is read
+        parts.append(range_text(a, db.domains[a], lo, hi))
     chosen = body.get("sensitive")
     if chosen is not None:
         if not isinstance(chosen, list) or not chosen:
             raise Bad("sensitive must be a non-empty list of labels", "sensitive")
-        parts.append(f"{db.sensitive} in ({', '.join(_quoted(str(v)) for v in chosen)})")
+        parts.append(f"{db.sensitive} in ({', '.join(label_text(str(v)) for v in chosen)})")
     if not parts:
         raise Bad("give where, or ranges and/or sensitive", "where")
     return " and ".join(parts)
 
 
-def _span(db: StatDB, a: str, bounds: list) -> list[str]:
+def _span(db: StatDB, a: str, bounds: list) -> tuple[int, int]:
     if a not in db.qi:
         raise Bad(f"{a} is not a QI attribute of this store ({', '.join(db.qi)})", f"ranges.{a}")
     labels = db.domains[a]
@@ -48,8 +49,4 @@ def _span(db: StatDB, a: str, bounds: list) -> list[str]:
         raise Bad(f"ranges.{a}: {bounds} are not both labels of {a}", f"ranges.{a}") from None
     if lo > hi:
         raise Bad(f"ranges.{a}: {bounds} is an empty range", f"ranges.{a}")
-    return labels[lo : hi + 1]
-
-
-def _quoted(v: str) -> str:
-    return f"'{v}'" if "'" not in v else f'"{v}"'
+    return lo, hi

@@ -101,13 +101,15 @@ def parse_query(meta: dict, where: str) -> Query:
     return Query(ranges, frozenset(chosen))
 
 
-def _label(value: str) -> str:
+def label_text(value: str) -> str:
+    """A label as the `--where` grammar reads it: bare, or quoted when it holds a space,
+    comma, parenthesis or quote."""
     if re.fullmatch(r"[^\s,()'\"]+", value):
         return value
     return f"'{value}'" if "'" not in value else f'"{value}"'
 
 
-def _range_text(a: str, labels: list[str], lo: int, hi: int) -> str:
+def range_text(a: str, labels: list[str], lo: int, hi: int) -> str:
     """`a between x and y` where the labels are numbers in increasing order (what
     `between` compares), else the range's labels as `a in (...)`."""
     try:
@@ -116,14 +118,14 @@ def _range_text(a: str, labels: list[str], lo: int, hi: int) -> str:
         numbers = []
     if numbers and all(x < y for x, y in zip(numbers, numbers[1:], strict=False)):
         return f"{a} between {labels[lo]} and {labels[hi]}"
-    return f"{a} in ({', '.join(_label(v) for v in labels[lo : hi + 1])})"
+    return f"{a} in ({', '.join(label_text(v) for v in labels[lo : hi + 1])})"
 
 
 def where_text(meta: dict, query: Query) -> str:
     """A Query as `--where` text in the store's labels (`parse_query` reads it back)."""
     d, s = meta["domains"], str(meta["sensitive"])
-    parts = [_range_text(a, d[a], lo, hi) for a, (lo, hi) in query.ranges.items()]
-    chosen = ", ".join(_label(d[s][v]) for v in sorted(query.sensitive))
+    parts = [range_text(a, d[a], lo, hi) for a, (lo, hi) in query.ranges.items()]
+    chosen = ", ".join(label_text(d[s][v]) for v in sorted(query.sensitive))
     return " and ".join([*parts, f"{s} in ({chosen})"])
 
 

@@ -75,21 +75,22 @@ class ProjectionModel:
     def rows(self) -> int:
         return int(self.counts[COUNT].sum())
 
+    def estimates(self, cols: list[str]) -> pd.DataFrame:
+        """EST at every combination of `cols` the table holds."""
+        return self.counts.groupby(cols, sort=False)[COUNT].sum().rename(EST).reset_index()
+
     def marginal(self, keys: pd.DataFrame) -> np.ndarray:
         cols = list(keys.columns)
         if not cols:
             return np.full(len(keys), float(self.rows()))
-        return _at(
-            keys, self.counts.groupby(cols, sort=False)[COUNT].sum().rename(EST).reset_index(), cols
-        )
+        return _at(keys, self.estimates(cols), cols)
 
     def count(self, query: Query) -> float:
         return float(self.counts.loc[mask(self.counts, query), COUNT].sum())
 
     @cached_property
     def joint(self) -> pd.DataFrame:
-        cols = list(self.attributes)
-        return self.counts.groupby(cols, sort=False)[COUNT].sum().rename(EST).reset_index()
+        return self.estimates(list(self.attributes))
 
     @classmethod
     def from_parts(cls, entry: dict, parts: Mapping[str, pd.DataFrame], domains) -> ProjectionModel:
@@ -140,16 +141,28 @@ class AnatomyModel:
         share = self.st.join(size, on=GROUP)
         return share.assign(w=share[COUNT] / share["size"])[[GROUP, self.sensitive, "w"]]
 
+    def _per_q(self, q: list[str]) -> pd.DataFrame:
+        """n_g(x_q): the QIT's rows per group and combination of `q`."""
+        return self.qit.groupby([GROUP, *q], sort=False).size().rename("n").reset_index()
+
+    def estimates(self, cols: list[str]) -> pd.DataFrame:
+        """EST = sum_g n_g(x_q) c_g(s) / |g| at every combination of `cols` the groups
+        give (without the sensitive attribute: the QIT's counts)."""
+        q = [c for c in cols if c != self.sensitive]
+        per_q = self._per_q(q)
+        if self.sensitive not in cols:
+            return per_q.groupby(q, sort=False)["n"].sum().rename(EST).reset_index()
+        j = per_q.merge(self.share, on=GROUP)
+        return _summed(j["n"] * j["w"], j, cols)
+
     def marginal(self, keys: pd.DataFrame) -> np.ndarray:
         cols = list(keys.columns)
         if not cols:
             return np.full(len(keys), float(self.rows()))
-        q = [c for c in cols if c != self.sensitive]
-        per_q = self.qit.groupby([GROUP, *q], sort=False).size().rename("n").reset_index()
         if self.sensitive not in cols:
-            return _at(
-                keys, per_q.groupby(q, sort=False)["n"].sum().rename(EST).reset_index(), cols
-            )
+            return _at(keys, self.estimates(cols), cols)
+        q = [c for c in cols if c != self.sensitive]
+        per_q = self._per_q(q)
         needed = keys.drop_duplicates()
         joined = needed.merge(per_q, on=q, how="inner") if q else needed.merge(per_q, how="cross")
         joined = joined.merge(self.share, on=[GROUP, self.sensitive], how="inner")
@@ -169,9 +182,7 @@ class AnatomyModel:
     @cached_property
     def joint(self) -> pd.DataFrame:
         """Every QI combination of a group with every sensitive value of it."""
-        per_q = self.qit.groupby([GROUP, *self.qi], sort=False).size().rename("n").reset_index()
-        j = per_q.merge(self.share, on=GROUP)
-        return _summed(j["n"] * j["w"], j, list(self.attributes))
+        return self.estimates(list(self.attributes))
 
     @classmethod
     def from_parts(cls, entry: dict, parts: Mapping[str, pd.DataFrame], domains) -> AnatomyModel:

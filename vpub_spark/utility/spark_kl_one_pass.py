@@ -22,9 +22,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..release.layout import COUNT, GROUP
+from ..release.kinds import table_kind
 from ..release.reader import Release
+from .codes import EST
 from .junction import junction_tree
+from .models import AnatomyModel, ProjectionModel
 
 SCHEMA = pa.schema([("term", pa.int32()), ("key", pa.int64()), ("src", pa.int64()), ("est", pa.float64())])  # fmt: skip
 KINDS = ("anatomy", "projection")
@@ -94,35 +96,9 @@ def source_partials(terms: list[Term]):
     return run
 
 
-def _coded(frame: pd.DataFrame, labels: dict[str, list[str]]) -> pd.DataFrame:
-    """Label columns as the source's codes (unknown labels: -1, they match no row)."""
-    out = frame.copy()
-    for c in frame.columns:
-        if c in labels:
-            out[c] = pd.Categorical(frame[c].astype(str), categories=labels[c]).codes.astype(np.int64)  # fmt: skip
-    return out
-
-
-def _estimates(entry: dict, parts: dict[str, pd.DataFrame], term: Term) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """The table's estimate at every key of `term` that this file set holds."""
-    cols = list(term.cols)
-    if entry.get("sensitive") is None:
-        frame = parts["counts"]
-        est = frame.groupby(cols, sort=False)[COUNT].sum().reset_index()
-    else:
-        s, qit, st = entry["sensitive"], parts["qit"], parts["st"]
-        q = [c for c in cols if c != s]
-        per_q = qit.groupby([GROUP, *q], sort=False).size().rename("n").reset_index()
-        if s in cols:
-            share = st.assign(w=st[COUNT] / st.groupby(GROUP)[COUNT].transform("sum"))
-            per_q = per_q.merge(share[[GROUP, s, "w"]], on=GROUP)
-            per_q["n"] = per_q["n"] * per_q["w"]
-        est = per_q.groupby(cols, sort=False)["n"].sum().rename(COUNT).reset_index()
-    return _keys(est, term), est[COUNT].to_numpy(np.float64)
-
-
 def release_partials(path: str, terms: list[Term], labels: dict[str, list[str]]):
-    """mapInPandas over (table, file) units: each file set's estimates per term."""
+    """mapInPandas over (table, file) units: each file set's estimates per term, by the
+    table kind's own estimate model (`estimates`) on that file set's parts."""
     from ..release.reader import open_release
 
     def run(frames):
@@ -131,11 +107,13 @@ def release_partials(path: str, terms: list[Term], labels: dict[str, list[str]])
             out = [SCHEMA.empty_table().to_pandas()]
             for table, file in zip(todo["table"], todo["file"], strict=True):
                 entry = rel.tables[table]
-                parts = {p: _coded(pq.read_table(rel.part_dir(entry["name"], p) / file).to_pandas(), labels) for p in entry["parts"]}  # fmt: skip
+                parts = {p: pq.read_table(rel.part_dir(entry["name"], p) / file).to_pandas() for p in entry["parts"]}  # fmt: skip
+                model = table_kind(entry["kind"]).model(entry, parts, labels)  # in source codes
+                assert isinstance(model, AnatomyModel | ProjectionModel)  # KINDS
                 for i, t in enumerate(terms):
                     if t.table == table:
-                        key, est = _estimates(entry, parts, t)
-                        out.append(_rows(i, key, np.zeros(len(key)), est))
+                        est = model.estimates(list(t.cols))
+                        out.append(_rows(i, _keys(est, t), np.zeros(len(est)), est[EST].to_numpy(np.float64)))  # fmt: skip
             yield pd.concat([o for o in out if len(o)] or out[:1], ignore_index=True)
 
     return run
