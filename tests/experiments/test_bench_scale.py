@@ -23,8 +23,12 @@ def test_bench_scale_measures_fits_and_predicts(tmp_path, spark_engine):
 
 def test_bench_kl_agrees_across_engines(tmp_path, spark_engine):
     bench_scale(BenchScale(rows=(20_000,), warm_up_rows=10_000, out=str(tmp_path), figure=str(tmp_path / "m.png")))  # fmt: skip
-    r = bench_kl(BenchKl(str(tmp_path / "releases" / "sal-20000"), str(tmp_path / "sal-20000" / "data"), repeat=1, out=str(tmp_path / "kl")))  # fmt: skip
-    only = bench_kl(BenchKl(str(tmp_path / "releases" / "sal-20000"), str(tmp_path / "sal-20000" / "data"), repeat=1, engines=("inprocess",), out=str(tmp_path / "kl")))  # fmt: skip
-    assert "spark one shuffle" not in only and only["inprocess"]["kl"] == pytest.approx(r["inprocess"]["kl"])  # fmt: skip
-    kls = [r[name]["kl"] for name in ("inprocess", "spark one shuffle", "spark per term")]
-    assert kls == pytest.approx([kls[0]] * 3, rel=1e-9) and all(r[n]["median_s"] > 0 for n in ("inprocess", "spark one shuffle"))  # fmt: skip
+    rel, src = str(tmp_path / "releases" / "sal-20000"), str(tmp_path / "sal-20000" / "data")
+    r = bench_kl(BenchKl(rel, src, repeat=1, queries=200, out=str(tmp_path / "kl")))
+    only = bench_kl(BenchKl(rel, src, repeat=1, queries=200, engines=("inprocess",), out=str(tmp_path / "kl")))  # fmt: skip
+    assert not any("spark" in k for k in only) and only["kl in process"]["value"] == pytest.approx(r["kl in process"]["value"])  # fmt: skip
+    kls = [r[k]["value"] for k in r if k.startswith("kl")]
+    assert len(kls) == 4 and kls == pytest.approx([kls[0]] * 4, rel=1e-9)
+    # the same 200 queries with the same exact answers, drawn and counted on either engine
+    assert r["workload spark"]["value"] == r["workload in process"]["value"] and len(r["workload spark"]["value"]) == 200  # fmt: skip
+    assert all(r[k]["median_s"] > 0 for k in r if k.startswith(("kl", "workload")))

@@ -54,8 +54,8 @@ def test_spark_kl_equals_inprocess_kl(spark_engine, sal, tmp_path):
     from vpub_spark.release.reader import open_release
     from vpub_spark.utility.evaluate import load_release_and_source
     from vpub_spark.utility.kl import kl_divergence
-    from vpub_spark.utility.spark_kl import per_term_kl, spark_kl
-    from vpub_spark.utility.spark_kl_one_pass import one_pass_terms
+    from vpub_spark.utility.spark_kl import broadcast_kl, per_term_kl
+    from vpub_spark.utility.spark_kl_one_pass import one_pass_kl, one_pass_terms
 
     for method in ("uad", "gd"):
         result = publish(config(sal, tmp_path / method, RULES, 5, method=method), InProcessEngine())
@@ -63,6 +63,19 @@ def test_spark_kl_equals_inprocess_kl(spark_engine, sal, tmp_path):
         expected = kl_divergence(models, src, domains)
         path, spec = resolve_input(sal, None)
         rel, loaded = open_release(result.path), spark_engine.load(path, spec)
-        assert one_pass_terms(rel, loaded) is not None  # the one-shuffle form applies
-        for kl in (spark_kl, per_term_kl):
-            assert kl(spark_engine, rel, loaded) == pytest.approx(expected, rel=1e-9, abs=1e-9)
+        terms = one_pass_terms(rel, loaded)
+        assert terms is not None  # the one-shuffle form applies
+        got = [one_pass_kl(spark_engine, rel, loaded, terms)] + [kl(spark_engine, rel, loaded) for kl in (broadcast_kl, per_term_kl)]  # fmt: skip
+        assert got == pytest.approx([expected] * 3, rel=1e-9, abs=1e-9)
+
+
+def test_spark_utility_equals_inprocess_utility(spark_engine, sal, tmp_path):
+    """`vpub utility --engine spark`: the same KL, workload and errors as in process."""
+    from vpub_spark.utility.evaluate import evaluate
+    from vpub_spark.utility.spark_workload import spark_utility
+
+    result = publish(config(sal, tmp_path / "u", RULES, 5), InProcessEngine())
+    here = evaluate(str(result.path), str(sal / "data"), 2, 0.3, 150, 4)
+    there = spark_utility(spark_engine, str(result.path), str(sal / "data"), 2, 0.3, 150, 4)
+    assert there.kl == pytest.approx(here.kl, rel=1e-9)
+    assert (there.mean_relative_error, there.median_relative_error, there.queries, there.redrawn) == (here.mean_relative_error, here.median_relative_error, here.queries, here.redrawn)  # fmt: skip

@@ -11,6 +11,7 @@ from release_helpers import RULES_1_3, TABLE1, publish_inprocess, write_table
 
 from vpub_spark.kernels.anatomy import anatomize
 from vpub_spark.release.reader import open_release
+from vpub_spark.utility import queries
 from vpub_spark.utility.codes import to_codes
 from vpub_spark.utility.junction import estimate_rows
 from vpub_spark.utility.kl import kl_divergence
@@ -244,3 +245,31 @@ def test_query_estimates_equal_the_model_summed_over_the_domain(case, qseed):
             inside &= cells[a].isin(list(vals)).to_numpy()
         assert est.count(q) == pytest.approx(len(frame) * p_est[inside].sum(), abs=1e-9)
         assert shortcut.count(q) == pytest.approx(len(frame) * p_est[inside].sum(), abs=1e-9)
+
+
+def _one_at_a_time(frame, domains, qd, p, size, seed):
+    """The workload as drawn before cubes: one candidate drawn and counted at a time."""
+    rng, out, redrawn = np.random.default_rng(seed), [], 0
+    while len(out) < size:
+        q = queries._draw(rng, list(frame.columns), domains, qd, p)
+        act = int(queries.mask(frame, q).sum())
+        if act:
+            out.append((q, act))
+        else:
+            redrawn += 1
+    return out, redrawn
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=small_tables(), qd=st.integers(1, 4), p=st.sampled_from([0.2, 0.5, 1.0]), seed=st.integers(0, 99), cells=st.sampled_from([1, 1 << 22]))  # fmt: skip
+def test_workload_by_cubes_equals_drawing_and_counting_one_at_a_time(case, qd, p, seed, cells):
+    """Contingency cubes (and the per-query fallback for sets over CUBE_CELLS) give every
+    query's exact count, and batched draws the same queries as drawing one at a time."""
+    frame, _ = case
+    domains = {a: [str(i) for i in range(int(frame[a].max()) + 2)] for a in frame.columns}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(queries, "CUBE_CELLS", cells)
+        wl = workload(frame, domains, qd, p, 25, seed)
+    expected, redrawn = _one_at_a_time(frame, domains, qd, p, 25, seed)
+    assert list(zip(wl.queries, wl.actual.tolist(), strict=True)) == expected and wl.redrawn == redrawn  # fmt: skip
+    assert all(exact_count(frame, q) == a for q, a in zip(wl.queries, wl.actual, strict=True))

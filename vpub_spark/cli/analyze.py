@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 from ..errors import SpecError
@@ -12,7 +11,6 @@ from ..report import console
 from ..utility.evaluate import evaluate, load_release_and_source
 from ..utility.queries import estimate_count, exact_count
 from ..utility.release_models import release_models
-from ..utility.spark_kl import release_kl_on_spark
 from ..utility.where import parse_where
 from .common import engine_of, engine_options
 
@@ -37,20 +35,16 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def cmd_utility(args: argparse.Namespace) -> int:
-    if args.engine == "spark":  # KL with Spark joins and aggregates; queries in process
+    if args.engine == "spark":  # the source read and counted by Spark
+        from ..utility.spark_workload import spark_utility
+
         engine = engine_of(args)
-        with console.status("KL divergence with Spark ..."):
-            t0 = time.perf_counter()
-            kl = release_kl_on_spark(engine, args.release, args.source)
-        console.print(
-            f"KL divergence: [bold]{kl:.4f}[/bold] nats (Spark, {time.perf_counter() - t0:.1f} s)"
-        )
-        if args.queries == 0:
-            return 0
-    with console.status("estimating KL divergence and the query workload ..."):
-        u = evaluate(args.release, args.source, args.qd, args.p, max(args.queries, 1), args.seed)
-    if args.engine != "spark":
-        console.print(f"KL divergence: [bold]{u.kl:.4f}[/bold] nats ({u.kl_seconds:.1f} s)")
+        with console.status("KL divergence and the workload's exact answers with Spark ..."):
+            u = spark_utility(engine, args.release, args.source, args.qd, args.p, max(args.queries, 1), args.seed)  # fmt: skip
+    else:
+        with console.status("estimating KL divergence and the query workload ..."):
+            u = evaluate(args.release, args.source, args.qd, args.p, max(args.queries, 1), args.seed)  # fmt: skip
+    console.print(f"KL divergence: [bold]{u.kl:.4f}[/bold] nats ({u.kl_seconds:.1f} s, {args.engine or 'inprocess'})")  # fmt: skip
     console.print(
         f"relative error over {u.queries:,} queries (qd = {args.qd}, p = {args.p:.0%}, seed {args.seed}): "
         f"mean [bold]{u.mean_relative_error:.4f}[/bold], median {u.median_relative_error:.4f} "

@@ -176,11 +176,15 @@ def _bench_scale(bn) -> None:
     bs.add_argument("--executors", type=int, default=100)
     bs.add_argument("--spark-conf", default=None)
     bs.add_argument("--out", default="out/bench-scale")
-    bk = bn.add_parser("kl", help="a release's KL divergence in process and on Spark (one shuffle, per term)")  # fmt: skip
+    bk = bn.add_parser("kl", help="a release's KL divergence and a workload's exact answers, in process and on Spark")  # fmt: skip
     bk.add_argument("release")
     bk.add_argument("--source", required=True)
     bk.add_argument("--repeat", type=int, default=3)
     bk.add_argument("--engines", default="inprocess,spark")
+    bk.add_argument("--queries", type=int, default=1000)
+    bk.add_argument("--qd", type=int, default=3)
+    bk.add_argument("--p", type=float, default=0.4)
+    bk.add_argument("--seed", type=int, default=0)
     bk.add_argument("--spark-conf", default=None)
     bk.add_argument("--out", default="out/bench-kl")
 

@@ -21,13 +21,21 @@ from ..report import audit_table, console, progress_step, publish_summary
 from .common import engine_of, engine_options
 
 
+def _local(path: str) -> str:
+    """An input on an object store is downloaded first (once per process), so the engine
+    choice sees its size."""
+    from ..release.objectstore import is_remote, local_input
+
+    return str(local_input(path)) if is_remote(path) else path
+
+
 def cmd_publish(args: argparse.Namespace) -> int:
     cfg = with_overrides(
         load_config(args.config), l=args.l, m=args.m, state=args.state, overwrite=args.overwrite, wait_s=args.wait, sign_key=args.sign_key,
         input_path=args.input, table=args.table, output_path=args.out, release_id=args.release_id,
         engine=args.engine, seed=args.seed, partitions=args.partitions, spark=args.spark_conf,
     )  # fmt: skip
-    engine, why = engine_for(cfg.engine, SparkSettings.load(cfg.spark), cfg.input_path)
+    engine, why = engine_for(cfg.engine, SparkSettings.load(cfg.spark), _local(cfg.input_path))
     cfg = replace(cfg, engine=engine.name)
     letter = "m" if cfg.privacy.model == "m-invariance" else "l"
     console.print(

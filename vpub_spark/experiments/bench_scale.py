@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -120,7 +121,7 @@ def run_sizes(bench: BenchScale) -> list[dict]:
             t0 = time.perf_counter()
             r = publish(cfg, engine)
             wall = time.perf_counter() - t0
-        files, size = _sizes(r.path)
+        files, size = _sizes(Path(r.path))
         run = {"rows": n, "wall_s": wall, "steps_s": {k: r.timings.get(k, 0.0) for k in STEPS}, "partitions": r.manifest["partitions"], "files": files, "bytes": size, "python_peak_bytes": peak.python, "jvm_peak_bytes": peak.jvm, "startup_s": startup}  # fmt: skip
         console.print(f"{n:>12,} rows: {wall:6.1f} s; " + ", ".join(f"{k} {v:.1f}" for k, v in run["steps_s"].items()) + f"; driver Python peak {peak.python / 2**20:,.0f} MiB, local JVM peak {peak.jvm / 2**20:,.0f} MiB; {run['partitions']} partitions, {files} files, {size / 2**20:,.0f} MiB")  # fmt: skip
         runs.append(run)
@@ -192,54 +193,90 @@ def bench_scale(bench: BenchScale) -> dict:
 
 @dataclass(frozen=True)
 class BenchKl:
-    """`vpub bench kl`: the KL divergence of one release in process and on Spark (one
-    shuffle, and the former one aggregate per term); medians of `repeat` warm runs."""
+    """`vpub bench kl`: a release's KL divergence and the exact answers of a query
+    workload (`queries` of dimension `qd`, value share `p`), in process and on Spark (KL:
+    the release in every task, one shuffle, one aggregate per term); medians of `repeat`
+    warm runs."""
 
     release: str
     source: str
     repeat: int = 3
     engines: tuple[str, ...] = ("inprocess", "spark")
+    queries: int = 1000
+    qd: int = 3
+    p: float = 0.4
+    seed: int = 0
     spark_conf: str | None = None
     out: str = "out/bench-kl"
 
 
-def bench_kl(bench: BenchKl) -> dict:
-    """The source is read once per engine, outside the timed runs."""
+def _median(runs) -> dict:
     import statistics
 
+    return {"value": runs[0][0], "median_s": statistics.median(t for _, t in runs)}
+
+
+def bench_kl(bench: BenchKl) -> dict:
+    """The source is read once per engine, outside the timed runs; the workloads of both
+    engines are checked equal."""
     from ..utility.evaluate import load_release_and_source
     from ..utility.kl import kl_divergence
+    from ..utility.queries import workload
     from .common import timed
 
     _, models, domains, src = load_release_and_source(bench.release, bench.source)
     results: dict = {"release": Path(bench.release).name, "rows": len(src), "repeat": bench.repeat}
-    inproc = [timed(lambda: kl_divergence(models, src, domains)) for _ in range(bench.repeat)]
-    results["inprocess"] = {"kl": inproc[0][0], "median_s": statistics.median(t for _, t in inproc)}
+    runs: dict[str, Callable[[], object]] = {
+        "kl in process": lambda: kl_divergence(models, src, domains)
+    }
+    runs["workload in process"] = lambda: _answers(workload(src, domains, bench.qd, bench.p, bench.queries, bench.seed))  # fmt: skip
+    if "inprocess" in bench.engines:
+        results |= {
+            name: _median([timed(run) for _ in range(bench.repeat)]) for name, run in runs.items()
+        }
     if "spark" in bench.engines:
         results |= _spark_kl_runs(bench)
-    for name in [k for k in ("inprocess", "spark one shuffle", "spark per term") if k in results]:
-        console.print(f"{name}: KL {results[name]['kl']:.6f} nats, median {results[name]['median_s']:.2f} s of {bench.repeat}")  # fmt: skip
+    for name in [k for k in results if k.startswith(("kl", "workload"))]:
+        value = results[name]["value"]
+        shown = f"KL {value:.6f} nats" if name.startswith("kl") else f"{len(value):,} answers summing to {sum(value):,}"  # fmt: skip
+        console.print(
+            f"{name}: {shown}, median {results[name]['median_s']:.2f} s of {bench.repeat}"
+        )
     out = Path(bench.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{results['release']}.json").write_text(json.dumps(results, indent=2))
     return results
 
 
+def _answers(wl) -> list[int]:
+    return [int(a) for a in wl.actual]
+
+
 def _spark_kl_runs(bench: BenchKl) -> dict:
     """The Spark runs of `bench_kl`: the source read and cached first, untimed."""
-    import statistics
-
     from ..release.reader import open_release
     from ..tablespec import table_spec_from_dict
-    from ..utility.spark_kl import per_term_kl, spark_kl
+    from ..utility.codes import recoding
+    from ..utility.queries import draw_workload
+    from ..utility.release_models import release_models
+    from ..utility.spark_kl import broadcast_kl, per_term_kl
+    from ..utility.spark_kl_one_pass import one_pass_kl, one_pass_terms
+    from ..utility.spark_workload import spark_counts
     from .common import timed
 
     engine, _ = started_engine("spark", bench.spark_conf)
     rel = open_release(bench.release)
     loaded = engine.persist(engine.load(bench.source, table_spec_from_dict(rel.manifest["source"]["table_spec"])))  # fmt: skip
     loaded.data.count()  # read and cached outside the timed runs
-    out = {}
-    for name, kl in (("spark one shuffle", spark_kl), ("spark per term", per_term_kl)):
-        runs = [timed(partial(kl, engine, rel, loaded)) for _ in range(bench.repeat)]
-        out[name] = {"kl": runs[0][0], "median_s": statistics.median(t for _, t in runs)}
-    return out
+    _, domains = release_models(rel)
+    domains |= {a: list(loaded.dictionaries[a].labels) for a in loaded.names if a not in domains}
+    sizes, luts = {a: len(domains[a]) for a in loaded.names}, recoding(loaded, domains)
+    terms = one_pass_terms(rel, loaded)
+    runs: dict[str, Callable[[], object]] = {
+        "kl spark, release in every task": partial(broadcast_kl, engine, rel, loaded)
+    }
+    if terms is not None:
+        runs["kl spark, one shuffle"] = partial(one_pass_kl, engine, rel, loaded, terms)
+    runs["kl spark, per term"] = partial(per_term_kl, engine, rel, loaded)
+    runs["workload spark"] = lambda: _answers(draw_workload(list(loaded.names), domains, bench.qd, bench.p, bench.queries, bench.seed, spark_counts(loaded, luts, sizes)))  # fmt: skip
+    return {name: _median([timed(run) for _ in range(bench.repeat)]) for name, run in runs.items()}

@@ -133,7 +133,7 @@ class Method(Protocol):
 
 @dataclass
 class PublishResult:
-    path: Path
+    path: Path | str  # a URI for an object store
     manifest: dict
     audit: Any  # release.checks.AuditReport
     timings: dict[str, float] = field(default_factory=dict)

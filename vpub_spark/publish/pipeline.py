@@ -27,9 +27,10 @@ from ..config import PublishConfig, resolve_table
 from ..engines.base import Engine, LoadedTable
 from ..errors import SpecError
 from ..kernels.partitioning import fingerprint
-from ..release.commit import Steps, audit_and_commit, staged_directory
-from ..release.layout import RESERVED, table_dir
+from ..release.commit import Steps, audit_and_commit, staged_directory, staged_release
+from ..release.layout import RESERVED, release_target, table_dir
 from ..release.manifest import header
+from ..release.objectstore import is_remote, local_input
 from .method import Design, Method, Plan, PublishResult, covered, source_entry
 from .registry import method_for
 
@@ -40,20 +41,22 @@ def publish(cfg: PublishConfig, engine: Engine, observer: Observer | None = None
     """Publish, audit and commit one release (see the module docstring)."""
     method = method_for(cfg)
     step = Steps(observer)
-    path, spec = resolve_table(cfg.input_path, cfg.table)
+    path, spec = resolve_table(str(local_input(cfg.input_path)) if is_remote(cfg.input_path) else cfg.input_path, cfg.table)  # fmt: skip
     letter = "m" if method.privacy_model == "m-invariance" else "l"
     cfg = replace(
         cfg, release_id=cfg.release_id or f"{spec.name}-{cfg.method}-{letter}{cfg.l}-seed{cfg.seed}"
     )
-    target = Path(cfg.output_path) / str(cfg.release_id)
+    target = release_target(cfg.output_path, str(cfg.release_id))
     reserved = [a for a in spec.names if a in RESERVED]
     if reserved:
         raise SpecError(
             f"attribute names {', '.join(RESERVED)} are reserved for release columns; rename {', '.join(reserved)}"
         )
     private = method.store(cfg)
+    if private and is_remote(cfg.output_path):
+        raise SpecError(f"method {cfg.method} keeps a private store for later releases; its releases cannot go to an object store yet (output.path {cfg.output_path})")  # fmt: skip
     with ExitStack() as stack:  # locks and stages first: a refused run does no work
-        stage = stack.enter_context(staged_directory(target, cfg.overwrite, wait_s=cfg.wait_s))
+        stage = stack.enter_context(staged_release(target, cfg.overwrite, cfg.wait_s))
         store = stack.enter_context(staged_directory(private, private=True, wait_s=cfg.wait_s)) if private else None  # fmt: skip
         with step("read and encode"):
             loaded = engine.persist(engine.load(path, spec, cfg.input_format))
@@ -62,7 +65,7 @@ def publish(cfg: PublishConfig, engine: Engine, observer: Observer | None = None
             design = method.design(cfg, engine, loaded)
         manifest, report, summary = _staged(method, cfg, engine, loaded, design, stage, store, step)
         if store is not None:
-            method.record(cfg, design, loaded, store, manifest, target)
+            method.record(cfg, design, loaded, store, manifest, Path(target))  # local: see above
     return PublishResult(target, manifest, report, dict(step.timings), summary)
 
 

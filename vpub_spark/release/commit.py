@@ -29,6 +29,7 @@ from pathlib import Path
 from ..errors import PrivacyError, StorageError, VpubError
 from .audit import AuditReport, audit_release
 from .layout import MANIFEST, SUCCESS
+from .objectstore import alive, is_remote, remote_stage
 from .signing import sign, signer_id
 
 
@@ -59,20 +60,10 @@ def remove_stale_stages(target: Path) -> list[Path]:
             host, pid = (stage / OWNER).read_text().split()
         except (OSError, ValueError):
             continue
-        if host == socket.gethostname() and not _alive(int(pid)):
+        if host == socket.gethostname() and not alive(int(pid)):
             shutil.rmtree(stage, ignore_errors=True)
             removed.append(stage)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _try_lock(path: Path) -> int | None:
@@ -138,6 +129,15 @@ def staged_directory(
         remove_stale_stages(target)
         with _stage(target, overwrite, private) as stage:
             yield stage
+
+
+@contextmanager
+def staged_release(target: str | Path, overwrite: bool = False, wait_s: float | None = None) -> Iterator[Path]:  # fmt: skip
+    """A release's staging directory: `staged_directory` for a local target, the object
+    store's protocol (`objectstore.remote_stage`) for an `s3://` one."""
+    stage = remote_stage(str(target), overwrite, wait_s) if is_remote(target) else staged_directory(target, overwrite, wait_s=wait_s)  # fmt: skip
+    with stage as path:
+        yield path
 
 
 @contextmanager

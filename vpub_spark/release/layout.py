@@ -31,6 +31,13 @@ def part_file(part: int) -> str:
     return f"part-{part:05d}.parquet"
 
 
+def release_target(output: str, release_id: str) -> str | Path:
+    """Where a release goes: `<output>/<release_id>`, a URI for an object store."""
+    if output.startswith("s3://"):
+        return f"{output.rstrip('/')}/{release_id}"
+    return Path(output) / release_id
+
+
 PRIVATE = "(private: named by store.store_id)"  # what a manifest shows for a private path
 
 

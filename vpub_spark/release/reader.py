@@ -72,7 +72,11 @@ class Release:
 
 
 def open_release(path: str | Path) -> Release:
-    p = Path(path)
+    """The release at a local path, or a committed one on an object store (`s3://`,
+    read from a local copy: `objectstore.fetched`)."""
+    from .objectstore import fetched, is_remote
+
+    p = fetched(str(path)) if is_remote(path) else Path(path)
     if not p.is_dir():
         raise DataError(f"{p}: no such release directory")
     return Release(p, read_manifest(p))

@@ -48,15 +48,19 @@ def to_codes(frame: pd.DataFrame, domains: Mapping[str, Sequence[str]]) -> pd.Da
     return out
 
 
+def recoding(loaded, domains: Mapping[str, Sequence[str]]) -> dict[str, np.ndarray]:
+    """Per attribute, a lookup from a loaded source's own codes to a release's codes."""
+    return {
+        a: pd.Categorical(
+            list(loaded.dictionaries[a].labels), categories=list(domains[a])
+        ).codes.astype(np.int32)  # fmt: skip
+        for a in loaded.names
+    }
+
+
 def source_codes(loaded, domains: Mapping[str, Sequence[str]]) -> pd.DataFrame:
     """A loaded source table (its own codes) recoded into a release's code space."""
-    out = {}
-    for a in loaded.names:
-        lookup = pd.Categorical(
-            list(loaded.dictionaries[a].labels), categories=list(domains[a])
-        ).codes.astype(np.int32)
-        out[a] = lookup[loaded.data[a].to_numpy()]
-    return pd.DataFrame(out)
+    return pd.DataFrame({a: lut[loaded.data[a].to_numpy()] for a, lut in recoding(loaded, domains).items()})  # fmt: skip
 
 
 def mask(frame: pd.DataFrame, query: Query) -> np.ndarray:

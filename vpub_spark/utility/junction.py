@@ -46,15 +46,16 @@ def junction_tree(
     return order
 
 
-def estimate_rows(
+def log_estimate_rows(
     models: Sequence[EstimateModel],
     rows: pd.DataFrame,
     n: int,
     domains: Mapping[str, Sequence[Any]],
-) -> np.ndarray:
-    """p~(x) for each row of `rows` (codes of every attribute)."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """log p~(x) for each row of `rows` (codes of every attribute), and where p~(x) = 0
+    (a clique marginal of 0; its log is then left at a finite placeholder)."""
     log_p = np.zeros(len(rows))
-    zero = np.zeros(len(rows), dtype=bool)  # a clique marginal of 0: p~ = 0 (and 0/0 := 0)
+    zero = np.zeros(len(rows), dtype=bool)
     covered: set[str] = set()
     for i, _, sep in junction_tree([m.attributes for m in models]):
         m = models[i]
@@ -68,4 +69,15 @@ def estimate_rows(
     for a in rows.columns:
         if a not in covered:  # unpublished: uniform over its domain
             log_p -= np.log(len(domains[a]))
+    return log_p, zero
+
+
+def estimate_rows(
+    models: Sequence[EstimateModel],
+    rows: pd.DataFrame,
+    n: int,
+    domains: Mapping[str, Sequence[Any]],
+) -> np.ndarray:
+    """p~(x) for each row of `rows` (codes of every attribute); 0/0 := 0."""
+    log_p, zero = log_estimate_rows(models, rows, n, domains)
     return np.where(zero, 0.0, np.exp(log_p))

@@ -17,7 +17,7 @@ release's models from its files.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
 
@@ -120,6 +120,7 @@ class AnatomyModel:
     qit: pd.DataFrame
     st: pd.DataFrame
     view = False
+    _per_q_held: dict[tuple[str, ...], pd.DataFrame] = field(default_factory=dict, compare=False, repr=False)  # fmt: skip
 
     @property
     def qi(self) -> list[str]:
@@ -142,8 +143,11 @@ class AnatomyModel:
         return share.assign(w=share[COUNT] / share["size"])[[GROUP, self.sensitive, "w"]]
 
     def _per_q(self, q: list[str]) -> pd.DataFrame:
-        """n_g(x_q): the QIT's rows per group and combination of `q`."""
-        return self.qit.groupby([GROUP, *q], sort=False).size().rename("n").reset_index()
+        """n_g(x_q): the QIT's rows per group and combination of `q`, kept per `q` (every
+        marginal on the same columns, e.g. one per chunk of rows, reuses it)."""
+        if tuple(q) not in self._per_q_held:
+            self._per_q_held[tuple(q)] = self.qit.groupby([GROUP, *q], sort=False).size().rename("n").reset_index()  # fmt: skip
+        return self._per_q_held[tuple(q)]
 
     def estimates(self, cols: list[str]) -> pd.DataFrame:
         """EST = sum_g n_g(x_q) c_g(s) / |g| at every combination of `cols` the groups

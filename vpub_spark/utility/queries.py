@@ -14,8 +14,10 @@ is reported; the error is averaged over the accepted queries.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -169,8 +171,39 @@ def workload(
     seed: int,
     max_draws: int | None = None,
 ) -> Workload:
-    """`size` random queries with a non-zero exact answer (see the module's decision)."""
-    attrs = list(source.columns)
+    """`size` random queries with a non-zero exact answer (see the module's decision),
+    answered on `source` by contingency cubes (`CubeCounts`)."""
+    sizes = {a: len(domains[a]) for a in source.columns}
+    counts = CubeCounts(sizes, lambda sets: {s: cube(source, s, sizes) for s in sets}, partial(exact_count, source))  # fmt: skip
+    return draw_workload(list(source.columns), domains, qd, p, size, seed, counts, max_draws)
+
+
+def _draw(
+    rng: np.random.Generator, attrs: list[str], domains, qd: int, p: float
+) -> dict[str, frozenset[int]]:
+    picked = rng.choice(len(attrs), size=qd, replace=False)
+    q = {}
+    for i in sorted(picked):
+        a = attrs[int(i)]
+        d = len(domains[a])
+        q[a] = frozenset(int(v) for v in rng.choice(d, size=max(1, round(p * d)), replace=False))
+    return q
+
+
+def draw_workload(
+    attrs: list[str],
+    domains: Mapping[str, Sequence[Any]],
+    qd: int,
+    p: float,
+    size: int,
+    seed: int,
+    counts: Callable[[Sequence[Query]], np.ndarray],
+    max_draws: int | None = None,
+) -> Workload:
+    """The workload of `workload`, with exact answers from `counts` (a batch of queries
+    at a time). Candidates are drawn from one random stream in order and the first
+    `size` non-zero ones kept, so the workload does not depend on how many are counted
+    at once: each round draws exactly as many as are still missing."""
     if not 1 <= qd <= len(attrs):
         raise SpecError(f"query dimension qd must be between 1 and {len(attrs)}, not {qd}")
     if not 0 < p <= 1:
@@ -178,27 +211,65 @@ def workload(
     rng = np.random.default_rng(seed)
     queries: list[dict[str, frozenset[int]]] = []
     actual: list[int] = []
-    redrawn = 0
-    limit = max_draws or size * 100
+    redrawn, limit = 0, max_draws or size * 100
     while len(queries) < size:
         if len(queries) + redrawn >= limit:
             raise SpecError(
                 f"only {len(queries)} of {size} queries had a non-zero answer after {limit} draws; raise p or lower qd"
             )
-        picked = rng.choice(len(attrs), size=qd, replace=False)
-        q = {}
-        for i in sorted(picked):
-            a = attrs[int(i)]
-            d = len(domains[a])
-            k = max(1, round(p * d))
-            q[a] = frozenset(int(v) for v in rng.choice(d, size=k, replace=False))
-        act = exact_count(source, q)
-        if act == 0:
-            redrawn += 1
-            continue
-        queries.append(q)
-        actual.append(act)
+        batch = [_draw(rng, attrs, domains, qd, p) for _ in range(min(size - len(queries), limit - len(queries) - redrawn))]  # fmt: skip
+        for q, act in zip(batch, counts(batch), strict=True):
+            if act == 0:
+                redrawn += 1
+            else:
+                queries.append(q)
+                actual.append(int(act))
     return Workload(tuple(queries), np.asarray(actual), redrawn)
+
+
+CUBE_CELLS = 1 << 22
+"""An attribute set whose domains multiply to more cells than this is counted query by
+query instead of by a contingency cube."""
+
+
+def cube(frame: pd.DataFrame, cols: tuple[str, ...], sizes: Mapping[str, int]) -> np.ndarray:
+    """The contingency table of `frame` on `cols` (codes), as a dense array."""
+    key = np.zeros(len(frame), dtype=np.int64)
+    for c in cols:
+        key = key * sizes[c] + frame[c].to_numpy(np.int64)
+    shape = tuple(sizes[c] for c in cols)
+    return np.bincount(key, minlength=int(np.prod(shape))).reshape(shape)
+
+
+class CubeCounts:
+    """Exact answers to counting queries from one contingency cube per attribute set
+    (`cubes`, which computes the missing ones in one pass), each query then a sum over a
+    sub-cube; sets too large for a cube (`CUBE_CELLS`) go to `exact`."""
+
+    def __init__(
+        self,
+        sizes: Mapping[str, int],
+        cubes: Callable[[list[tuple[str, ...]]], dict[tuple[str, ...], np.ndarray]],
+        exact: Callable[[Query], int],
+    ):
+        self.sizes, self.cubes, self.exact = sizes, cubes, exact
+        self.held: dict[tuple[str, ...], np.ndarray] = {}
+
+    def _cols(self, q: Query) -> tuple[str, ...]:
+        return tuple(a for a in self.sizes if a in q)
+
+    def __call__(self, queries: Sequence[Query]) -> np.ndarray:
+        fits = {c for c in map(self._cols, queries) if math.prod(self.sizes[a] for a in c) <= CUBE_CELLS}  # fmt: skip
+        missing = sorted(fits - set(self.held))
+        if missing:
+            self.held |= self.cubes(missing)
+        return np.array([self._count(q) for q in queries], dtype=np.int64)
+
+    def _count(self, q: Query) -> int:
+        cols = self._cols(q)
+        if cols not in self.held:
+            return self.exact(q)
+        return int(self.held[cols][np.ix_(*[sorted(q[a]) for a in cols])].sum())
 
 
 def relative_errors(

@@ -82,11 +82,24 @@ class _Table:
         return keys.join(est, cols, "left")
 
 
+BROADCAST_BYTES = 64 << 20
+"""A release whose Parquet files total at most this many bytes is loaded whole into every
+task (`broadcast_kl`), as Spark broadcasts a small join side; 64 MiB of Parquet holds
+about 15M anatomy rows and builds a model of a few hundred MB."""
+
+
+def release_bytes(release: Release) -> int:
+    return sum(f.stat().st_size for f in release.path.glob("tables/*/*/*.parquet"))
+
+
 def spark_kl(engine, release: Release, loaded) -> float:
-    """KL of `release` against `loaded` (a Spark LoadedTable of the same source): in one
-    pass (`one_pass.py`) when it applies, else one aggregate per term."""
+    """KL of `release` against `loaded` (a Spark LoadedTable of the same source): with the
+    release in every task when it is small (`BROADCAST_BYTES`), else in one shuffle
+    (`spark_kl_one_pass.py`) when it applies, else one aggregate per term."""
     from .spark_kl_one_pass import one_pass_kl, one_pass_terms
 
+    if release_bytes(release) <= BROADCAST_BYTES:
+        return broadcast_kl(engine, release, loaded)
     terms = one_pass_terms(release, loaded)
     if terms is not None:
         return one_pass_kl(engine, release, loaded, terms)
@@ -125,12 +138,56 @@ def per_term_kl(engine, release: Release, loaded) -> float:
     return kl + sum(math.log(loaded.dictionaries[a].size) for a in loaded.names if a not in covered)
 
 
-def release_kl_on_spark(engine, release: str, source: str) -> float:
-    """`vpub utility --engine spark`: KL of the release at `release` against `source`,
-    read with the table spec its manifest records."""
-    from ..release.reader import open_release
-    from ..tablespec import table_spec_from_dict
+CHUNK_ROWS = 2_000_000
+"""Rows evaluated per call: a model's marginal has a fixed cost (grouping the whole
+release table), so Arrow's batches are gathered into chunks of about this many rows."""
 
-    rel = open_release(release)
-    loaded = engine.load(source, table_spec_from_dict(rel.manifest["source"]["table_spec"]))
-    return spark_kl(engine, rel, loaded)
+
+def chunks(batches, rows: int):
+    """`batches` gathered into tables of at least `rows` rows (the last one smaller)."""
+    held: list = []
+    for b in batches:
+        held.append(b)
+        if sum(len(h) for h in held) >= rows:
+            yield pa.Table.from_batches(held)
+            held = []
+    if held:
+        yield pa.Table.from_batches(held)
+
+
+def _log_estimate_sums(path: str, labels: dict[str, list[str]], n: int):
+    """mapInArrow over the encoded source: per batch, the sum of log p~(row) and whether
+    some row has p~ = 0, with the release's models built once per task."""
+
+    def run(batches):
+        import numpy as np
+
+        from ..release.reader import open_release
+        from .junction import log_estimate_rows
+        from .release_models import release_models
+
+        models, _ = release_models(open_release(path), labels)  # in source codes
+        for chunk in chunks(batches, CHUNK_ROWS):
+            log_p, zero = log_estimate_rows(models, chunk.to_pandas(), n, labels)
+            total = -np.inf if zero.any() else float(log_p.sum())
+            yield pa.RecordBatch.from_pydict({"log_p": [total]}, schema=pa.schema([("log_p", pa.float64())]))  # fmt: skip
+
+    return run
+
+
+def broadcast_kl(engine, release: Release, loaded) -> float:
+    """KL = sum_x p log p - (1/n) sum_rows log p~(row) (`kl.py`'s decomposition, summed
+    over rows instead of distinct keys): the first term is Spark's own aggregate of the
+    source, the second needs no shuffle, since every task holds the whole release."""
+    from pyspark.sql import functions as F
+
+    from ..engines.spark.engine import spark_errors
+
+    n = float(loaded.rows)
+    labels = {a: list(loaded.dictionaries[a].labels) for a in loaded.names}
+    counts = loaded.data.groupBy(*loaded.names).count()
+    sums = loaded.data.mapInArrow(_log_estimate_sums(str(release.path), labels, loaded.rows), "log_p double")  # fmt: skip
+    with spark_errors("KL divergence"):
+        entropy = counts.agg(F.sum(F.col("count") / n * F.log(F.col("count") / n))).collect()[0][0]
+        log_sum = sums.agg(F.sum("log_p")).collect()[0][0]
+    return float(entropy or 0.0) - float(log_sum or 0.0) / n

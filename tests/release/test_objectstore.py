@@ -1,0 +1,144 @@
+"""Releases on an object store (issue 19, release/objectstore.py), against a real
+S3-compatible server on loopback (moto's standalone server, started here): publish on
+both engines, audit from the store, readers ignoring uncommitted releases, an input on
+the store, overwrite, a killed run cleaned by the next, concurrent runs. The same
+scenarios on the local file system are in test_concurrency.py and tests/faults/."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import yaml
+from release_helpers import config, contents, job_table, same_contents, vpub, write_table
+from s3_helpers import environment, new_bucket, s3_server
+
+from vpub_spark.engines.inprocess import InProcessEngine
+from vpub_spark.errors import DataError, VpubError
+from vpub_spark.publish.pipeline import publish
+from vpub_spark.release import objectstore
+from vpub_spark.release.audit import audit_release
+from vpub_spark.release.reader import open_release
+
+RULES = ["age, zip -> job", "sex -> job"]
+BUSY = ("is being published by", "already exists and is not empty")
+
+
+@pytest.fixture(scope="module")
+def s3():
+    with s3_server() as env, environment(env):
+        yield env
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory):
+    return write_table(job_table(3, 4000), tmp_path_factory.mktemp("jobs") / "t")
+
+
+@pytest.fixture(scope="module")
+def local_release(table, tmp_path_factory):
+    out = tmp_path_factory.mktemp("local")
+    return publish(config(table, out, RULES, 3, seed=5, output={"path": str(out), "release_id": "r"}), InProcessEngine())  # fmt: skip
+
+
+def _objects(uri: str) -> list[str]:
+    return objectstore.listing(uri)
+
+
+def test_publish_to_s3_commits_the_same_release_and_audits_from_the_store(s3, table, local_release):
+    root = new_bucket() + "/releases"
+    r = publish(config(table, root, RULES, 3, seed=5, output={"path": root, "release_id": "r"}), InProcessEngine())  # fmt: skip
+    assert r.path == f"{root}/r" and r.audit.passed
+    local = sorted(str(p.relative_to(local_release.path)) for p in Path(local_release.path).rglob("*") if p.is_file())  # fmt: skip
+    assert _objects(r.path) == local  # every part, the manifest and _SUCCESS; no lock left
+    assert same_contents(contents(r.path), contents(local_release.path))
+    report = audit_release(r.path, source=str(table))  # downloaded, then re-checked
+    assert report.passed, report.as_dict()["failures"]
+    assert open_release(r.path).manifest["release_id"] == "r"
+
+
+def test_publish_to_s3_on_spark(s3, table, local_release, spark_engine):
+    root = new_bucket()
+    r = publish(config(table, root, RULES, 3, seed=5, engine="spark", output={"path": root, "release_id": "r"}), spark_engine)  # fmt: skip
+    assert r.audit.passed and same_contents(contents(r.path), contents(local_release.path))
+
+
+def test_input_on_s3(s3, table, local_release):
+    root = new_bucket()
+    for f in [p for p in Path(table).rglob("*") if p.is_file()]:
+        objectstore.write_bytes(f"{root}/in/t/{f.relative_to(table)}", f.read_bytes())
+    r = publish(config(f"{root}/in/t", root, RULES, 3, seed=5, output={"path": root, "release_id": "r"}), InProcessEngine())  # fmt: skip
+    assert same_contents(contents(r.path), contents(local_release.path))
+
+
+def test_readers_and_the_auditor_ignore_a_release_without_success(s3, local_release):
+    root = new_bucket()
+    for f in [
+        p for p in Path(local_release.path).rglob("*") if p.is_file() and p.name != "_SUCCESS"
+    ]:
+        objectstore.write_bytes(f"{root}/r/{f.relative_to(local_release.path)}", f.read_bytes())
+    with pytest.raises(DataError, match="no _SUCCESS: not a committed release"):
+        open_release(f"{root}/r")
+    report = audit_release(f"{root}/r")
+    assert not report.passed and "not a committed release" in " ".join(report.as_dict()["failures"])
+
+
+def test_overwrite_and_refusal(s3, table):
+    root = new_bucket()
+    cfg = config(table, root, RULES, 3, seed=5, output={"path": root, "release_id": "r"})
+    publish(cfg, InProcessEngine())
+    with pytest.raises(VpubError, match="already exists"):
+        publish(cfg, InProcessEngine())
+    again = publish(replace(cfg, seed=6, overwrite=True), InProcessEngine())
+    assert json.loads(objectstore.read_bytes(f"{again.path}/manifest.json"))["seed"] == 6
+    assert audit_release(again.path).passed
+
+
+def _conf(tmp: Path, table: Path, root: str, seed: int = 5) -> Path:
+    conf = tmp / f"c{seed}.yaml"
+    conf.write_text(yaml.safe_dump({"input": {"path": str(table)}, "rules": RULES, "privacy": {"l": 3}, "seed": seed, "engine": "inprocess", "output": {"path": root, "release_id": "r"}}))  # fmt: skip
+    return conf
+
+
+def test_a_killed_run_is_cleaned_by_the_next(s3, table, local_release, tmp_path):
+    """kill -9 once the audit passed, while the upload starts: the store holds a stale
+    lock and maybe some parts, no _SUCCESS; the next run commits the same release."""
+    root = new_bucket()
+    proc = subprocess.Popen(vpub("publish", "--config", str(_conf(tmp_path, table, root))), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ | {"PYTHONUNBUFFERED": "1"})  # fmt: skip
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if "✓ audit" in line:
+            proc.send_signal(signal.SIGKILL)
+            break
+    proc.wait(timeout=120)
+    assert proc.returncode == -signal.SIGKILL
+    left = _objects(f"{root}/r")
+    assert "_SUCCESS" not in left and "_LOCK" in left
+    again = subprocess.run(vpub("publish", "--config", str(_conf(tmp_path, table, root))), capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert same_contents(contents(f"{root}/r"), contents(local_release.path))
+    assert "_LOCK" not in _objects(f"{root}/r") and audit_release(f"{root}/r").passed
+
+
+def test_exactly_one_of_concurrent_runs_commits(s3, table, tmp_path):
+    root = new_bucket()
+    procs = [subprocess.Popen(vpub("publish", "--config", str(_conf(tmp_path, table, root, seed))), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for seed in (1, 2, 3)]  # fmt: skip
+    done = [(p.wait(timeout=300), p.stderr.read() if p.stderr else "") for p in procs]
+    assert sorted(code for code, _ in done) == [0, 2, 2], done
+    errors = [err.strip().splitlines()[-1] for code, err in done if code]
+    assert all(any(b in e for b in BUSY) for e in errors), errors
+    seed = json.loads(objectstore.read_bytes(f"{root}/r/manifest.json"))["seed"]
+    assert seed in (1, 2, 3) and audit_release(f"{root}/r").passed
+    assert "_LOCK" not in _objects(f"{root}/r")
+
+
+def test_a_live_lock_names_its_holder(s3, table):
+    root = new_bucket()
+    objectstore.create_once(f"{root}/r/_LOCK", json.dumps({"host": "elsewhere", "pid": 1, "at": 4e9}).encode())  # fmt: skip
+    with pytest.raises(VpubError, match="being published by process 1 on elsewhere"):
+        publish(config(table, root, RULES, 3, output={"path": root, "release_id": "r"}), InProcessEngine())  # fmt: skip

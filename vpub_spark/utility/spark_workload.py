@@ -1,0 +1,85 @@
+"""The utility of a release on Spark (000 §5.1, §6.1; issue 18): the KL divergence
+(`spark_kl.py`) and the exact answers of a query workload, counted in the engine's
+tasks as contingency cubes (`queries.CubeCounts`): one pass over the source per round of
+draws, each task summing its rows into one cube per attribute set, and only the cubes'
+non-zero cells (bounded by the domains, not the rows) reaching the driver. The release's
+estimates are computed in the driver from its models, as in process."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from ..release.reader import open_release
+from ..tablespec import table_spec_from_dict
+from .codes import Query, recoding
+from .evaluate import Utility
+from .queries import CubeCounts, cube, draw_workload, relative_errors
+from .release_models import release_models
+from .spark_kl import CHUNK_ROWS, chunks, spark_kl
+
+CELLS = pa.schema([("set", pa.int32()), ("cell", pa.int64()), ("n", pa.int64())])
+
+
+def _cube_cells(sets: list[tuple[str, ...]], luts: dict[str, np.ndarray], sizes: dict[str, int]):
+    """mapInArrow over the encoded source: each chunk's non-zero cells of every cube."""
+
+    def run(batches):
+        for chunk in chunks(batches, CHUNK_ROWS):
+            frame = pd.DataFrame({a: lut[chunk.column(a).to_numpy()] for a, lut in luts.items()})
+            for i, cols in enumerate(sets):
+                counts = cube(frame, cols, sizes).ravel()
+                cells = np.flatnonzero(counts)
+                yield pa.RecordBatch.from_arrays([pa.array(np.full(len(cells), i, np.int32)), pa.array(cells), pa.array(counts[cells])], schema=CELLS)  # fmt: skip
+
+    return run
+
+
+def spark_counts(loaded, luts: dict[str, np.ndarray], sizes: dict[str, int]) -> CubeCounts:
+    """`CubeCounts` over a Spark LoadedTable whose codes `luts` map to the release's."""
+    from pyspark.sql import functions as F
+
+    from ..engines.spark.engine import spark_errors
+
+    def cubes(sets: list[tuple[str, ...]]) -> dict[tuple[str, ...], np.ndarray]:
+        cells = loaded.data.mapInArrow(_cube_cells(sets, luts, sizes), "set int, cell long, n long")  # fmt: skip
+        with spark_errors("workload counts"):
+            got = cells.groupBy("set", "cell").agg(F.sum("n").alias("n")).toPandas()
+        out = {}
+        for i, cols in enumerate(sets):
+            dense = np.zeros(int(np.prod([sizes[c] for c in cols])), dtype=np.int64)
+            mine = got[got["set"] == i]
+            dense[mine["cell"].to_numpy()] = mine["n"].to_numpy()
+            out[cols] = dense.reshape([sizes[c] for c in cols])
+        return out
+
+    def exact(q: Query) -> int:  # a set too large for a cube: one filter per query
+        cond = F.lit(True)
+        for a, values in q.items():
+            codes = [int(i) for i in np.flatnonzero(np.isin(luts[a], list(values)))]
+            cond = cond & F.col(a).isin(codes)
+        with spark_errors("workload counts"):
+            return int(loaded.data.where(cond).count())
+
+    return CubeCounts(sizes, cubes, exact)
+
+
+def spark_utility(engine, release: str, source: str, qd: int, p: float, queries: int, seed: int) -> Utility:  # fmt: skip
+    """`vpub utility --engine spark`: the same figures as `evaluate`, the source read and
+    counted by Spark."""
+    rel = open_release(release)
+    loaded = engine.persist(engine.load(source, table_spec_from_dict(rel.manifest["source"]["table_spec"])))  # fmt: skip
+    t0 = time.perf_counter()
+    kl = spark_kl(engine, rel, loaded)
+    t1 = time.perf_counter()
+    models, domains = release_models(rel)
+    domains = domains | {a: list(loaded.dictionaries[a].labels) for a in loaded.names if a not in domains}  # fmt: skip
+    sizes = {a: len(domains[a]) for a in loaded.names}
+    counts = spark_counts(loaded, recoding(loaded, domains), sizes)
+    wl = draw_workload(list(loaded.names), domains, qd, p, queries, seed, counts)
+    errors = relative_errors(models, wl, loaded.rows, domains)
+    t2 = time.perf_counter()
+    return Utility(kl, float(errors.mean()), float(np.median(errors)), len(errors), wl.redrawn, t1 - t0, t2 - t1)  # fmt: skip
