@@ -25,3 +25,26 @@ def inprocess():
     from vpub_spark.engines.inprocess import InProcessEngine
 
     return InProcessEngine()
+
+
+def pytest_configure(config):
+    """Point pyarrow and boto3 at the loopback S3 server (`s3`) before anything starts."""
+    import os
+
+    from s3_helpers import test_environment
+
+    for k, v in test_environment().items():
+        os.environ[k] = v  # hermetic: never a real account
+
+
+@pytest.fixture(scope="session")
+def s3():
+    """A real S3-compatible server on loopback (tests/s3_helpers.py), on the port the
+    environment names."""
+    import os
+    from urllib.parse import urlparse
+
+    from s3_helpers import s3_server
+
+    with s3_server(urlparse(os.environ["AWS_ENDPOINT_URL"]).port) as env:
+        yield env

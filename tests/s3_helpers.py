@@ -6,7 +6,6 @@ which the commit protocol relies on)."""
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
 import subprocess
 import sys
@@ -24,11 +23,18 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def test_environment() -> dict[str, str]:
+    """The environment that points pyarrow and boto3 at a server on a free loopback port.
+    conftest sets it when the test session starts, before any Spark JVM, whose Python
+    workers (the upload tasks) inherit the environment the JVM was launched with."""
+    return ACCESS | {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{_free_port()}"}
+
+
 @contextlib.contextmanager
-def s3_server() -> Iterator[dict[str, str]]:
-    """Start moto_server on a free loopback port; yield the environment that points
-    pyarrow and boto3 at it (endpoint, region, test credentials)."""
-    port = _free_port()
+def s3_server(port: int | None = None) -> Iterator[dict[str, str]]:
+    """Start moto_server on `port` (default: a free one) on loopback; yield the
+    environment that points pyarrow and boto3 at it (endpoint, region, credentials)."""
+    port = port or _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     endpoint = f"http://127.0.0.1:{port}"
     try:
@@ -43,20 +49,6 @@ def s3_server() -> Iterator[dict[str, str]]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
-
-
-@contextlib.contextmanager
-def environment(env: dict[str, str]) -> Iterator[None]:
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def new_bucket() -> str:

@@ -201,6 +201,7 @@ class PublishConfig:
     method: str = "uad"
     output_path: str = "releases"
     release_id: str | None = None
+    family: str | None = None  # the release family (release/catalog.py); default <table>-<method>
     seed: int = 0
     engine: str = "auto"  # auto: in process when the input fits in memory (engines/auto.py)
     spark: str | None = None
@@ -323,7 +324,7 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
             f"{where}: unknown keys {', '.join(sorted(unknown))}; known: {', '.join(sorted(KEYS))}"
         )
     inp, out = _section(d, "input"), _section(d, "output")
-    unknown_out = set(out) - {"path", "release_id", "wait_s", "sign_key"}
+    unknown_out = set(out) - {"path", "release_id", "family", "wait_s", "sign_key"}
     if unknown_out:
         raise SpecError(f"{where}: output has unknown keys {', '.join(sorted(unknown_out))}")
     if "path" not in inp:
@@ -343,6 +344,7 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
             method=str(d.get("method", "uad")),
             output_path=str(out.get("path", "releases")),
             release_id=None if out.get("release_id") is None else str(out["release_id"]),
+            family=None if out.get("family") is None else str(out["family"]),
             wait_s=None if out.get("wait_s") is None else float(out["wait_s"]),
             sign_key=None if out.get("sign_key") is None else str(out["sign_key"]),
             seed=d.get("seed", 0),

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 from release_helpers import config, contents, job_table, same_contents, vpub, write_table
-from s3_helpers import environment, new_bucket, s3_server
+from s3_helpers import new_bucket
 
 from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.errors import DataError, VpubError
@@ -27,12 +27,6 @@ from vpub_spark.release.reader import open_release
 
 RULES = ["age, zip -> job", "sex -> job"]
 BUSY = ("is being published by", "already exists and is not empty")
-
-
-@pytest.fixture(scope="module")
-def s3():
-    with s3_server() as env, environment(env):
-        yield env
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import sys
 
 from .. import __version__
 from ..errors import VpubError
-from . import analyze, data, experiments, publish, rules
+from . import analyze, data, experiments, publish, releases, rules
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,7 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"vpub_spark {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    for feature in (data, rules, publish, analyze, experiments):
+    for feature in (data, rules, publish, analyze, releases, experiments):
         feature.register(sub)
     return p
 

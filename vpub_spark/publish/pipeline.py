@@ -27,6 +27,7 @@ from ..config import PublishConfig, resolve_table
 from ..engines.base import Engine, LoadedTable
 from ..errors import SpecError
 from ..kernels.partitioning import fingerprint
+from ..release.catalog import Root, latest, set_latest
 from ..release.commit import Steps, audit_and_commit, staged_directory, staged_release
 from ..release.layout import RESERVED, release_target, table_dir
 from ..release.manifest import header
@@ -44,7 +45,9 @@ def publish(cfg: PublishConfig, engine: Engine, observer: Observer | None = None
     path, spec = resolve_table(str(local_input(cfg.input_path)) if is_remote(cfg.input_path) else cfg.input_path, cfg.table)  # fmt: skip
     letter = "m" if method.privacy_model == "m-invariance" else "l"
     cfg = replace(
-        cfg, release_id=cfg.release_id or f"{spec.name}-{cfg.method}-{letter}{cfg.l}-seed{cfg.seed}"
+        cfg,
+        release_id=cfg.release_id or f"{spec.name}-{cfg.method}-{letter}{cfg.l}-seed{cfg.seed}",
+        family=cfg.family or f"{spec.name}-{cfg.method}",
     )
     target = release_target(cfg.output_path, str(cfg.release_id))
     reserved = [a for a in spec.names if a in RESERVED]
@@ -56,7 +59,7 @@ def publish(cfg: PublishConfig, engine: Engine, observer: Observer | None = None
     if private and is_remote(cfg.output_path):
         raise SpecError(f"method {cfg.method} keeps a private store for later releases; its releases cannot go to an object store yet (output.path {cfg.output_path})")  # fmt: skip
     with ExitStack() as stack:  # locks and stages first: a refused run does no work
-        stage = stack.enter_context(staged_release(target, cfg.overwrite, cfg.wait_s))
+        stage = stack.enter_context(staged_release(target, cfg.overwrite, cfg.wait_s, engine))
         store = stack.enter_context(staged_directory(private, private=True, wait_s=cfg.wait_s)) if private else None  # fmt: skip
         with step("read and encode"):
             loaded = engine.persist(engine.load(path, spec, cfg.input_format))
@@ -66,6 +69,7 @@ def publish(cfg: PublishConfig, engine: Engine, observer: Observer | None = None
         manifest, report, summary = _staged(method, cfg, engine, loaded, design, stage, store, step)
         if store is not None:
             method.record(cfg, design, loaded, store, manifest, Path(target))  # local: see above
+    set_latest(Root(cfg.output_path), str(cfg.family), str(cfg.release_id))
     return PublishResult(target, manifest, report, dict(step.timings), summary)
 
 
@@ -108,4 +112,12 @@ def _manifest(method: Method, cfg: PublishConfig, engine: Engine, loaded: Loaded
         gnf=design.gnf,
         config=cfg.effective(),
         store_id=design.store_id,
+        family=cfg.family,
+        supersedes=_previous(cfg),
     )
+
+
+def _previous(cfg: PublishConfig) -> str | None:
+    """The family's latest release when this one is written (its lineage)."""
+    before = latest(Root(cfg.output_path), str(cfg.family))
+    return before if before != cfg.release_id else None

@@ -132,10 +132,11 @@ def staged_directory(
 
 
 @contextmanager
-def staged_release(target: str | Path, overwrite: bool = False, wait_s: float | None = None) -> Iterator[Path]:  # fmt: skip
+def staged_release(target: str | Path, overwrite: bool = False, wait_s: float | None = None, engine=None) -> Iterator[Path]:  # fmt: skip
     """A release's staging directory: `staged_directory` for a local target, the object
-    store's protocol (`objectstore.remote_stage`) for an `s3://` one."""
-    stage = remote_stage(str(target), overwrite, wait_s) if is_remote(target) else staged_directory(target, overwrite, wait_s=wait_s)  # fmt: skip
+    store's protocol (`objectstore.remote_stage`, uploading in `engine`'s tasks) for an
+    `s3://` one."""
+    stage = remote_stage(str(target), overwrite, wait_s, engine) if is_remote(target) else staged_directory(target, overwrite, wait_s=wait_s)  # fmt: skip
     with stage as path:
         yield path
 

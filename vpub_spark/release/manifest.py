@@ -30,6 +30,8 @@ def header(
     config: dict,
     rules_dropped: Sequence[dict] = (),
     store_id: str | None = None,
+    family: str | None = None,
+    supersedes: str | None = None,
 ) -> dict:
     """Everything but the tables; `audit` is filled in when the audit has passed."""
     out: dict[str, Any] = {
@@ -47,6 +49,8 @@ def header(
         "method_cost": method_cost,
         "partitions": partitions,
     }
+    if family is not None:  # lineage (release/catalog.py)
+        out |= {"family": family, "supersedes": supersedes}
     if store_id is not None:  # a private store, named only by its opaque id (DESIGN.md §9)
         out["store"] = {"store_id": store_id}
     return out | {"tables": [], "gnf": gnf, "config": config, "audit": None}

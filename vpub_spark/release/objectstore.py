@@ -21,9 +21,11 @@ Publishing to `s3://.../<release_id>` (`remote_stage`):
 3. **Stage, audit, upload.** The release is built and audited in a local staging
    directory exactly as for a local output (`VPUB_SCRATCH`, default the system's
    temporary directory; on a cluster it must be shared, like any local output). Its
-   parts are uploaded under the release's prefix, each uploaded object is read back
-   and its SHA-256 compared with the manifest's, then the manifest, then `_SUCCESS`
-   last. Until `_SUCCESS` exists, readers and the auditor ignore the release.
+   parts are uploaded under the release's prefix by the engine's tasks (on Spark the
+   executors upload through the same `pyarrow.fs` code; they need the same `AWS_*`
+   environment, e.g. `spark.executorEnv.*` on a cluster), each uploaded object is read
+   back and its SHA-256 compared with the manifest's, then the manifest, then
+   `_SUCCESS` last. Until `_SUCCESS` exists, readers and the auditor ignore the release.
 4. **Overwrite** deletes the old `_SUCCESS` first (the release disappears for readers),
    then its objects, then uploads.
 
@@ -46,6 +48,9 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
 
 from ..errors import DataError, StorageError, VpubError
 from .layout import MANIFEST, SUCCESS
@@ -276,24 +281,40 @@ def _release_lock(uri: str, body: bytes) -> None:
         pass
 
 
-def _upload(stage: Path, uri: str) -> None:
-    """Parts first, each read back and compared with the manifest's SHA-256; then the
-    manifest and its signature; `_SUCCESS` last, created only if absent."""
+def _put(stage: str, uri: str, sums: dict[str, str]):
+    """A task's work: upload its files, read each back and say whether it differs from
+    the audited file's SHA-256 (pure function of its input: a retried task redoes it)."""
+
+    def run(chunk: pd.DataFrame) -> pd.DataFrame:
+        differs = []
+        for f in chunk["file"]:
+            write_bytes(join(uri, f), (Path(stage) / f).read_bytes())
+            differs.append(f in sums and hashlib.sha256(read_bytes(join(uri, f))).hexdigest() != sums[f])  # fmt: skip
+        return pd.DataFrame({"file": list(chunk["file"]), "differs": differs})
+
+    return run
+
+
+def _upload(stage: Path, uri: str, engine=None) -> None:
+    """Parts first, in the engine's tasks when there is one (`map_rows`: on Spark the
+    executors upload, the driver moves no data), each read back and compared with the
+    manifest's SHA-256; then the manifest and its signature; `_SUCCESS` last, created
+    only if absent."""
     manifest = json.loads((stage / MANIFEST).read_text())
     sums = {f"{part['path']}/{name}": digest for t in manifest.get("tables", []) for part in t.get("parts", {}).values() for name, digest in part.get("sha256", {}).items()}  # fmt: skip
-    last = {MANIFEST, SUCCESS}
     files = sorted(str(p.relative_to(stage)) for p in stage.rglob("*") if p.is_file())
-    for f in [f for f in files if f not in last] + [MANIFEST]:
-        data = (stage / f).read_bytes()
-        write_bytes(join(uri, f), data)
-        if f in sums and hashlib.sha256(read_bytes(join(uri, f))).hexdigest() != sums[f]:
-            raise StorageError(f"{join(uri, f)}: the uploaded object differs from the audited file")  # fmt: skip
+    todo = pd.DataFrame({"file": [f for f in files if f in sums]})
+    put = _put(str(stage), uri, sums)
+    done = put(todo) if engine is None else engine.map_rows(todo, put, pa.schema([("file", pa.string()), ("differs", pa.bool_())]), 0)  # fmt: skip
+    if len(done) != len(todo) or done["differs"].any():
+        raise StorageError(f"{uri}: an uploaded object differs from the audited file; nothing was committed")  # fmt: skip
+    put(pd.DataFrame({"file": [f for f in files if f not in sums and f not in (MANIFEST, SUCCESS)] + [MANIFEST]}))  # fmt: skip
     if not create_once(join(uri, SUCCESS), b""):
         raise VpubError(f"{uri} was committed by another run meanwhile; this run's upload is not committed")  # fmt: skip
 
 
 @contextmanager
-def remote_stage(uri: str, overwrite: bool = False, wait_s: float | None = None) -> Iterator[Path]:
+def remote_stage(uri: str, overwrite: bool = False, wait_s: float | None = None, engine=None) -> Iterator[Path]:  # fmt: skip
     """Publish to `uri` with the module's protocol: yield a local staging directory; on
     success upload it and commit; on failure the remote release is left as it was (a
     committed one untouched, an uncommitted one cleaned by the next run)."""
@@ -313,7 +334,7 @@ def remote_stage(uri: str, overwrite: bool = False, wait_s: float | None = None)
         if committed:  # overwrite: readers stop seeing it first
             filesystem().delete_file(_path(join(uri, SUCCESS)))
             delete_all(uri, keep=(LOCK,))
-        _upload(stage, uri)
+        _upload(stage, uri, engine)
     finally:
         shutil.rmtree(local, ignore_errors=True)
         _release_lock(uri, body)

@@ -20,7 +20,7 @@ from .session import SparkSettings, get_session
 
 
 def struct_type(schema):
-    """A pyspark StructType for a pyarrow schema (int32/int64/float64/string columns)."""
+    """A pyspark StructType for a pyarrow schema (int32/int64/float64/string/bool columns)."""
     from pyspark.sql import types as T
 
     kinds = {
@@ -28,6 +28,7 @@ def struct_type(schema):
         "int64": T.LongType(),
         "double": T.DoubleType(),
         "string": T.StringType(),
+        "bool": T.BooleanType(),
     }
     return T.StructType([T.StructField(f.name, kinds[str(f.type)], True) for f in schema])
 
