@@ -16,6 +16,9 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/activate
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/activate
 	$(PY) -m pip install --quiet -e '.[dev]'
+	# pyCANON (the cross-check of vpub check) pins exact numpy/scipy/typing_extensions
+	# versions that conflict with ours; its anonymity module needs only numpy and pandas
+	$(PY) -m pip install --quiet --no-deps 'pycanon>=1.3'
 	touch $@ $(VENV)/.installed
 
 check-java:

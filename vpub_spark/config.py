@@ -277,9 +277,9 @@ def with_overrides(
     (not None) wins; `l` / `m` set the privacy model, `state` the marginals' store."""
     cfg = cfg.with_overrides(**fields)
     if l is not None:
-        cfg = replace(cfg, privacy=PrivacySpec("l-diversity", l))
+        cfg = replace(cfg, privacy=PrivacySpec("l-diversity", l, None, cfg.privacy.also))
     if m is not None:
-        cfg = replace(cfg, privacy=PrivacySpec("m-invariance", None, m))
+        cfg = replace(cfg, privacy=PrivacySpec("m-invariance", None, m, cfg.privacy.also))
     if state is not None:
         if cfg.marginals is None:
             raise SpecError("--state needs method marginals and a `marginals:` section")
@@ -295,10 +295,17 @@ def _section(d: dict, key: str) -> dict:
 
 
 def _privacy(d: dict) -> PrivacySpec:
-    unknown = set(d) - {"model", "l", "m"}
+    unknown = set(d) - {"model", "l", "m", "also"}
     if unknown:
         raise SpecError(f"config: privacy has unknown keys {', '.join(sorted(unknown))}")
-    return PrivacySpec(d.get("model", "l-diversity"), d.get("l", 2), d.get("m"))
+    also = d.get("also") or {}
+    if not isinstance(also, dict):
+        raise SpecError(
+            "config: privacy.also must be a mapping, e.g. {entropy_l: 3, recursive_c: 2, k: 5}"
+        )
+    return PrivacySpec(
+        d.get("model", "l-diversity"), d.get("l", 2), d.get("m"), tuple(sorted(also.items()))
+    )
 
 
 def _rules(v: Any) -> tuple[Any, ...] | RandomRules:

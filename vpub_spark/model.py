@@ -153,11 +153,21 @@ class Rule:
         return {"lhs": sorted(self.lhs), "rhs": self.rhs}
 
 
+ALSO = {"entropy_l": "entropy l-diversity", "recursive_c": "recursive (c, l)-diversity", "k": "k-anonymity", "t": "t-closeness"}  # fmt: skip
+
+
 @dataclass(frozen=True)
 class PrivacySpec:
+    """The privacy model: l-diversity in 000's sense (no sensitive value above 1/l of
+    its group) or m-invariance (002), and `also`, further models every group must meet
+    (issue 20): `entropy_l` (exp of the group's sensitive entropy >= it), `recursive_c`
+    (recursive (c, l)-diversity, r_1 < c (r_l + ... + r_m)), `k` (groups of at least k
+    rows) and `t` (t-closeness). Which method enforces which: publish/registry.py."""
+
     model: Literal["l-diversity", "m-invariance"] = "l-diversity"
     l: int | None = 2
     m: int | None = None
+    also: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
         if self.model == "l-diversity":
@@ -170,15 +180,23 @@ class PrivacySpec:
             raise SpecError(
                 f"privacy model must be l-diversity or m-invariance, not {self.model!r}"
             )
+        for key, value in self.also:
+            if key not in ALSO:
+                raise SpecError(f"privacy.also: unknown model {key!r}; known: {', '.join(ALSO)}")
+            if not isinstance(value, int | float) or value <= 0 or (key == "t" and value > 1):
+                raise SpecError(f"privacy.also.{key} must be a positive number{' at most 1' if key == 't' else ''}, not {value!r}")  # fmt: skip
 
     @property
     def parameter(self) -> int:
         return int(self.l if self.model == "l-diversity" else self.m)  # type: ignore[arg-type]
 
+    @property
+    def extra(self) -> dict[str, float]:
+        return dict(self.also)
+
     def as_dict(self) -> dict:
-        if self.model == "l-diversity":
-            return {"model": self.model, "l": self.l}
-        return {"model": self.model, "m": self.m}
+        base = {"model": self.model, "l": self.l} if self.model == "l-diversity" else {"model": self.model, "m": self.m}  # fmt: skip
+        return base | ({"also": dict(self.also)} if self.also else {})
 
 
 @dataclass(frozen=True)

@@ -155,3 +155,32 @@ def publish_summary(result) -> None:
         f"guarantee: for every rule Q -> S, Pr[t[S] | t[Q], release] <= 1/{l} (GNF, 000 Theorem 4.1); "
         f"audit passed ({m['audit']['checks']} checks); {m['source']['rows']:,} rows in {m['partitions']} partition(s)"
     )
+
+
+def check_report(report) -> Table:
+    """`vpub check`'s report (utility/check.py's CheckReport)."""
+    t = Table(title=f"{report.rows:,} rows in {report.classes:,} equivalence classes of {', '.join(report.qi)}; sensitive: {report.sensitive}")  # fmt: skip
+    t.add_column("measure / model")
+    t.add_column("value / verdict")
+    for name, value in report.measured.items():
+        t.add_row(f"table's {name}", f"{value:,.4g}")
+    for name, c in report.checks.items():
+        verdict = "[green]holds[/green]" if c["passed"] else f"[red]fails[/red] in {c['failing_classes']:,} classes ({c['rows_in_failing']:,} rows)"  # fmt: skip
+        t.add_row(name, verdict)
+    for w in report.worst:
+        t.add_row("smallest class: " + ", ".join(f"{a}={w[a]}" for a in report.qi), f"k {w['k']}, l {w['distinct_l']}, t {w['t']:.3f}")  # fmt: skip
+    return t
+
+
+RISK_COLUMNS = ("prosecutor_max", "prosecutor_avg", "journalist_max", "marketer", "sample_uniqueness", "avg_class_size", "discernibility", "gcp")  # fmt: skip
+
+
+def risk_table(risks: dict[str, dict[str, float]]) -> Table:
+    """Per table of a release (a column each): utility/risk.py's figures."""
+    t = Table(title="re-identification risk and information loss (utility/risk.py)")
+    t.add_column("figure")
+    for name in risks:
+        t.add_column(name, justify="right")
+    for c in RISK_COLUMNS:
+        t.add_row(c.replace("_", " "), *(f"{r[c]:,.4g}" if c in r else "-" for r in risks.values()))
+    return t

@@ -171,7 +171,7 @@ def test_every_feature_registers_its_commands():
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     assert set(sub.choices) == {
         "datasets", "profile", "rules", "gnf", "publish", "marginals", "audit",
-        "keys", "query", "utility", "statdb", "serve", "compare", "bench", "demo", "releases", "export",
+        "keys", "query", "utility", "statdb", "serve", "compare", "bench", "demo", "releases", "export", "check",
     }  # fmt: skip
     bench = next(a for a in sub.choices["bench"]._actions if a.dest == "what")
     assert set(bench.choices) == {

@@ -50,6 +50,11 @@ def cmd_utility(args: argparse.Namespace) -> int:
         f"mean [bold]{u.mean_relative_error:.4f}[/bold], median {u.median_relative_error:.4f} "
         f"({u.redrawn} queries with exact answer 0 redrawn; {u.queries_seconds:.1f} s)"
     )
+    from ..release.reader import open_release
+    from ..report import risk_table
+    from ..utility.risk import release_risk
+
+    console.print(risk_table(release_risk(open_release(args.release))))
     return 0
 
 

@@ -6,7 +6,8 @@ import argparse
 import time
 
 from ..datasets.presets import resolve_input, write_adult, write_generated
-from ..report import console, profile_table
+from ..errors import SpecError
+from ..report import check_report, console, profile_table
 from .common import engine_of, engine_options
 
 
@@ -64,6 +65,40 @@ def cmd_profile(args: argparse.Namespace) -> int:
     return 0
 
 
+MODEL_KEYS = {"k": int, "l": int, "entropy_l": float, "c": float, "t": float}
+
+
+def parse_model(text: str | None):
+    """`k=5,l=3,entropy_l=2.5,c=3,t=0.2` -> a check.Model (every key optional)."""
+    from ..utility.check import Model
+
+    values: dict = {}
+    for item in filter(None, (text or "").replace(" ", "").split(",")):
+        key, _, value = item.partition("=")
+        if key not in MODEL_KEYS or not value:
+            raise SpecError(f"--model: {item!r} is not one of {', '.join(f'{k}=N' for k in MODEL_KEYS)}")  # fmt: skip
+        try:
+            values[key] = MODEL_KEYS[key](value)
+        except ValueError:
+            raise SpecError(f"--model: {key} must be a number, not {value!r}") from None
+    return Model(**values)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    import json
+
+    from ..utility.check import check_table
+
+    engine = engine_of(args)
+    qi = [a.strip() for a in args.qi.split(",") if a.strip()]
+    report = check_table(engine, args.data, qi, args.sa, parse_model(args.model), args.ordered, args.worst)  # fmt: skip
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2, default=float))
+    else:
+        console.print(check_report(report))
+    return 0 if report.passed else 1
+
+
 def register(sub) -> None:
     ds = sub.add_parser(
         "datasets", help="write the Adult preset or a synthetic data set"
@@ -92,3 +127,13 @@ def register(sub) -> None:
     pr.add_argument("--table", default=None, help="table spec YAML (default: INPUT/table.yaml)")
     engine_options(pr)
     pr.set_defaults(func=cmd_profile)
+    ck = sub.add_parser("check", help="k-anonymity, l-diversity variants and t-closeness of any table, per equivalence class")  # fmt: skip
+    ck.add_argument("data", help="a CSV or Parquet file or directory (from any tool)")
+    ck.add_argument("--qi", required=True, help="quasi-identifiers, comma-separated")
+    ck.add_argument("--sa", required=True, help="the sensitive attribute")
+    ck.add_argument("--model", default=None, help="thresholds to check, e.g. k=5,l=3,entropy_l=2.5,c=3,t=0.2 (exit 1 if one fails)")  # fmt: skip
+    ck.add_argument("--ordered", action="store_true", help="the sensitive attribute is numeric: ordered EMD for t")  # fmt: skip
+    ck.add_argument("--worst", type=int, default=5, help="how many of the smallest classes to show")
+    ck.add_argument("--json", action="store_true")
+    engine_options(ck, default="inprocess")
+    ck.set_defaults(func=cmd_check)

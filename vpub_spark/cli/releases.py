@@ -70,6 +70,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         "supersedes": m.get("supersedes"), "private store": (m.get("store") or {}).get("store_id"),
         "privacy": m.get("privacy"), "rules": [f"{', '.join(r['lhs'])} -> {r['rhs']}" for r in m.get("rules", [])],
         "tables": {t["name"]: f"{t.get('kind')} on {', '.join(t.get('attributes', []))}" for t in m.get("tables", [])},
+        "risk": _risk(root, m["release_id"]),
     }  # fmt: skip
     if args.json:
         print(json.dumps(info, indent=2, default=str))
@@ -77,6 +78,13 @@ def cmd_show(args: argparse.Namespace) -> int:
     for k, v in info.items():
         console.print(f"[bold]{k}[/bold]: {v}")
     return 0
+
+
+def _risk(root: Root, release_id: str) -> dict:
+    from ..release.reader import open_release
+    from ..utility.risk import release_risk
+
+    return {t: {k: round(v, 4) for k, v in r.items()} for t, r in release_risk(open_release(root.uri(release_id))).items()}  # fmt: skip
 
 
 def cmd_latest(args: argparse.Namespace) -> int:

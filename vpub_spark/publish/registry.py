@@ -48,4 +48,37 @@ def method_for(cfg: PublishConfig) -> Method:
         )
     if method.section is not None and getattr(cfg, method.section) is None:
         raise SpecError(f"method {cfg.method} needs a `{method.section}:` section")
+    check_models(cfg)
     return method
+
+
+def generalizes(cfg: PublishConfig) -> bool:
+    """Whether the method publishes generalized groups (boxes) rather than exact QIs."""
+    return cfg.method in ("marginals", "rda", "gda", "ria") or cfg.anonymizer != "anatomy"
+
+
+def check_models(cfg: PublishConfig) -> None:
+    """`privacy.also` against what the method guarantees (issue 20), refused before any
+    work. Every method but multi_sa_bip bounds each group's sensitive shares by 1/p
+    (p = l, or m for m-unique groups), and so guarantees:
+    - entropy l-diversity for every l_e <= p: p_i <= 1/p gives -log p_i >= log p, so
+      H = sum p_i (-log p_i) >= log p and exp(H) >= p;
+    - recursive (c, p)-diversity for every c > 1: r_1 <= |g|/p and the p - 1 largest
+      counts are at most (p - 1)|g|/p, so r_p + ... + r_m >= |g|/p >= r_1;
+    - k-anonymity for k <= p when the groups are generalized (each group, of at least p
+      rows, shares one box); anatomy publishes exact QIs and protects no identity.
+    No method enforces t-closeness yet (`vpub check` measures it)."""
+    also, p = cfg.privacy.extra, cfg.privacy.parameter
+    name = f"method {cfg.method}" + (f" with anonymizer {cfg.anonymizer}" if cfg.anonymizer != "anatomy" else "")  # fmt: skip
+    if also and cfg.method == "multi_sa_bip":
+        raise SpecError(f"{name} enforces 000 Appendix B's condition only; privacy.also ({', '.join(also)}) is not available for it")  # fmt: skip
+    if "t" in also:
+        raise SpecError("no method of this version enforces t-closeness; measure it with `vpub check DATA --qi ... --sa ... --model t=...`")  # fmt: skip
+    if also.get("entropy_l", 0) > p:
+        raise SpecError(f"{name} guarantees entropy l-diversity up to {p} (its groups' shares are at most 1/{p}); raise {'m' if cfg.privacy.model == 'm-invariance' else 'l'} to {also['entropy_l']:g} or lower privacy.also.entropy_l")  # fmt: skip
+    if "recursive_c" in also and also["recursive_c"] <= 1:
+        raise SpecError(f"recursive (c, l)-diversity is met by {name} for every c > 1, not for c = {also['recursive_c']:g}")  # fmt: skip
+    if "k" in also and not generalizes(cfg):
+        raise SpecError(f"{name} publishes exact quasi-identifiers (anatomy), so it cannot enforce k-anonymity; use anonymizer rda or gda, or method marginals")  # fmt: skip
+    if also.get("k", 0) > p:
+        raise SpecError(f"{name} guarantees groups of at least {p} rows; k = {also['k']:g} needs a larger {'m' if cfg.privacy.model == 'm-invariance' else 'l'}")  # fmt: skip

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..engines.base import Engine
 from ..engines.inprocess import InProcessEngine
@@ -113,9 +114,49 @@ def audit_release(
             _table_checks(rel, entry, t, l, rows, check)
         except (VpubError, pa.ArrowException, KeyError) as e:
             check(f"{t.name}: readable", False, str(e))
+    _model_checks(rel, m, check)
     if source is not None:
         _source_checks(rel, tables, source, check, engine)
     return report
+
+
+def _model_checks(rel: Release, m: dict, check: Checker) -> None:
+    """`privacy.also` (issue 20), per group of every table with sensitive counts (ST):
+    exp of the group's sensitive entropy >= entropy_l; r_1 < c (r_l + ... + r_m) with
+    l the release's l (or m); generalized groups of at least k rows. Computed here from
+    the ST's counts, apart from the writers' and kernels' code."""
+    also, privacy = m["privacy"].get("also") or {}, m["privacy"]
+    p = int(privacy.get("l") or privacy.get("m") or 2)
+    if not also:
+        return
+    for entry in m["tables"]:
+        name = entry["name"]
+        if "k" in also and entry.get("kind") == "projection":
+            least = int(pc.min(rel.read(name, "counts", ["count"]).column("count")).as_py() or 0)
+            check(f"{name}: k-anonymity", least >= also["k"], f"smallest combination count {least}, needed {also['k']:g}")  # fmt: skip
+        if "k" in also and entry.get("kind") in ("anatomy", "multi_sa"):
+            check(
+                f"{name}: k-anonymity",
+                False,
+                "exact quasi-identifiers (anatomy) protect no identity",
+            )
+        if "st" not in entry.get("parts", {}) or entry.get("kind") == "multi_sa":
+            continue
+        st = rel.read(name, "st", [GROUP, "count"]).to_pandas()
+        size = st.groupby(GROUP)["count"].transform("sum")
+        share = st["count"] / size
+        if "entropy_l" in also:
+            worst = float(np.exp((-share * np.log(share)).groupby(st[GROUP]).sum()).min())
+            check(f"{name}: entropy l-diversity", worst >= also["entropy_l"] - 1e-9, f"least exp(H) {worst:.4f}, needed {also['entropy_l']:g}")  # fmt: skip
+        if "recursive_c" in also:
+            ranked = st.assign(r=st.groupby(GROUP)["count"].rank(method="first", ascending=False))
+            top = ranked[ranked["r"] == 1].set_index(GROUP)["count"]
+            tail = ranked[ranked["r"] >= p].groupby(GROUP)["count"].sum().reindex(top.index, fill_value=0)  # fmt: skip
+            worst = float((top / tail.where(tail > 0, np.nan)).fillna(np.inf).max())
+            check(f"{name}: recursive (c, l)-diversity", worst < also["recursive_c"], f"largest r1 / (r_{p} + ...) {worst:.4f}, needed below c = {also['recursive_c']:g}")  # fmt: skip
+        if "k" in also and entry.get("kind") == "generalized":
+            least = int(st.groupby(GROUP)["count"].sum().min())
+            check(f"{name}: k-anonymity", least >= also["k"], f"smallest group {least}, needed {also['k']:g}")  # fmt: skip
 
 
 def _manifest_checks(rel: Release, require_committed: bool, check: Checker):

@@ -1,0 +1,96 @@
+"""Privacy models beyond 000's l-diversity (issue 20, `privacy.also`): what each method
+guarantees (publish/registry.check_models' proofs), tested on random tables with the
+groups measured independently (kernels/classes.py), the refusals, the manifest, and an
+audit that fails when a release does not meet the models its manifest claims."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from release_helpers import config, job_table, write_table
+
+from vpub_spark.config import config_from_dict
+from vpub_spark.engines.inprocess import InProcessEngine
+from vpub_spark.errors import SpecError
+from vpub_spark.kernels.classes import COUNT, class_measures
+from vpub_spark.model import PrivacySpec
+from vpub_spark.publish.pipeline import publish
+from vpub_spark.release.audit import audit_release
+from vpub_spark.release.reader import open_release
+
+RULES = ["age -> job", "sex -> zip"]
+
+
+def _groups(rel, entry) -> pd.DataFrame:
+    """Each group's measures, from its ST counts (a group is the class)."""
+    st_ = rel.read(entry["name"], "st").to_pandas()
+    s = entry["sensitive"]
+    counts = st_.rename(columns={"count": COUNT}).assign(**{s: st_[s].astype(str)})
+    values = sorted(counts[s].unique())
+    p = pd.Series(np.ones(len(values)) / len(values), index=values)
+    return class_measures(counts[["group_id", s, COUNT]], ["group_id"], s, p, int(rel.manifest["privacy"].get("l") or rel.manifest["privacy"]["m"]), False)  # fmt: skip
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(300, 1500), l=st.integers(2, 4))
+def test_anatomy_meets_entropy_and_recursive_diversity(tmp_path_factory, seed, n, l):
+    """000's groups (no share above 1/l) are entropy l-diverse and recursive (c, l)-diverse
+    for every c > 1 (the proof is in check_models' docstring); measured here."""
+    tmp = tmp_path_factory.mktemp("pm")
+    data = write_table(job_table(seed, n), tmp / "t")
+    cfg = config(data, tmp / "out", RULES, l, seed=seed)
+    cfg = replace(cfg, privacy=PrivacySpec("l-diversity", l, None, (("entropy_l", float(l)), ("recursive_c", 1.0001))))  # fmt: skip
+    r = publish(cfg, InProcessEngine())
+    assert r.audit.passed and r.manifest["privacy"]["also"] == {"entropy_l": float(l), "recursive_c": 1.0001}  # fmt: skip
+    rel = open_release(r.path)
+    for entry in [e for e in rel.tables if e["kind"] == "anatomy"]:
+        g = _groups(rel, entry)
+        assert (g["entropy_l"] >= l - 1e-9).all() and (g["recursive_c"] <= 1.0 + 1e-12).all()
+
+
+def test_marginals_meet_k_anonymity_up_to_m(tmp_path):
+    data = write_table(job_table(5, 1500), tmp_path / "t")
+    cfg = config_from_dict({
+        "input": {"path": str(data)}, "privacy": {"model": "m-invariance", "m": 3, "also": {"k": 3, "entropy_l": 3}}, "method": "marginals",
+        "marginals": {"sensitive": "job", "schemas": [["age", "zip"]], "state": str(tmp_path / "private" / "s"), "qi": ["age", "zip"]},
+        "output": {"path": str(tmp_path / "out"), "release_id": "g"}, "engine": "inprocess",
+    })  # fmt: skip
+    r = publish(cfg, InProcessEngine())
+    names = [c.name for c in r.audit.checks]
+    assert r.audit.passed and any(n.endswith("k-anonymity") for n in names) and any(n.endswith("entropy l-diversity") for n in names)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("also", "method", "message"),
+    [
+        ({"t": 0.2}, "uad", "no method of this version enforces t-closeness"),
+        ({"entropy_l": 4}, "uad", "guarantees entropy l-diversity up to 3"),
+        ({"recursive_c": 1}, "uad", "for every c > 1, not for c = 1"),
+        ({"k": 3}, "uad", "cannot enforce k-anonymity"),
+        ({"k": 3}, "multi_sa_bip", "privacy.also (k) is not available"),
+        ({"q": 3}, "uad", "unknown model 'q'"),
+    ],
+)
+def test_models_a_method_cannot_enforce_are_refused(tmp_path, also, method, message):
+    d = {"input": {"path": str(tmp_path)}, "privacy": {"l": 3, "also": also}, "rules": RULES, "method": method, "output": {"path": str(tmp_path / "o")}}  # fmt: skip
+    with pytest.raises(SpecError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        publish(config_from_dict(d), InProcessEngine())
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_audit_refuses_a_release_that_misses_its_claimed_models(tmp_path):
+    data = write_table(job_table(9, 800), tmp_path / "t")
+    path = publish(config(data, tmp_path / "out", RULES, 3, seed=1), InProcessEngine()).path
+    manifest = json.loads((path / "manifest.json").read_text())
+    for claim, failed in (({"entropy_l": 3.5}, "entropy l-diversity"), ({"recursive_c": 0.5}, "recursive (c, l)-diversity"), ({"k": 3}, "k-anonymity")):  # fmt: skip
+        (path / "manifest.json").write_text(json.dumps(manifest | {"privacy": manifest["privacy"] | {"also": claim}}))  # fmt: skip
+        report = audit_release(path)
+        assert not report.passed and any(failed in f for f in report.as_dict()["failures"]), claim
+    (path / "manifest.json").write_text(json.dumps(manifest | {"privacy": manifest["privacy"] | {"also": {"entropy_l": 3, "recursive_c": 1.01}}}))  # fmt: skip
+    assert audit_release(path).passed  # what anatomy with l = 3 guarantees

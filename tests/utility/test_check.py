@@ -1,0 +1,97 @@
+"""`vpub check` (issue 20): the equivalence-class measures, cross-checked against pyCANON
+(a test dependency) on random tables, the textbook recursive (c, l), Spark equal to in
+process, and the command's report and exit code."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pycanon import anonymity
+from release_helpers import vpub
+
+from vpub_spark.engines.inprocess import InProcessEngine
+from vpub_spark.kernels.classes import class_counts, class_measures
+from vpub_spark.utility.check import Model, check_table
+
+QI = ["a", "b"]
+
+
+@st.composite
+def tables(draw):
+    n = draw(st.integers(5, 80))
+    rng = np.random.default_rng(draw(st.integers(0, 10_000)))
+    sizes = draw(st.tuples(st.integers(1, 4), st.integers(1, 3), st.integers(1, 6)))
+    return pd.DataFrame({"a": rng.integers(0, sizes[0], n), "b": rng.integers(0, sizes[1], n), "s": rng.integers(0, sizes[2], n)})  # fmt: skip
+
+
+def _ours(frame: pd.DataFrame, ordered: bool, l: int = 2) -> pd.DataFrame:
+    values = np.sort(frame["s"].unique())
+    coded = frame.assign(s=np.searchsorted(values, frame["s"]))
+    p = coded["s"].value_counts(normalize=True).sort_index()
+    return class_measures(class_counts(coded, QI, "s"), QI, "s", p, l, ordered)
+
+
+@settings(max_examples=60, deadline=None)
+@given(frame=tables())
+def test_measures_equal_pycanon(frame):
+    m = _ours(frame, ordered=True)
+    assert int(m["k"].min()) == anonymity.k_anonymity(frame, QI)
+    assert int(m["distinct_l"].min()) == anonymity.l_diversity(frame, QI, ["s"])
+    theirs = anonymity.entropy_l_diversity(frame, QI, ["s"])  # int(min exp(H)), in floats
+    assert theirs in {math.floor(m["entropy_l"].min() - 1e-9), math.floor(m["entropy_l"].min() + 1e-9)}  # fmt: skip
+    if frame["s"].nunique() > 1:  # numeric: ordered EMD
+        assert m["t"].max() == pytest.approx(anonymity.t_closeness(frame, QI, ["s"]))
+    labels = frame.assign(s=frame["s"].map(lambda v: f"v{v}"))  # strings: equal distance
+    assert _ours(labels, ordered=False)["t"].max() == pytest.approx(anonymity.t_closeness(labels, QI, ["s"]))  # fmt: skip
+
+
+def test_recursive_c_l_is_the_papers():
+    """Counts 5, 3, 1, 1 in one class: r1 / (r_l + ... + r_m) = 5 / (3 + 1 + 1) for l = 2
+    and 5 / (1 + 1) for l = 3; fewer than l values: infinite."""
+    frame = pd.DataFrame({"a": [0] * 10, "b": [0] * 10, "s": [0] * 5 + [1] * 3 + [2, 3]})
+    assert _ours(frame, False, l=2)["recursive_c"].iloc[0] == pytest.approx(1.0)
+    assert _ours(frame, False, l=3)["recursive_c"].iloc[0] == pytest.approx(2.5)
+    assert _ours(frame, False, l=5)["recursive_c"].iloc[0] == math.inf
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory):
+    rng = np.random.default_rng(3)
+    n = 3000
+    frame = pd.DataFrame({"zip": rng.integers(0, 30, n).astype(str), "sex": rng.choice(["F", "M"], n), "age": rng.integers(20, 70, n), "disease": rng.choice(["flu", "hiv", "cold", "asthma"], n, p=[0.4, 0.1, 0.3, 0.2])})  # fmt: skip
+    path = tmp_path_factory.mktemp("chk") / "t.csv"
+    frame.to_csv(path, index=False)
+    return path, frame
+
+
+def test_spark_equals_in_process(table, spark_engine):
+    path, _ = table
+    model = Model(k=5, l=3, entropy_l=2.0, c=3.0, t=0.3)
+    here = check_table(InProcessEngine(), str(path), ["zip", "sex"], "disease", model)
+    there = check_table(spark_engine, str(path), ["zip", "sex"], "disease", model)
+    assert there.measured == pytest.approx(here.measured) and there.checks == here.checks
+    assert (there.rows, there.classes) == (here.rows, here.classes) == (3000, 60)
+    ordered = [check_table(e, str(path), ["zip", "sex"], "age", Model(t=0.2), ordered=True) for e in (InProcessEngine(), spark_engine)]  # fmt: skip
+    assert ordered[0].measured == pytest.approx(ordered[1].measured)
+
+
+def test_check_command(table):
+    path, frame = table
+    done = subprocess.run(vpub("check", str(path), "--qi", "zip,sex", "--sa", "disease", "--model", "k=5,l=4", "--json"), capture_output=True, text=True, timeout=120)  # fmt: skip
+    report = json.loads(done.stdout)
+    sizes = frame.groupby(["zip", "sex"]).size()
+    assert report["measured"]["k"] == sizes.min() and report["classes"] == len(sizes)
+    l4 = frame.groupby(["zip", "sex"])["disease"].nunique() < 4
+    assert report["checks"]["distinct l-diversity (l = 4)"]["failing_classes"] == int(l4.sum())
+    assert done.returncode == (1 if l4.any() or sizes.min() < 5 else 0)
+    bad = subprocess.run(vpub("check", str(path), "--qi", "zip,nope", "--sa", "disease"), capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert bad.returncode == 2 and "nope" in bad.stderr
+    worse = subprocess.run(vpub("check", str(path), "--qi", "zip", "--sa", "disease", "--model", "q=3"), capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert worse.returncode == 2 and "--model: 'q=3'" in worse.stderr
