@@ -16,9 +16,10 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/activate
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/activate
 	$(PY) -m pip install --quiet -e '.[dev]'
-	# pyCANON (the cross-check of vpub check) pins exact numpy/scipy/typing_extensions
-	# versions that conflict with ours; its anonymity module needs only numpy and pandas
-	$(PY) -m pip install --quiet --no-deps 'pycanon>=1.3'
+	# pyCANON (the cross-check of vpub check) and ANJANA (vpub bench peers) pin exact
+	# numpy/scipy/pandas/typing_extensions versions that conflict with ours; what they
+	# import needs only numpy, pandas and beartype
+	$(PY) -m pip install --quiet --no-deps 'pycanon>=1.3' 'anjana>=1.2' 'beartype>=0.18'
 	touch $@ $(VENV)/.installed
 
 check-java:

@@ -82,3 +82,14 @@ def job_table(seed: int, n: int) -> pd.DataFrame:
         "age": age.astype(str), "zip": rng.integers(10, 40, n).astype(str), "sex": rng.choice(["F", "M"], n),
         "job": [f"j{x:02d}" for x in (age // 5 + rng.integers(0, 7, n)) % 12],
     })  # fmt: skip
+
+
+def marginal_release(tmp: Path, seed: int, n: int, m: int = 3, also: dict | None = None):
+    """A published m-invariant marginal (age, zip -> job) of `job_table(seed, n)`."""
+    data = write_table(job_table(seed, n), tmp / "t")
+    cfg = config_from_dict({
+        "input": {"path": str(data)}, "privacy": {"model": "m-invariance", "m": m} | ({"also": also} if also else {}), "method": "marginals",
+        "marginals": {"sensitive": "job", "schemas": [["age", "zip"]], "state": str(tmp / "private" / "s"), "qi": ["age", "zip"]},
+        "output": {"path": str(tmp / "out"), "release_id": "g"}, "engine": "inprocess",
+    })  # fmt: skip
+    return publish(cfg, InProcessEngine())

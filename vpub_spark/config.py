@@ -277,9 +277,15 @@ def with_overrides(
     (not None) wins; `l` / `m` set the privacy model, `state` the marginals' store."""
     cfg = cfg.with_overrides(**fields)
     if l is not None:
-        cfg = replace(cfg, privacy=PrivacySpec("l-diversity", l, None, cfg.privacy.also))
+        cfg = replace(
+            cfg,
+            privacy=PrivacySpec("l-diversity", l, None, cfg.privacy.also, cfg.privacy.suppression),
+        )
     if m is not None:
-        cfg = replace(cfg, privacy=PrivacySpec("m-invariance", None, m, cfg.privacy.also))
+        cfg = replace(
+            cfg,
+            privacy=PrivacySpec("m-invariance", None, m, cfg.privacy.also, cfg.privacy.suppression),
+        )
     if state is not None:
         if cfg.marginals is None:
             raise SpecError("--state needs method marginals and a `marginals:` section")
@@ -295,7 +301,7 @@ def _section(d: dict, key: str) -> dict:
 
 
 def _privacy(d: dict) -> PrivacySpec:
-    unknown = set(d) - {"model", "l", "m", "also"}
+    unknown = set(d) - {"model", "l", "m", "also", "suppression"}
     if unknown:
         raise SpecError(f"config: privacy has unknown keys {', '.join(sorted(unknown))}")
     also = d.get("also") or {}

@@ -168,6 +168,7 @@ class PrivacySpec:
     l: int | None = 2
     m: int | None = None
     also: tuple[tuple[str, float], ...] = ()
+    suppression: float = 0.0  # the share of rows the rules may suppress (publish/suppression.py)
 
     def __post_init__(self) -> None:
         if self.model == "l-diversity":
@@ -180,6 +181,8 @@ class PrivacySpec:
             raise SpecError(
                 f"privacy model must be l-diversity or m-invariance, not {self.model!r}"
             )
+        if not isinstance(self.suppression, int | float) or not 0 <= self.suppression < 1:
+            raise SpecError(f"privacy.suppression must be a share of the rows in [0, 1), not {self.suppression!r}")  # fmt: skip
         for key, value in self.also:
             if key not in ALSO:
                 raise SpecError(f"privacy.also: unknown model {key!r}; known: {', '.join(ALSO)}")
@@ -196,7 +199,7 @@ class PrivacySpec:
 
     def as_dict(self) -> dict:
         base = {"model": self.model, "l": self.l} if self.model == "l-diversity" else {"model": self.model, "m": self.m}  # fmt: skip
-        return base | ({"also": dict(self.also)} if self.also else {})
+        return base | ({"also": dict(self.also)} if self.also else {}) | ({"suppression": self.suppression} if self.suppression else {})  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -184,4 +184,5 @@ def test_every_feature_registers_its_commands():
         "kl",
         "streamliner",
         "serve",
+        "peers",
     }

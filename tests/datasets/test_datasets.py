@@ -89,3 +89,23 @@ def test_adult_preset_domains_rows_and_sample(spark_engine, inprocess, tmp_path)
     counts_s = sa.value_counts()
     assert (counts_s <= counts_full.reindex(counts_s.index)).all()
     assert np.isclose(sa["sex"].eq("Male").mean(), fulldf["sex"].eq("Male").mean(), atol=0.03)
+
+
+def _conditional_entropy(df: pd.DataFrame, qi: list[str], s: str) -> float:
+    """H(S | QI) in nats, from the table's counts."""
+    joint = df.groupby([*qi, s]).size()
+    marg = joint.groupby(level=list(range(len(qi)))).transform("sum")
+    p = joint / joint.sum()
+    return float(-(p * np.log(joint / marg)).sum())
+
+
+def test_dependence_knob():
+    """dependence 0 is the data as before; more dependence, less uncertainty about the
+    sensitive attribute given the QI; 1 makes it a function of them."""
+    base = synthetic.generate_block("census", 5, 100_000, 0).to_pandas()
+    assert base.equals(synthetic.generate_block("census", 5, 100_000, 0, 0.0).to_pandas())
+    qi, s = [a for a, _ in synthetic.schema("census")][:-1], "occupation"
+    h = [_conditional_entropy(synthetic.generate_block("census", 5, 100_000, 0, d).to_pandas(), qi, s) for d in (0.0, 0.5, 1.0)]  # fmt: skip
+    assert h[0] > h[1] > h[2] and h[2] == pytest.approx(0.0, abs=1e-9)
+    same_qi = synthetic.generate_block("census", 5, 100_000, 0, 1.0).to_pandas()
+    assert same_qi.equals(synthetic.generate_block("census", 5, 100_000, 0, 1.0).to_pandas())

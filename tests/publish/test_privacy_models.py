@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from release_helpers import config, job_table, write_table
+from release_helpers import config, job_table, marginal_release, write_table
 
 from vpub_spark.config import config_from_dict
 from vpub_spark.engines.inprocess import InProcessEngine
@@ -55,13 +55,7 @@ def test_anatomy_meets_entropy_and_recursive_diversity(tmp_path_factory, seed, n
 
 
 def test_marginals_meet_k_anonymity_up_to_m(tmp_path):
-    data = write_table(job_table(5, 1500), tmp_path / "t")
-    cfg = config_from_dict({
-        "input": {"path": str(data)}, "privacy": {"model": "m-invariance", "m": 3, "also": {"k": 3, "entropy_l": 3}}, "method": "marginals",
-        "marginals": {"sensitive": "job", "schemas": [["age", "zip"]], "state": str(tmp_path / "private" / "s"), "qi": ["age", "zip"]},
-        "output": {"path": str(tmp_path / "out"), "release_id": "g"}, "engine": "inprocess",
-    })  # fmt: skip
-    r = publish(cfg, InProcessEngine())
+    r = marginal_release(tmp_path, 5, 1500, also={"k": 3, "entropy_l": 3})
     names = [c.name for c in r.audit.checks]
     assert r.audit.passed and any(n.endswith("k-anonymity") for n in names) and any(n.endswith("entropy l-diversity") for n in names)  # fmt: skip
 

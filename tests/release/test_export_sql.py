@@ -13,9 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from release_helpers import config, job_table, vpub, write_table
+from release_helpers import config, job_table, marginal_release, vpub, write_table
 
-from vpub_spark.config import config_from_dict
 from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.publish.pipeline import publish
 from vpub_spark.release.export import export
@@ -72,13 +71,7 @@ def test_wide_and_parquet_exports(release, tmp_path):
 
 
 def test_generalized_export(tmp_path):
-    data = write_table(job_table(7, 1500), tmp_path / "t")
-    cfg = config_from_dict({
-        "input": {"path": str(data)}, "privacy": {"model": "m-invariance", "m": 3}, "method": "marginals",
-        "marginals": {"sensitive": "job", "schemas": [["age", "zip"]], "state": str(tmp_path / "private" / "s"), "qi": ["age", "zip"]},
-        "output": {"path": str(tmp_path / "out"), "release_id": "g"}, "engine": "inprocess",
-    })  # fmt: skip
-    rel = open_release(publish(cfg, InProcessEngine()).path)
+    rel = open_release(marginal_release(tmp_path, 7, 1500).path)
     name = rel.tables[0]["name"]
     long, _ = export(rel, name, tmp_path / "g.csv")
     df = pd.read_csv(long, dtype={"age_min": str, "age_max": str})

@@ -7,9 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from pycanon import anonymity
-from release_helpers import config, job_table, write_table
+from release_helpers import config, job_table, marginal_release, write_table
 
-from vpub_spark.config import config_from_dict
 from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.publish.pipeline import publish
 from vpub_spark.release.reader import open_release
@@ -36,13 +35,7 @@ def test_anatomy_qit_risk_equals_pycanon_k(tmp_path):
 
 
 def test_generalized_risk_and_gcp(tmp_path):
-    data = write_table(job_table(5, 1500), tmp_path / "t")
-    cfg = config_from_dict({
-        "input": {"path": str(data)}, "privacy": {"model": "m-invariance", "m": 3}, "method": "marginals",
-        "marginals": {"sensitive": "job", "schemas": [["age", "zip"]], "state": str(tmp_path / "p" / "s"), "qi": ["age", "zip"]},
-        "output": {"path": str(tmp_path / "o"), "release_id": "g"}, "engine": "inprocess",
-    })  # fmt: skip
-    rel = open_release(publish(cfg, InProcessEngine()).path)
+    rel = open_release(marginal_release(tmp_path, 5, 1500).path)
     entry = rel.tables[0]
     r = release_risk(rel)[entry["name"]]
     assert r["prosecutor_max"] <= 1 / 3 and 0 < r["gcp"] <= 1

@@ -40,10 +40,11 @@ def cmd_datasets_generate(args: argparse.Namespace) -> int:
                 args.out,
                 args.overwrite,
                 lambda n: bar.advance(task, n),
+                args.dependence,
             )
     else:
         with console.status(f"generating {args.rows:,} rows of {args.name} with Spark ..."):
-            w = write_generated(engine, args.name, args.rows, args.seed, args.out, args.overwrite)
+            w = write_generated(engine, args.name, args.rows, args.seed, args.out, args.overwrite, None, args.dependence)  # fmt: skip
     dt = time.perf_counter() - t0
     console.print(
         f"wrote {w.rows:,} rows of {args.name} to {w.path} in {dt:.1f} s ({w.rows / dt:,.0f} rows/s)"
@@ -119,6 +120,7 @@ def register(sub) -> None:
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--out", required=True)
     g.add_argument("--overwrite", action="store_true")
+    g.add_argument("--dependence", type=float, default=0.0, help="share of rows whose last (sensitive) attribute is a function of the others, 0..1 (issue 21)")  # fmt: skip
     engine_options(g)
     g.set_defaults(func=cmd_datasets_generate)
 

@@ -17,6 +17,7 @@ from ..experiments.bench import (
     bench_streamliner,
     bench_utility,
 )
+from ..experiments.bench_peers import BenchPeers, bench_peers
 from ..experiments.bench_scale import BenchKl, BenchScale, bench_kl, bench_scale
 from ..experiments.bench_statdb import BenchServe, BenchStatdb, bench_serve, bench_statdb
 from ..experiments.comparison import load_comparison, run_comparison
@@ -64,8 +65,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         "serve": (BenchServe, bench_serve),
         "scale": (BenchScale, bench_scale),
         "kl": (BenchKl, bench_kl),
+        "peers": (BenchPeers, bench_peers),
     }[args.what]
     given = {"engines": engines(args.engines)} if hasattr(args, "engines") else {}
+    if args.what == "peers":
+        given = {"qi": engines(args.qi)}
     run(config_of(kind, args, **given))  # type: ignore[operator]
     return 0
 
@@ -189,6 +193,21 @@ def _bench_scale(bn) -> None:
     bk.add_argument("--out", default="out/bench-kl")
 
 
+def _bench_peers(bn) -> None:
+    bp = bn.add_parser("peers", help="vpub against ANJANA on one rule QI -> S: time, peak memory, query error")  # fmt: skip
+    bp.add_argument("--data", required=True, help="a data-set directory (table.yaml + data/)")
+    bp.add_argument("--qi", required=True, help="quasi-identifiers, comma-separated")
+    bp.add_argument("--sensitive", required=True)
+    bp.add_argument("--l", type=int, default=3)
+    bp.add_argument("--rows", type=int, default=None, help="a seeded sample of this many rows")
+    bp.add_argument("--suppression", type=float, default=5.0, help="ANJANA's suppression limit, percent")  # fmt: skip
+    bp.add_argument("--queries", type=int, default=1000)
+    bp.add_argument("--qd", type=int, default=3)
+    bp.add_argument("--p", type=float, default=0.4)
+    bp.add_argument("--seed", type=int, default=0)
+    bp.add_argument("--out", default="out/bench-peers")
+
+
 def register(sub) -> None:
     cp = sub.add_parser(
         "compare", help="000 §6's comparison runs: KL, relative error and time per method"
@@ -210,6 +229,7 @@ def register(sub) -> None:
         _bench_streamliner,
         _bench_serve,
         _bench_scale,
+        _bench_peers,
     ):
         add(bn)
     for p in bn.choices.values():

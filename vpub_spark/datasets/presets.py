@@ -62,11 +62,14 @@ def write_generated(
     out: str,
     overwrite: bool = False,
     progress=None,
+    dependence: float = 0.0,
 ) -> Written:
     spec = synthetic.table_spec(name)
     if rows < 1:
         raise SpecError(f"--rows must be positive, not {rows}")
+    if not 0 <= dependence <= 1:
+        raise SpecError(f"--dependence must be in [0, 1], not {dependence}")
     with staged_directory(out, overwrite) as stage:
-        engine.generate(name, rows, seed, stage / DATA, progress)
+        engine.generate(name, rows, seed, stage / DATA, progress, dependence)
         write_table_spec(spec, stage / SPEC)
     return Written(Path(out), rows, 0, spec)

@@ -132,8 +132,23 @@ def block_rows(rows: int, block: int) -> int:
     return max(0, min(BLOCK_ROWS, rows - block * BLOCK_ROWS))
 
 
-def generate_block(name: str, seed: int, rows: int, block: int) -> pa.RecordBatch:
-    """Rows [block·BLOCK_ROWS, ...) of the `rows`-row data set `name` (vectorized)."""
+def dependent(codes: list[np.ndarray], domain: int, seed: int, dependence: float, rng: np.random.Generator) -> np.ndarray:  # fmt: skip
+    """The last attribute with a share `dependence` of its rows replaced by a seeded
+    function of all the other attributes' values (issue 21: a knob for how strongly the
+    QI determine the sensitive attribute; 0 leaves the network's draw as it is, 1 makes
+    it a function of the QI). The function maps a row's QI combination through seeded
+    random weights to a value, so equal QI combinations get equal values."""
+    weights = np.random.default_rng([seed, 0xDE9]).integers(1, 1 << 30, size=len(codes) - 1)
+    key = np.zeros(len(codes[-1]), dtype=np.int64)
+    for c, w in zip(codes[:-1], weights, strict=True):
+        key = (key * 31 + c.astype(np.int64) * int(w)) % (1 << 31)
+    chosen = rng.random(len(key)) < dependence
+    return np.where(chosen, key % domain, codes[-1])
+
+
+def generate_block(name: str, seed: int, rows: int, block: int, dependence: float = 0.0) -> pa.RecordBatch:  # fmt: skip
+    """Rows [block·BLOCK_ROWS, ...) of the `rows`-row data set `name` (vectorized); with
+    `dependence` > 0 the last attribute follows the QI (`dependent`)."""
     n = block_rows(rows, block)
     rng = np.random.default_rng([seed, block])
     nodes = network(name, seed)
@@ -146,6 +161,8 @@ def generate_block(name: str, seed: int, rows: int, block: int) -> pa.RecordBatc
         u = rng.random(n) + ctx
         value = np.searchsorted(node.cdf, u, side="right") - ctx * node.domain
         codes.append(np.clip(value, 0, node.domain - 1))
+    if dependence > 0:  # its own random stream: dependence 0 gives the same data as before
+        codes[-1] = dependent(codes, nodes[-1].domain, seed, dependence, np.random.default_rng([seed, block, 0xDE9]))  # fmt: skip
     names = [a for a, _ in schema(name)]
     return pa.RecordBatch.from_arrays(
         [pa.array((c + 1).astype(np.int32)) for c in codes], names=names

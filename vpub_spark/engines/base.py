@@ -92,6 +92,11 @@ class Engine(Protocol):
     # data sets
     def sample(self, loaded: LoadedTable, n: int, seed: int) -> LoadedTable: ...
 
+    def suppress(self, loaded: LoadedTable, attribute: str, drop: np.ndarray, seed: int) -> LoadedTable:  # fmt: skip
+        """The table without drop[v] rows of each code v of `attribute`: those with the
+        smallest content keys (kernels/suppression.py), the same rows on both engines."""
+        ...
+
     def write_decoded(self, loaded: LoadedTable, directory: Path) -> None: ...
 
     def generate(
@@ -101,6 +106,7 @@ class Engine(Protocol):
         seed: int,
         directory: Path,
         progress: Callable[[int], object] | None = None,
+        dependence: float = 0.0,
     ) -> None: ...
 
     # publishing

@@ -108,6 +108,21 @@ class InProcessEngine:
         }
         return LoadedTable(loaded.spec, loaded.dictionaries, counts, n, 0, picked, loaded.source)
 
+    def suppress(self, loaded: LoadedTable, attribute: str, drop, seed: int) -> LoadedTable:
+        import numpy as np
+
+        from ..kernels.sampling import OCCURRENCE, sample_keys, with_occurrence
+
+        cols = list(loaded.names)
+        keyed = with_occurrence(loaded.data, cols)
+        keyed["__key"] = sample_keys(keyed[[*cols, OCCURRENCE]], seed)
+        order = keyed.sort_values([attribute, "__key", *cols, OCCURRENCE], kind="stable")
+        rank = order.groupby(attribute, sort=False).cumcount().to_numpy()
+        gone = order.index[rank < np.asarray(drop)[order[attribute].to_numpy()]]
+        kept = loaded.data.drop(index=gone).reset_index(drop=True)
+        counts = {a: np.bincount(kept[a].to_numpy(), minlength=loaded.dictionaries[a].size) for a in cols}  # fmt: skip
+        return LoadedTable(loaded.spec, loaded.dictionaries, counts, loaded.rows_read, loaded.rows_dropped + len(gone), kept, loaded.source)  # fmt: skip
+
     def write_decoded(self, loaded: LoadedTable, directory: Path) -> None:
         import pyarrow.parquet as pq
 
@@ -120,7 +135,7 @@ class InProcessEngine:
             directory / "part-00000.parquet",
         )
 
-    def generate(self, name: str, rows: int, seed: int, directory: Path, progress=None) -> None:
+    def generate(self, name: str, rows: int, seed: int, directory: Path, progress=None, dependence: float = 0.0) -> None:  # fmt: skip
         import pyarrow.parquet as pq
 
         from ..datasets.synthetic import blocks, generate_block
@@ -128,7 +143,7 @@ class InProcessEngine:
         directory.mkdir(parents=True, exist_ok=True)
         writer = None
         for b in range(blocks(rows)):
-            batch = generate_block(name, seed, rows, b)
+            batch = generate_block(name, seed, rows, b, dependence)
             writer = writer or pq.ParquetWriter(directory / "part-00000.parquet", batch.schema)
             writer.write_batch(batch)
             if progress:

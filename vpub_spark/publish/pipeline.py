@@ -32,8 +32,10 @@ from ..release.commit import Steps, audit_and_commit, staged_directory, staged_r
 from ..release.layout import RESERVED, release_target, table_dir
 from ..release.manifest import header
 from ..release.objectstore import is_remote, local_input
+from .anatomy import AnatomyMethod
 from .method import Design, Method, Plan, PublishResult, covered, source_entry
 from .registry import method_for
+from .suppression import apply_budget
 
 Observer = Callable[[str], AbstractContextManager[object]]
 
@@ -64,16 +66,17 @@ def publish(cfg: PublishConfig, engine: Engine, observer: Observer | None = None
         with step("read and encode"):
             loaded = engine.persist(engine.load(path, spec, cfg.input_format))
         stack.callback(engine.unpersist, loaded)
+        loaded, suppression = apply_budget(cfg, engine, loaded, isinstance(method, AnatomyMethod))
         with step(method.design_step):
             design = method.design(cfg, engine, loaded)
-        manifest, report, summary = _staged(method, cfg, engine, loaded, design, stage, store, step)
+        manifest, report, summary = _staged(method, cfg, engine, loaded, design, stage, store, step, suppression)  # fmt: skip
         if store is not None:
             method.record(cfg, design, loaded, store, manifest, Path(target))  # local: see above
     set_latest(Root(cfg.output_path), str(cfg.family), str(cfg.release_id))
     return PublishResult(target, manifest, report, dict(step.timings), summary)
 
 
-def _staged(method: Method, cfg: PublishConfig, engine: Engine, loaded: LoadedTable, design: Design, stage: Path, store: Path | None, step: Steps):  # fmt: skip
+def _staged(method: Method, cfg: PublishConfig, engine: Engine, loaded: LoadedTable, design: Design, stage: Path, store: Path | None, step: Steps, suppression: dict | None = None):  # fmt: skip
     """Steps 4 and 5 inside the staging directories: plan, write, manifest, audit."""
     with step(method.plan_step):
         plan = method.plan(cfg, engine, loaded, design)
@@ -81,6 +84,8 @@ def _staged(method: Method, cfg: PublishConfig, engine: Engine, loaded: LoadedTa
     with step(method.run_step):
         summary = _write(method, cfg, engine, loaded, design, plan, stage, store)
     manifest = _manifest(method, cfg, engine, loaded, design, plan, summary)
+    if suppression is not None:
+        manifest["suppression"] = suppression
     manifest["tables"] = method.table_entries(stage, design, loaded, summary)
     audit_engine = engine if engine.name == "spark" else None  # Spark: in its tasks
     report = audit_and_commit(stage, manifest, step, cfg.sign_key, audit_engine)

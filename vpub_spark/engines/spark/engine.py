@@ -243,34 +243,52 @@ class SparkEngine:
             counts[names[r["a"]]][r["v"]] = r["count"]
         return counts
 
-    def sample(self, loaded: LoadedTable, n: int, seed: int) -> LoadedTable:
+    def _keyed(self, loaded: LoadedTable, seed: int):
+        """The data with OCCURRENCE and the content key `__key` (kernels/sampling.py)."""
         from pyspark.sql import Window
         from pyspark.sql import functions as F
+        from pyspark.sql import types as T
 
         from ...kernels.sampling import OCCURRENCE, sample_keys
 
-        if n >= loaded.rows:
-            return loaded
         cols = list(loaded.names)
         occ = F.row_number().over(Window.partitionBy(*cols).orderBy(*cols)) - 1
         df = loaded.data.withColumn(OCCURRENCE, occ.cast("long"))
 
         def keys(batches):
-            import pyarrow as pa
-
             for b in batches:
                 frame = b.to_pandas()
-                yield pa.RecordBatch.from_pandas(
-                    frame.assign(__key=sample_keys(frame, seed).view("int64")), preserve_index=False
-                )
+                yield pa.RecordBatch.from_pandas(frame.assign(__key=sample_keys(frame, seed).view("int64")), preserve_index=False)  # fmt: skip
 
-        from pyspark.sql import types as T
+        return df.mapInArrow(keys, T.StructType(df.schema.fields + [T.StructField("__key", T.LongType())]))  # fmt: skip
 
-        schema = T.StructType(df.schema.fields + [T.StructField("__key", T.LongType())])
-        keyed = df.mapInArrow(keys, schema)
+    def suppress(self, loaded: LoadedTable, attribute: str, drop, seed: int) -> LoadedTable:
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        from ...kernels.sampling import OCCURRENCE
+
+        cols = list(loaded.names)
+        unsigned = F.col("__key").bitwiseXOR(F.lit(-(1 << 63)))  # the in-process order
+        rank = F.row_number().over(Window.partitionBy(attribute).orderBy(unsigned, *cols, OCCURRENCE)) - 1  # fmt: skip
+        limit = F.element_at(F.create_map(*[F.lit(x) for v, d in enumerate(drop) for x in (v, int(d))]), F.col(attribute))  # fmt: skip
+        kept = self._keyed(loaded, seed).withColumn("__rank", rank).where(F.col("__rank") >= F.coalesce(limit, F.lit(0))).select(*cols)  # fmt: skip
+        kept = kept.persist()
+        counts = self.code_counts(kept, loaded.dictionaries)
+        gone = loaded.rows - int(counts[cols[0]].sum())
+        return LoadedTable(loaded.spec, loaded.dictionaries, counts, loaded.rows_read, loaded.rows_dropped + gone, kept, loaded.source)  # fmt: skip
+
+    def sample(self, loaded: LoadedTable, n: int, seed: int) -> LoadedTable:
+        from pyspark.sql import functions as F
+
+        from ...kernels.sampling import OCCURRENCE
+
+        if n >= loaded.rows:
+            return loaded
+        cols = list(loaded.names)
         # hash order as unsigned 64-bit, like the in-process engine
         unsigned = F.col("__key").bitwiseXOR(F.lit(-(1 << 63)))
-        picked = keyed.orderBy(unsigned, *cols, OCCURRENCE).limit(n).select(*cols).cache()
+        picked = self._keyed(loaded, seed).orderBy(unsigned, *cols, OCCURRENCE).limit(n).select(*cols).cache()  # fmt: skip
         counts = self.code_counts(picked, loaded.dictionaries)
         return LoadedTable(loaded.spec, loaded.dictionaries, counts, n, 0, picked, loaded.source)
 
@@ -289,7 +307,7 @@ class SparkEngine:
         with spark_errors(f"writing {directory}"):
             loaded.data.mapInArrow(decode, schema).write.parquet(str(directory))
 
-    def generate(self, name: str, rows: int, seed: int, directory: Path, progress=None) -> None:
+    def generate(self, name: str, rows: int, seed: int, directory: Path, progress=None, dependence: float = 0.0) -> None:  # fmt: skip
         from ...datasets.synthetic import blocks, generate_block, schema
 
         nblocks = blocks(rows)
@@ -298,7 +316,7 @@ class SparkEngine:
         def make(batches):
             for b in batches:
                 for block in b.column(0).to_pylist():
-                    yield generate_block(name, seed, rows, block)
+                    yield generate_block(name, seed, rows, block, dependence)
 
         from pyspark.sql import types as T
 
