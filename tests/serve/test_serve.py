@@ -23,6 +23,7 @@ from vpub_spark.statdb.db import LOG, METHODS, StatDB, where_text
 from vpub_spark.statdb.workload import workload
 from vpub_spark.utility.queries import estimate_count
 from vpub_spark.utility.release_models import release_models
+from vpub_spark.utility.risk import release_risk
 from vpub_spark.utility.where import parse_where
 
 
@@ -125,6 +126,8 @@ def test_the_catalog_summarizes_audits_and_estimates(server, store):
     assert status == 200 and summary["audit"]["passed"] and summary["audit"]["checks"] > 5
     assert [t["kind"] for t in summary["tables"]] and "config" not in summary
     rel = open_release(store[1])
+    risk = release_risk(rel)  # each table's risk figures, as the library computes them
+    assert summary["risk"].keys() == risk.keys() and all(summary["risk"][t] == pytest.approx(risk[t]) for t in risk)  # fmt: skip
     models, domains = release_models(rel)
     where = "age between 30 and 50"
     status, est = call(server, "/releases/r/estimate", {"where": where})

@@ -22,6 +22,7 @@ from ..release.layout import MANIFEST, SUCCESS
 from ..release.reader import open_release, read_manifest
 from ..utility.queries import Estimator
 from ..utility.release_models import release_models
+from ..utility.risk import release_risk
 from ..utility.where import parse_where
 
 
@@ -101,13 +102,16 @@ class Catalog:
         return out
 
     def release(self, rid: str) -> dict:
-        """The summary with the server's own audit of the files."""
+        """The summary with the server's own audit of the files and each table's
+        re-identification risk and information loss (utility/risk.py)."""
         path = self._path(rid)
         stamp = (path / MANIFEST).stat().st_mtime_ns
         if self._audits.get(rid, (None,))[0] != stamp:
             report = audit_release(path).as_dict()
-            self._audits[rid] = (stamp, {k: report[k] for k in ("passed", "checks", "failures")})
-        return summary(read_manifest(path)) | {"audit": self._audits[rid][1]}
+            risk = release_risk(open_release(path)) if report["passed"] else None
+            self._audits[rid] = (stamp, {k: report[k] for k in ("passed", "checks", "failures")}, risk)  # fmt: skip
+        _, audit, risk = self._audits[rid]
+        return summary(read_manifest(path)) | {"audit": audit, "risk": risk}
 
     def estimate(self, rid: str, where: str) -> tuple[float, int]:
         """`vpub query`'s estimate of COUNT(*) WHERE `where`, and the release's rows."""
