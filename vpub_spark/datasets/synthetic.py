@@ -25,6 +25,7 @@ from ..model import Attribute, TableSpec
 
 BLOCK_ROWS = 100_000
 MAX_CONTEXTS = 64
+DEPENDS_ON = 3  # `dependent`: the attributes the sensitive one may follow
 
 # name -> ((attribute, domain size), ...); the last attribute is the usual sensitive one.
 SCHEMAS: dict[str, tuple[tuple[str, int], ...]] = {
@@ -134,13 +135,17 @@ def block_rows(rows: int, block: int) -> int:
 
 def dependent(codes: list[np.ndarray], domain: int, seed: int, dependence: float, rng: np.random.Generator) -> np.ndarray:  # fmt: skip
     """The last attribute with a share `dependence` of its rows replaced by a seeded
-    function of all the other attributes' values (issue 21: a knob for how strongly the
+    function of the first `DEPENDS_ON` attributes (issue 21: a knob for how strongly the
     QI determine the sensitive attribute; 0 leaves the network's draw as it is, 1 makes
-    it a function of the QI). The function maps a row's QI combination through seeded
-    random weights to a value, so equal QI combinations get equal values."""
-    weights = np.random.default_rng([seed, 0xDE9]).integers(1, 1 << 30, size=len(codes) - 1)
+    it a function of them). Decision: the first three in schema order (age, gender and
+    education in census and sal), which every marginal of 002's M3..M5 holds, so the
+    dependence shows within a marginal and not only across the whole table. The function
+    maps those values through seeded random weights, so equal combinations get equal
+    values."""
+    used = codes[: min(DEPENDS_ON, len(codes) - 1)]
+    weights = np.random.default_rng([seed, 0xDE9]).integers(1, 1 << 30, size=len(used))
     key = np.zeros(len(codes[-1]), dtype=np.int64)
-    for c, w in zip(codes[:-1], weights, strict=True):
+    for c, w in zip(used, weights, strict=True):
         key = (key * 31 + c.astype(np.int64) * int(w)) % (1 << 31)
     chosen = rng.random(len(key)) < dependence
     return np.where(chosen, key % domain, codes[-1])
