@@ -88,3 +88,29 @@ def test_the_audit_refuses_a_release_that_misses_its_claimed_models(tmp_path):
         assert not report.passed and any(failed in f for f in report.as_dict()["failures"]), claim
     (path / "manifest.json").write_text(json.dumps(manifest | {"privacy": manifest["privacy"] | {"also": {"entropy_l": 3, "recursive_c": 1.01}}}))  # fmt: skip
     assert audit_release(path).passed  # what anatomy with l = 3 guarantees
+
+
+@pytest.mark.parametrize("ordered", [False, True])
+def test_the_audit_measures_t_as_the_check_kernel_does(tmp_path, ordered):
+    """No method enforces t-closeness, but a manifest that claims it is audited: the
+    audit's EMD per group equals kernels/classes.py's (written apart), at the claim's
+    edge; equal distance for a categorical sensitive attribute, ordered for a numeric one."""
+    data = write_table(job_table(4, 900), tmp_path / "t")
+    if ordered:  # zip, the anatomy table's sensitive attribute, read as numbers
+        spec = (
+            (data / "table.yaml").read_text().replace("- name: zip", "- name: zip\n  kind: numeric")
+        )
+        (data / "table.yaml").write_text(spec)
+    path = publish(config(data, tmp_path / "out", RULES, 3, seed=2), InProcessEngine()).path
+    rel = open_release(path)
+    entry = next(e for e in rel.tables if e["kind"] == "anatomy")
+    st_ = rel.read(entry["name"], "st").to_pandas().rename(columns={"count": COUNT})
+    s = entry["sensitive"]
+    st_[s] = st_[s].astype(str)
+    p = st_.groupby(s)[COUNT].sum() / st_[COUNT].sum()
+    p = p.reindex(sorted(p.index, key=float)) if ordered else p
+    t = float(class_measures(st_[["group_id", s, COUNT]], ["group_id"], s, p, 3, ordered)["t"].max())  # fmt: skip
+    manifest = json.loads((path / "manifest.json").read_text())
+    for claim, ok in ((t + 1e-9, True), (t - 0.01, False)):
+        (path / "manifest.json").write_text(json.dumps(manifest | {"privacy": manifest["privacy"] | {"also": {"t": claim}}}))  # fmt: skip
+        assert audit_release(path).passed is ok, (claim, t)

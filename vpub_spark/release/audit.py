@@ -143,40 +143,61 @@ def _suppression_checks(m: dict, check: Checker) -> None:
 def _model_checks(rel: Release, m: dict, check: Checker) -> None:
     """`privacy.also` (issue 20), per group of every table with sensitive counts (ST):
     exp of the group's sensitive entropy >= entropy_l; r_1 < c (r_l + ... + r_m) with
-    l the release's l (or m); generalized groups of at least k rows. Computed here from
-    the ST's counts, apart from the writers' and kernels' code."""
+    l the release's l (or m); groups of at least k rows (generalized tables; projections:
+    every combination's count); each group's EMD to the table's sensitive distribution
+    at most t. Computed here from the published counts, apart from the writers' and
+    kernels' code."""
     also, privacy = m["privacy"].get("also") or {}, m["privacy"]
     p = int(privacy.get("l") or privacy.get("m") or 2)
     if not also:
         return
+    numeric = {a["name"] for a in m["source"]["table_spec"]["attributes"] if a.get("kind") == "numeric"}  # fmt: skip
     for entry in m["tables"]:
         name = entry["name"]
         if "k" in also and entry.get("kind") == "projection":
             least = int(pc.min(rel.read(name, "counts", ["count"]).column("count")).as_py() or 0)
             check(f"{name}: k-anonymity", least >= also["k"], f"smallest combination count {least}, needed {also['k']:g}")  # fmt: skip
         if "k" in also and entry.get("kind") in ("anatomy", "multi_sa"):
-            check(
-                f"{name}: k-anonymity",
-                False,
-                "exact quasi-identifiers (anatomy) protect no identity",
-            )
-        if "st" not in entry.get("parts", {}) or entry.get("kind") == "multi_sa":
-            continue
-        st = rel.read(name, "st", [GROUP, "count"]).to_pandas()
-        size = st.groupby(GROUP)["count"].transform("sum")
-        share = st["count"] / size
-        if "entropy_l" in also:
-            worst = float(np.exp((-share * np.log(share)).groupby(st[GROUP]).sum()).min())
-            check(f"{name}: entropy l-diversity", worst >= also["entropy_l"] - 1e-9, f"least exp(H) {worst:.4f}, needed {also['entropy_l']:g}")  # fmt: skip
-        if "recursive_c" in also:
-            ranked = st.assign(r=st.groupby(GROUP)["count"].rank(method="first", ascending=False))
-            top = ranked[ranked["r"] == 1].set_index(GROUP)["count"]
-            tail = ranked[ranked["r"] >= p].groupby(GROUP)["count"].sum().reindex(top.index, fill_value=0)  # fmt: skip
-            worst = float((top / tail.where(tail > 0, np.nan)).fillna(np.inf).max())
-            check(f"{name}: recursive (c, l)-diversity", worst < also["recursive_c"], f"largest r1 / (r_{p} + ...) {worst:.4f}, needed below c = {also['recursive_c']:g}")  # fmt: skip
-        if "k" in also and entry.get("kind") == "generalized":
-            least = int(st.groupby(GROUP)["count"].sum().min())
-            check(f"{name}: k-anonymity", least >= also["k"], f"smallest group {least}, needed {also['k']:g}")  # fmt: skip
+            check(f"{name}: k-anonymity", False, "exact quasi-identifiers (anatomy) protect no identity")  # fmt: skip
+        if "st" in entry.get("parts", {}) and entry.get("kind") != "multi_sa":
+            s = entry["sensitive"]
+            _group_checks(name, rel.read(name, "st", [GROUP, s, "count"]).to_pandas(), s, s in numeric, entry.get("kind"), also, p, check)  # fmt: skip
+
+
+def _group_checks(name: str, st: pd.DataFrame, s: str, ordered: bool, kind, also: dict, p: int, check: Checker) -> None:  # fmt: skip
+    """`_model_checks` on one table's ST (group id, sensitive value, count)."""
+    size = st.groupby(GROUP)["count"].transform("sum")
+    share = st["count"] / size
+    if "entropy_l" in also:
+        worst = float(np.exp((-share * np.log(share)).groupby(st[GROUP]).sum()).min())
+        check(f"{name}: entropy l-diversity", worst >= also["entropy_l"] - 1e-9, f"least exp(H) {worst:.4f}, needed {also['entropy_l']:g}")  # fmt: skip
+    if "recursive_c" in also:
+        ranked = st.assign(r=st.groupby(GROUP)["count"].rank(method="first", ascending=False))
+        top = ranked[ranked["r"] == 1].set_index(GROUP)["count"]
+        tail = ranked[ranked["r"] >= p].groupby(GROUP)["count"].sum().reindex(top.index, fill_value=0)  # fmt: skip
+        worst = float((top / tail.where(tail > 0, np.nan)).fillna(np.inf).max())
+        check(f"{name}: recursive (c, l)-diversity", worst < also["recursive_c"], f"largest r1 / (r_{p} + ...) {worst:.4f}, needed below c = {also['recursive_c']:g}")  # fmt: skip
+    if "k" in also and kind == "generalized":
+        least = int(st.groupby(GROUP)["count"].sum().min())
+        check(f"{name}: k-anonymity", least >= also["k"], f"smallest group {least}, needed {also['k']:g}")  # fmt: skip
+    if "t" in also:
+        worst = _largest_emd(st, s, ordered)
+        check(f"{name}: t-closeness", worst <= also["t"] + 1e-12, f"largest EMD {worst:.4f} ({'ordered' if ordered else 'equal'} distance), allowed {also['t']:g}")  # fmt: skip
+
+
+def _largest_emd(st: pd.DataFrame, s: str, ordered: bool) -> float:
+    """The largest EMD between a group's sensitive distribution and the table's: equal
+    distance 0.5 sum |q - p|, or ordered 1/(m - 1) sum |cumsum(q - p)| over the m values
+    the table holds, in numeric order (Li et al. 2007)."""
+    q = st.pivot_table(index=GROUP, columns=s, values="count", aggfunc="sum", fill_value=0, observed=True)  # fmt: skip
+    if ordered:
+        q = q[sorted(q.columns, key=float)]
+    totals = q.sum(axis=0).to_numpy(float)
+    q = q.to_numpy(float)
+    diff = q / q.sum(axis=1, keepdims=True) - totals / totals.sum()
+    if not ordered:
+        return float((0.5 * np.abs(diff).sum(axis=1)).max())
+    return float((np.abs(np.cumsum(diff, axis=1)).sum(axis=1) / max(q.shape[1] - 1, 1)).max())
 
 
 def _manifest_checks(rel: Release, require_committed: bool, check: Checker):
