@@ -256,21 +256,17 @@ def _spark_kl_runs(bench: BenchKl) -> dict:
     """The Spark runs of `bench_kl`: the source read and cached first, untimed."""
     from ..release.reader import open_release
     from ..tablespec import table_spec_from_dict
-    from ..utility.codes import recoding
     from ..utility.queries import draw_workload
-    from ..utility.release_models import release_models
     from ..utility.spark_kl import broadcast_kl, per_term_kl
     from ..utility.spark_kl_one_pass import one_pass_kl, one_pass_terms
-    from ..utility.spark_workload import spark_counts
+    from ..utility.spark_workload import release_space, spark_counts
     from .common import timed
 
     engine, _ = started_engine("spark", bench.spark_conf)
     rel = open_release(bench.release)
     loaded = engine.persist(engine.load(bench.source, table_spec_from_dict(rel.manifest["source"]["table_spec"])))  # fmt: skip
     loaded.data.count()  # read and cached outside the timed runs
-    _, domains = release_models(rel)
-    domains |= {a: list(loaded.dictionaries[a].labels) for a in loaded.names if a not in domains}
-    sizes, luts = {a: len(domains[a]) for a in loaded.names}, recoding(loaded, domains)
+    _, domains, luts, sizes = release_space(rel, loaded)
     terms = one_pass_terms(rel, loaded)
     runs: dict[str, Callable[[], object]] = {
         "kl spark, release in every task": partial(broadcast_kl, engine, rel, loaded)

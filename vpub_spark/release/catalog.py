@@ -70,7 +70,7 @@ class Root:
 
     def remove_release(self, release_id: str) -> None:
         if self.remote:
-            s3.filesystem().delete_file(s3.join(self.where, release_id, SUCCESS)[len(s3.SCHEME) :])
+            s3.delete(self.uri(release_id, SUCCESS))
             s3.delete_all(self.uri(release_id))
             return
         (Path(self.where) / release_id / SUCCESS).unlink()

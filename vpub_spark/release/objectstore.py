@@ -143,6 +143,14 @@ def create_once(uri: str, data: bytes) -> bool:
     return True
 
 
+def delete(uri: str) -> None:
+    """Delete the object at `uri`."""
+    try:
+        filesystem().delete_file(_path(uri))
+    except OSError as e:
+        raise _error("cannot delete", uri, e) from None
+
+
 def listing(uri: str) -> list[str]:
     """Every object under `uri` (recursively), as paths relative to it."""
     from pyarrow import fs
@@ -263,7 +271,7 @@ def _take_lock(uri: str, wait_s: float | None) -> bytes:
         except (VpubError, ValueError):
             continue  # released (or being written) meanwhile: try again
         if _stale(held):
-            filesystem().delete_file(_path(lock))  # a dead run's lock
+            delete(lock)  # a dead run's lock
             continue
         if time.monotonic() >= deadline:
             waited = f" (waited {wait_s:g} s)" if wait_s else "; pass --wait SECONDS to wait for it"
@@ -276,7 +284,7 @@ def _release_lock(uri: str, body: bytes) -> None:
     lock = join(uri, LOCK)
     try:
         if read_bytes(lock) == body:
-            filesystem().delete_file(_path(lock))
+            delete(lock)
     except (VpubError, OSError):
         pass
 
@@ -332,7 +340,7 @@ def remote_stage(uri: str, overwrite: bool = False, wait_s: float | None = None,
         stage.mkdir()
         yield stage
         if committed:  # overwrite: readers stop seeing it first
-            filesystem().delete_file(_path(join(uri, SUCCESS)))
+            delete(join(uri, SUCCESS))
             delete_all(uri, keep=(LOCK,))
         _upload(stage, uri, engine)
     finally:

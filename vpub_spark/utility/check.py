@@ -75,8 +75,15 @@ def spec_for(qi: list[str], sensitive: str, ordered: bool) -> dict:
     return {"name": "checked", "attributes": attrs, "missing_values": []}
 
 
+def _measured(level, l: int) -> dict[str, float]:
+    """The table's level of each measure from `level` (the least k, distinct and entropy
+    l; the largest recursive c bound and t), as the report names them."""
+    return {"k": int(level["k"]), "distinct_l": int(level["distinct_l"]), "entropy_l": float(level["entropy_l"]), f"recursive_c (l = {l})": float(level["recursive_c"]), "t": float(level["t"])}  # fmt: skip
+
+
 def _summary(m: pd.DataFrame, model: Model, l: int) -> tuple[dict, dict]:
-    measured = {"k": int(m["k"].min()), "distinct_l": int(m["distinct_l"].min()), "entropy_l": float(m["entropy_l"].min()), f"recursive_c (l = {l})": float(m["recursive_c"].max()), "t": float(m["t"].max())}  # fmt: skip
+    least, most = m[["k", "distinct_l", "entropy_l"]].min(), m[["recursive_c", "t"]].max()
+    measured = _measured(pd.concat([least, most]), l)
     checks = {name: {"passed": not bad.any(), "failing_classes": int(bad.sum()), "rows_in_failing": int(m.loc[bad, "k"].sum())} for name, bad in model.failing(m).items()}  # fmt: skip
     return measured, checks
 
@@ -124,6 +131,6 @@ def _on_spark(engine, loaded, qi, sensitive, p, l, ordered, model: Model, worst:
         row = m.agg(*agg).collect()[0]
         small = m.orderBy("k", "distinct_l").limit(worst).toPandas()
         m.unpersist()
-    measured = {"k": int(row["k"]), "distinct_l": int(row["distinct_l"]), "entropy_l": float(row["entropy_l"]), f"recursive_c (l = {l})": float(row["recursive_c"]), "t": float(row["t"])}  # fmt: skip
+    measured = _measured(row, l)
     checks = {name: {"passed": int(row[f"f{i}"]) == 0, "failing_classes": int(row[f"f{i}"]), "rows_in_failing": int(row[f"r{i}"])} for i, name in enumerate(fails)}  # fmt: skip
     return measured, checks, int(row["classes"]), small

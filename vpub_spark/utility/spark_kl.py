@@ -146,11 +146,13 @@ release table), so Arrow's batches are gathered into chunks of about this many r
 def chunks(batches, rows: int):
     """`batches` gathered into tables of at least `rows` rows (the last one smaller)."""
     held: list = []
+    count = 0
     for b in batches:
         held.append(b)
-        if sum(len(h) for h in held) >= rows:
+        count += len(b)
+        if count >= rows:
             yield pa.Table.from_batches(held)
-            held = []
+            held, count = [], 0
     if held:
         yield pa.Table.from_batches(held)
 

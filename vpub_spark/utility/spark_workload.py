@@ -42,10 +42,10 @@ def spark_counts(loaded, luts: dict[str, np.ndarray], sizes: dict[str, int]) -> 
     """`CubeCounts` over a Spark LoadedTable whose codes `luts` map to the release's."""
     from pyspark.sql import functions as F
 
-    from ..engines.spark.engine import spark_errors
+    from ..engines.spark.engine import spark_errors, struct_type
 
     def cubes(sets: list[tuple[str, ...]]) -> dict[tuple[str, ...], np.ndarray]:
-        cells = loaded.data.mapInArrow(_cube_cells(sets, luts, sizes), "set int, cell long, n long")  # fmt: skip
+        cells = loaded.data.mapInArrow(_cube_cells(sets, luts, sizes), struct_type(CELLS))
         with spark_errors("workload counts"):
             got = cells.groupBy("set", "cell").agg(F.sum("n").alias("n")).toPandas()
         out = {}
@@ -67,6 +67,14 @@ def spark_counts(loaded, luts: dict[str, np.ndarray], sizes: dict[str, int]) -> 
     return CubeCounts(sizes, cubes, exact)
 
 
+def release_space(rel, loaded):
+    """The release's models and domains (attributes it leaves out: the source's), and
+    the source's recoding into them and their sizes (`spark_counts`' arguments)."""
+    models, domains = release_models(rel)
+    domains = domains | {a: list(loaded.dictionaries[a].labels) for a in loaded.names if a not in domains}  # fmt: skip
+    return models, domains, recoding(loaded, domains), {a: len(domains[a]) for a in loaded.names}
+
+
 def spark_utility(engine, release: str, source: str, qd: int, p: float, queries: int, seed: int) -> Utility:  # fmt: skip
     """`vpub utility --engine spark`: the same figures as `evaluate`, the source read and
     counted by Spark."""
@@ -75,11 +83,10 @@ def spark_utility(engine, release: str, source: str, qd: int, p: float, queries:
     t0 = time.perf_counter()
     kl = spark_kl(engine, rel, loaded)
     t1 = time.perf_counter()
-    models, domains = release_models(rel)
-    domains = domains | {a: list(loaded.dictionaries[a].labels) for a in loaded.names if a not in domains}  # fmt: skip
-    sizes = {a: len(domains[a]) for a in loaded.names}
-    counts = spark_counts(loaded, recoding(loaded, domains), sizes)
-    wl = draw_workload(list(loaded.names), domains, qd, p, queries, seed, counts)
+    models, domains, luts, sizes = release_space(rel, loaded)
+    wl = draw_workload(
+        list(loaded.names), domains, qd, p, queries, seed, spark_counts(loaded, luts, sizes)
+    )
     errors = relative_errors(models, wl, loaded.rows, domains)
     t2 = time.perf_counter()
     return Utility(kl, float(errors.mean()), float(np.median(errors)), len(errors), wl.redrawn, t1 - t0, t2 - t1)  # fmt: skip
