@@ -98,7 +98,9 @@ class MarginalSettings:
     marginal to publish now (the sensitive attribute is added to each), the private
     bucket store (DESIGN.md §9; later marginals are added from it with `vpub marginals
     add`), and the bucketization's knobs: `qi` (the attributes the buckets are made on),
-    Spark chunks of at least `chunk_rows` rows, 002 Figure 1's `tries` and `blocks`.
+    Spark chunks of at least `chunk_rows` rows, the `partitioning` step (`mondrian`, the
+    default, or `ncp`: 002 Figure 1 with its `tries` and `blocks`; see
+    publish/marginals.subtables and the README's issue-21 diagnosis).
     Decision: `qi` defaults to the attributes of the listed marginals (002 §4's setup:
     the bucketization is made close on exactly those, which is what the queries see);
     list more in `qi` to be able to add marginals on them later (`vpub marginals add`
@@ -111,10 +113,14 @@ class MarginalSettings:
     chunk_rows: int = 50_000
     tries: int = 5
     blocks: int = 32
+    partitioning: str = "mondrian"
 
-    KEYS = ("sensitive", "schemas", "state", "qi", "chunk_rows", "tries", "blocks")
+    KEYS = ("sensitive", "schemas", "state", "qi", "chunk_rows", "tries", "blocks", "partitioning")
+    PARTITIONINGS = ("mondrian", "ncp", "ncp+mondrian")
 
     def __post_init__(self) -> None:
+        if self.partitioning not in self.PARTITIONINGS:
+            raise SpecError(f"marginals.partitioning must be one of {', '.join(self.PARTITIONINGS)}, not {self.partitioning!r}")  # fmt: skip
         for k in ("chunk_rows", "tries", "blocks"):
             v = getattr(self, k)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
@@ -139,7 +145,7 @@ class MarginalSettings:
         return cls(
             str(d["sensitive"]), tuple(_names(x, "each of marginals.schemas") for x in d.get("schemas") or []), str(d["state"]),
             None if d.get("qi") is None else _names(d["qi"], "marginals.qi"),
-            d.get("chunk_rows", 50_000), d.get("tries", 5), d.get("blocks", 32),
+            d.get("chunk_rows", 50_000), d.get("tries", 5), d.get("blocks", 32), str(d.get("partitioning", "mondrian")),
         )  # fmt: skip
 
 

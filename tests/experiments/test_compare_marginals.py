@@ -41,9 +41,10 @@ SIZES = {"a": 30, "b": 3, "c": 8, "s": 12}
 def test_vectorized_estimates_equal_the_reference_estimators():
     f = _frame()
     qi = ("a", "b", "c")
-    canon, bucket = bucketize_table(
+    canon, bucket, info = bucketize_table(
         f, qi, "s", 4, SIZES, seed=1, chunk_rows=400, tries=5, blocks=32
     )
+    assert info["subtables"] >= 1 and len(info["leftover"]) == len(f)
     assert sorted(map(tuple, canon.to_numpy())) == sorted(
         map(tuple, f[list(qi) + ["s"]].to_numpy())
     )  # the same rows
@@ -123,7 +124,81 @@ def test_shipped_configs_parse():
     assert cfg.method == "marginals" and cfg.privacy.m == 6 and len(cfg.marginals.schemas) == 3
     for name in ("compare_marginals.yaml", "compare_marginals_adult.yaml"):
         c = marginals_compare_config_from_dict(load_yaml(root / name), name)
-        assert [k for k, _ in c.marginals] == ["M1", "M2", "M3", "M4", "M5"] and c.methods == (
-            "marginals",
-            "angel",
-        )
+        assert [k for k, _ in c.marginals] == ["M1", "M2", "M3", "M4", "M5"]
+        assert c.methods == ("marginals", "marginals_ends", "marginals_ml", "angel")
+        assert c.partitioning == "mondrian"
+    for name, how in (("ncp", "ncp"), ("stop", "ncp+mondrian"), ("tries20", "ncp")):
+        c = marginals_compare_config_from_dict(load_yaml(root / f"compare_marginals_{name}.yaml"), name)  # fmt: skip
+        assert c.partitioning == how
+    with pytest.raises(SpecError, match="partitioning must be one of"):
+        marginals_compare_config_from_dict(
+            {"input": {"path": "x"}, "marginals": {"sensitive": "s", "schemas": {"M1": ["a"]}, "partitioning": "kd"}}, "t"
+        )  # fmt: skip
+
+
+def test_ends_estimator_on_a_worked_box():
+    """A group of 4 tuples in age box [10, 19] (a minimum bounding box: one tuple at 10,
+    one at 19, two spread over the 10 points): a query age in [19, 30] holds the tuple at
+    19 and 2 * 1/10 of the others, 1.2 tuples; uniform spread says 4 * 1/10."""
+    from vpub_spark.experiments.compare_marginals import EndsPublished, Published
+
+    box = pd.DataFrame({"group_id": [0], "age_min": [10], "age_max": [19], "count": [4]})
+    cum = np.array([[0.0, 1, 2, 3, 4]])  # four sensitive values, one tuple each
+    ends = EndsPublished(box, cum, np.array([4.0]))
+    assert ends.estimate({"age": (19, 30)}, (0, 3)) == pytest.approx(1.2)
+    assert Published(box, cum).estimate({"age": (19, 30)}, (0, 3)) == pytest.approx(0.4)
+    assert ends.estimate({"age": (12, 17)}, (0, 3)) == pytest.approx(1.2)  # no end inside
+    assert Published(box, cum).estimate({"age": (12, 17)}, (0, 3)) == pytest.approx(2.4)
+    assert ends.estimate({"age": (0, 40)}, (0, 1)) == pytest.approx(2.0)  # whole box
+
+
+def test_turnbull_is_the_interval_censored_maximum_likelihood():
+    """Values known to be 0 (twice) and in [0, 1] (once): the likelihood f0^2 (f0 + f1) is
+    largest at f0 = 1; values in [0, 2] only: any distribution is optimal and EM keeps
+    the uniform start; exact values give their histogram."""
+    from vpub_spark.experiments.compare_marginals import turnbull
+
+    f = turnbull(np.array([0, 0]), np.array([0, 1]), np.array([2.0, 1.0]), 3)
+    assert f == pytest.approx([1, 0, 0], abs=1e-3)
+    assert turnbull(np.array([0]), np.array([2]), np.array([5.0]), 3) == pytest.approx([1 / 3] * 3)  # fmt: skip
+    exact = turnbull(np.array([0, 1, 2]), np.array([0, 1, 2]), np.array([1.0, 3.0, 4.0]), 3)
+    assert exact == pytest.approx([1 / 8, 3 / 8, 4 / 8])
+
+
+def test_partitionings_give_m_eligible_subtables_and_mondrian_is_tighter():
+    """Every partitioning step makes m-eligible sub-tables; Mondrian's median cuts give
+    narrower boxes than 002 Figure 1's NCP-greedy splits (issue 21's diagnosis), and
+    continuing 002's sub-tables with Mondrian only refines them."""
+    from vpub_spark.experiments.compare_marginals import box_width
+    from vpub_spark.kernels.angel import boxes as box_of
+    from vpub_spark.publish.marginals import canonical, subtables
+
+    f = canonical(_frame(3000, seed=4))
+    qi, s = ["a", "b", "c"], f["s"].to_numpy()
+    extents = {a: SIZES[a] - 1 for a in qi}
+    made = {how: subtables(f[qi], s, 4, extents, 7, 5, 32, how) for how in ("ncp", "mondrian", "ncp+mondrian", "none")}  # fmt: skip
+    for how, sub in made.items():
+        per = pd.DataFrame({"sub": sub, "s": s}).groupby(["sub", "s"]).size()
+        top, size = per.groupby(level=0).max(), per.groupby(level=0).sum()
+        assert (top * 4 <= size).all(), how
+    assert made["none"].max() == 0
+    pairs = pd.DataFrame({"n": made["ncp"], "r": made["ncp+mondrian"]}).drop_duplicates()
+    assert not pairs["r"].duplicated().any()  # each refined sub-table inside one of 002's
+    width = {how: box_width(box_of(f[qi], made[how]), qi, SIZES) for how in ("ncp", "mondrian")}
+    assert width["mondrian"] < width["ncp"]
+
+
+def test_the_two_bounds_on_a_worked_example():
+    """Groups {(a 0, b 0, s 0), (a 1, b 1, s 1)} and {(a 5, b 0, s 0), (a 6, b 1, s 2)}.
+    Query a = 0, b = 1, s in {0, 1}: no tuple matches, and knowing the QI values
+    (`bound_exact_qi`) says 0; knowing each attribute's distribution in the group but
+    not their joint (`bound_group_marginals`) says 2 values * 1/2 * 1/2 = 0.5."""
+    from vpub_spark.experiments.compare_marginals import Bound
+
+    codes = pd.DataFrame({"a": [0, 1, 5, 6], "b": [0, 1, 0, 1]})
+    s, group = np.array([0, 1, 0, 2]), np.array([0, 0, 1, 1])
+    exact = Bound(pd.DataFrame(), np.zeros((2, 4)), codes, s, group, True)
+    indep = Bound(pd.DataFrame(), np.zeros((2, 4)), codes, s, group, False)
+    q = {"a": (0, 0), "b": (1, 1)}
+    assert exact.estimate(q, (0, 1)) == 0 and indep.estimate(q, (0, 1)) == pytest.approx(0.5)
+    assert exact.estimate({"a": (0, 5)}, (0, 0)) == pytest.approx(1.5)  # all of group 0, half of 1

@@ -169,16 +169,22 @@ def test_partition_keeps_close_tuples_together():
         assert ages.max() < 10 or ages.min() >= 80  # no sub-table straddles the two clusters
 
 
-@settings(max_examples=30, deadline=None)
-@given(eligible_tables())
-def test_bucketize_then_decompose_keeps_signatures(table):
-    """The publisher's chunk pipeline: 002 Figure 1 sub-tables, assigning and leftovers per
+@settings(max_examples=40, deadline=None)
+@given(eligible_tables(), st.sampled_from(["mondrian", "ncp", "ncp+mondrian", "none"]))
+def test_bucketize_then_decompose_keeps_signatures(table, partitioning):
+    """The publisher's chunk pipeline under every partitioning step (Mondrian's median
+    cuts, 002 Figure 1, both, none): m-eligible sub-tables, assigning and leftovers per
     sub-table, then every marginal: m-unique groups, one signature per tuple."""
     from vpub_spark.kernels.minvariance import bucketize
+    from vpub_spark.publish.marginals import subtables
 
     codes, s, m, seed = table
     extents = {"a": 39, "b": 4, "c": 11}
-    sub, b = bucketize(codes, s, m, extents, seed)
+    made = subtables(codes, s, m, extents, seed, 5, 32, partitioning)
+    for p in np.unique(made):
+        assert np.unique(s[made == p], return_counts=True)[1].max() * m <= (made == p).sum()
+    sub, b = bucketize(codes, s, m, extents, seed, sub=made)
+    assert (sub == made).all()
     assert (b >= 0).all() and (pd.Series(sub).groupby(b).nunique() == 1).all()
     sig = signatures(b, s)
     bucket_sig = [frozenset(sig[k]) for k in b]
@@ -187,3 +193,25 @@ def test_bucketize_then_decompose_keeps_signatures(table):
         per = pd.DataFrame({"g": groups, "s": s}).groupby("g")["s"]
         assert (per.nunique() == per.size()).all() and (per.size() >= m).all()
         assert _signatures(groups, s) == bucket_sig
+
+
+def test_flexible_mondrian_cuts_off_the_median_when_the_median_is_not_diverse():
+    """x = 0..5 with values a a b c d e, l = 2: the median cut (x <= 2: a a b) is not
+    2-diverse, the cut x <= 3 (a a b c | d e) is the allowed one nearest the middle."""
+    from vpub_spark.kernels.mondrian import mondrian
+
+    codes = pd.DataFrame({"x": np.arange(6)})
+    s = np.array([0, 0, 1, 2, 3, 4])
+    assert (mondrian(codes, {"x": 5}, s, l=2) == 0).all()
+    assert mondrian(codes, {"x": 5}, s, l=2, flexible=True).tolist() == [0, 0, 0, 0, 1, 1]
+
+
+@settings(max_examples=40, deadline=None)
+@given(eligible_tables())
+def test_flexible_mondrian_groups_are_m_eligible(table):
+    from vpub_spark.kernels.mondrian import mondrian
+
+    codes, s, m, _ = table
+    group = mondrian(codes, {"a": 39, "b": 4, "c": 11}, s, l=m, flexible=True)
+    per = pd.DataFrame({"g": group, "s": s}).groupby(["g", "s"]).size()
+    assert (per.groupby(level=0).max() * m <= per.groupby(level=0).sum()).all()

@@ -56,6 +56,7 @@ def test_publish_add_and_both_audits(data, tmp_path):
         res.audit.passed
         and m["privacy"] == {"model": "m-invariance", "m": 4}
         and m["method_cost"]["chunks"] > 1
+        and m["method_cost"]["partitioning"] == "mondrian"
     )
     assert [t["kind"] for t in m["tables"]] == ["generalized"] * 3 and m["store"]["store_id"]
     assert audit_release(res.path, source=str(data / "data")).passed
@@ -79,6 +80,20 @@ def test_publish_add_and_both_audits(data, tmp_path):
         for r, t in [("r1", "age-job"), ("r2", "edu-marital-job"), ("r3", "marital-job")]
     ]
     assert sig[0] == sig[1] == sig[2]
+
+
+def test_002_partitioning_publishes_too_and_mondrian_boxes_are_narrower(data, tmp_path):
+    """`partitioning: ncp` (002 Figure 1 as written) still publishes audited releases; the
+    default Mondrian cuts give narrower boxes (issue 21's diagnosis)."""
+    width = {}
+    for how in ("ncp", "mondrian"):
+        res = publish(_config(data, tmp_path / how, partitioning=how), InProcessEngine())
+        assert res.audit.passed and res.manifest["method_cost"]["partitioning"] == how
+        g = pd.read_parquet(res.path / "tables" / "age-sex-edu-job" / "groups")
+        width[how] = (g["age_max"].astype(int) - g["age_min"].astype(int)).mean()
+    assert width["mondrian"] < width["ncp"]
+    with pytest.raises(SpecError, match="marginals.partitioning must be one of"):
+        _config(data, tmp_path, partitioning="kd-tree")
 
 
 def _signatures(table_dir):

@@ -13,6 +13,21 @@ exact answer is 0 is redrawn (its relative error is undefined), and redraws are 
 Estimates: Zhang et al. from our generalized marginal (uniform inside a box, the
 sensitive counts of the group) and ANGEL's estimator from GT and BT
 (utility/generalized.py; both vectorized here over the groups, tested equal to it).
+Two more estimators on our marginals test issue 21's estimator hypothesis:
+`marginals_ends` (a box is its group's minimum bounding box, so a group of n >= 2
+tuples has one at each end of every attribute's interval and n - 2 spread uniformly)
+and `marginals_ml` (each attribute's distribution fitted to all boxes by maximum
+likelihood, Turnbull's EM for interval-censored data, spread inside each box in
+proportion to it; attributes independent inside a box, as in Zhang et al.).
+Two bounds read the private table and are not estimators anyone could run on a release:
+`bound_exact_qi` knows every tuple's QI values and only not which of its group's
+sensitive values is its own (the error m-uniqueness alone causes), and
+`bound_group_marginals` knows each attribute's exact distribution inside each group but
+treats attributes as independent inside the group, as every box estimator above does
+(no such estimator can do better on average than knowing those distributions).
+Diagnostics per point: sub-tables, the share of leftover tuples (002's assigning step),
+and the boxes' mean normalized width, over all groups and over the groups of buckets a
+leftover made.
 """
 
 from __future__ import annotations
@@ -25,14 +40,16 @@ import numpy as np
 import pandas as pd
 
 from ..errors import SpecError
+from ..kernels.anatomy import COUNT
 from ..kernels.angel import angel_batches, angel_tables, box_fraction, boxes
-from ..kernels.minvariance import decompose
-from ..kernels.partitioning import shard_counts
-from ..publish.marginals import bucketize_chunk, plan_marginal_chunks
+from ..kernels.minvariance import assign_buckets, decompose
+from ..kernels.partitioning import partition_seed, shard_counts
+from ..publish.marginals import PARTITIONINGS, bucketize_chunk, plan_marginal_chunks
 from .common import check_keys, load_input, parse_sweeps
 
 PARAMETERS = ("m", "s", "marginal", "w")
-METHODS = ("marginals", "angel")
+METHODS = ("marginals", "marginals_ends", "marginals_ml", "bound_group_marginals", "bound_exact_qi", "angel")  # fmt: skip
+DEFAULT_METHODS = ("marginals", "angel")
 
 
 @dataclass(frozen=True)
@@ -55,6 +72,7 @@ class MarginalsCompareConfig:
     chunk_rows: int = 50_000
     tries: int = 5
     blocks: int = 32
+    partitioning: str = "mondrian"
 
 
 def marginals_compare_config_from_dict(d: dict, where: str = "config") -> MarginalsCompareConfig:
@@ -70,7 +88,7 @@ def marginals_compare_config_from_dict(d: dict, where: str = "config") -> Margin
         d.get("compare"),
         parameters=PARAMETERS,
         methods=METHODS,
-        default_methods=METHODS,
+        default_methods=DEFAULT_METHODS,
         defaults={
             "m": (d.get("privacy") or {}).get("m", 6),
             "s": 0.1,
@@ -91,35 +109,41 @@ def marginals_compare_config_from_dict(d: dict, where: str = "config") -> Margin
         methods=sw.methods, defaults=sw.defaults, sweeps=sw.sweeps, repeats=sw.repeats, queries=sw.queries, seed=int(d.get("seed", 1)),
         input_format=inp.get("format"), sample_rows=None if inp.get("sample_rows") is None else int(inp["sample_rows"]),
         chunk_rows=int(mg.get("chunk_rows", 50_000)), tries=int(mg.get("tries", 5)), blocks=int(mg.get("blocks", 32)),
+        partitioning=_partitioning(mg.get("partitioning", "mondrian"), where),
     )  # fmt: skip
 
 
-def bucketize_table(
-    frame: pd.DataFrame,
-    qi,
-    sensitive: str,
-    m: int,
-    sizes,
-    seed: int,
-    chunk_rows: int,
-    tries: int,
-    blocks: int,
-) -> tuple[pd.DataFrame, np.ndarray]:
-    """The publisher's bucketization in memory: (rows in chunk and canonical order, bucket)."""
+def _partitioning(how: str, where: str) -> str:
+    if how not in PARTITIONINGS[:-1]:
+        raise SpecError(f"{where}: marginals.partitioning must be one of {', '.join(PARTITIONINGS[:-1])}, not {how!r}")  # fmt: skip
+    return how
+
+
+def bucketize_table(frame: pd.DataFrame, qi, sensitive: str, m: int, sizes, seed: int, chunk_rows: int, tries: int, blocks: int, partitioning: str = "mondrian") -> tuple[pd.DataFrame, np.ndarray, dict]:  # fmt: skip
+    """The publisher's bucketization in memory: (rows in chunk and canonical order,
+    bucket, diagnostics: sub-tables and which rows were leftovers of the assigning step)."""
     sharding, _, plan = plan_marginal_chunks(
         lambda sh: shard_counts(frame, [sensitive], sh), sizes, qi, sensitive, m, chunk_rows
     )
     extents = {a: sizes[a] - 1 for a in qi}
     part = plan.part_of(sharding.of(frame))
-    frames, buckets, base = [], [], 0
+    frames, buckets, left, base, subs, spent = [], [], [], 0, 0, 0.0
     for p in range(plan.parts):
-        canon, _, bucket = bucketize_chunk(
-            frame[part == p], qi, sensitive, m, extents, seed, p, tries, blocks
-        )
+        canon, sub, bucket = bucketize_chunk(frame[part == p], qi, sensitive, m, extents, seed, p, tries, blocks, partitioning)  # fmt: skip
+        t0 = time.perf_counter()  # the assigning step again, for its leftovers: not timed
+        s = canon[sensitive].to_numpy(dtype=np.int64)
+        left.append(assign_buckets(s, m, partition_seed(seed, 0, p) + 1, sub) < 0)
+        spent += time.perf_counter() - t0
         frames.append(canon)
         buckets.append(bucket + base)
-        base += len(canon)
-    return pd.concat(frames, ignore_index=True), np.concatenate(buckets)
+        base, subs = base + len(canon), subs + int(sub.max()) + 1
+    return pd.concat(frames, ignore_index=True), np.concatenate(buckets), {"subtables": subs, "leftover": np.concatenate(left), "untimed_s": spent}  # fmt: skip
+
+
+def box_width(boxes: pd.DataFrame, attrs, sizes, weight: np.ndarray | None = None) -> float:
+    """The boxes' mean normalized width, (max - min + 1) / |A| averaged over `attrs`."""
+    w = np.mean([(boxes[f"{a}_max"] - boxes[f"{a}_min"] + 1).to_numpy() / sizes[a] for a in attrs], axis=0)  # fmt: skip
+    return float(np.average(w, weights=weight)) if len(w) and (weight is None or weight.sum()) else float("nan")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -135,6 +159,85 @@ class Published:
         return float(
             (box_fraction(self.boxes, ranges) * (self.cum[:, hi + 1] - self.cum[:, lo])).sum()
         )
+
+
+@dataclass(frozen=True)
+class EndsPublished(Published):
+    """`marginals_ends`: a group of n >= 2 tuples has one at each end of its box's
+    interval on every attribute and n - 2 spread uniformly over the interval."""
+
+    size: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def estimate(self, ranges, s_range) -> float:
+        lo, hi = s_range
+        share = np.ones(len(self.boxes))
+        n = self.size
+        for a, (ql, qh) in ranges.items():
+            bmin, bmax = self.boxes[f"{a}_min"].to_numpy(), self.boxes[f"{a}_max"].to_numpy()
+            w = bmax - bmin + 1
+            cover = np.clip(np.minimum(bmax, qh) - np.maximum(bmin, ql) + 1, 0, None)
+            ends = ((bmin >= ql) & (bmin <= qh)).astype(float) + ((bmax >= ql) & (bmax <= qh))
+            share *= np.where((w == 1) | (n < 2), cover / w, (ends + (n - 2) * cover / w) / np.maximum(n, 1))  # fmt: skip
+        return float((share * (self.cum[:, hi + 1] - self.cum[:, lo])).sum())
+
+
+def turnbull(lo: np.ndarray, hi: np.ndarray, weight: np.ndarray, size: int, rounds: int = 200) -> np.ndarray:  # fmt: skip
+    """The maximum-likelihood distribution over 0..size-1 of values known only to lie in
+    [lo, hi] (Turnbull's EM for interval-censored data): f <- f * E[share of each
+    interval at x] / n, from the uniform distribution."""
+    f = np.full(size, 1.0 / size)
+    total = float(weight.sum())
+    for _ in range(rounds):
+        c = np.concatenate([[0.0], np.cumsum(f)])
+        per = weight / np.maximum(c[hi + 1] - c[lo], 1e-300)
+        diff = np.bincount(lo, per, size + 1) - np.bincount(hi + 1, per, size + 1)
+        f = f * np.cumsum(diff)[:size] / total
+    return f
+
+
+@dataclass(frozen=True)
+class FittedPublished(Published):
+    """`marginals_ml`: each attribute's fitted distribution (`turnbull`) spread inside a box."""
+
+    cdf: dict = field(default_factory=dict)
+
+    def estimate(self, ranges, s_range) -> float:
+        lo, hi = s_range
+        share = np.ones(len(self.boxes))
+        for a, (ql, qh) in ranges.items():
+            c = self.cdf[a]
+            bmin, bmax = self.boxes[f"{a}_min"].to_numpy(), self.boxes[f"{a}_max"].to_numpy()
+            a0, a1 = np.maximum(bmin, ql), np.minimum(bmax, qh)
+            inside = np.where(a1 >= a0, c[np.maximum(a1, a0 - 1) + 1] - c[a0], 0.0)
+            share *= inside / np.maximum(c[bmax + 1] - c[bmin], 1e-300)
+        return float((share * (self.cum[:, hi + 1] - self.cum[:, lo])).sum())
+
+
+@dataclass(frozen=True)
+class Bound(Published):
+    """`bound_exact_qi` / `bound_group_marginals` (see the module docstring)."""
+
+    codes: pd.DataFrame = field(default_factory=pd.DataFrame)
+    values: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    group: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    exact_qi: bool = True
+
+    def estimate(self, ranges, s_range) -> float:
+        lo, hi = s_range
+        g, size = self.group, np.bincount(self.group).astype(np.float64)
+        chosen = np.bincount(g, (self.values >= lo) & (self.values <= hi), len(size))
+        inside = [(self.codes[a].to_numpy() >= ql) & (self.codes[a].to_numpy() <= qh) for a, (ql, qh) in ranges.items()]  # fmt: skip
+        if self.exact_qi:
+            share = np.bincount(g, np.logical_and.reduce(inside) if inside else None, len(size)) / size  # fmt: skip
+        else:
+            share = np.prod([np.bincount(g, m, len(size)) / size for m in inside], axis=0) if inside else np.ones(len(size))  # fmt: skip
+        return float((chosen * share).sum())
+
+
+def fitted(pub: Published, attrs, sizes) -> FittedPublished:
+    b, n = pub.boxes, pub.cum[:, -1]
+    cdf = {a: np.concatenate([[0.0], np.cumsum(turnbull(b[f"{a}_min"].to_numpy(), b[f"{a}_max"].to_numpy(), n, sizes[a]))]) for a in attrs}  # fmt: skip
+    return FittedPublished(pub.boxes, pub.cum, cdf)
 
 
 def _cumulative(
@@ -228,9 +331,40 @@ def marginal_workload(
     return queries, np.asarray(exact, dtype=np.float64), redrawn
 
 
-def _errors(pub: Published, queries, exact: np.ndarray) -> np.ndarray:
+def _signed_errors(pub: Published, queries, exact: np.ndarray) -> np.ndarray:
     est = np.array([pub.estimate(r, sr) for r, sr in queries])
-    return np.abs(est - exact) / exact
+    return (est - exact) / exact
+
+
+def _errors(pub: Published, queries, exact: np.ndarray) -> np.ndarray:
+    return np.abs(_signed_errors(pub, queries, exact))
+
+
+def _ours(frame, bucket, info, attrs, sensitive: str, sizes, methods) -> tuple[dict, dict]:
+    """Our marginal on `attrs` under each requested estimator, and its diagnostics."""
+    s = frame[sensitive].to_numpy()
+    group = decompose(frame[list(attrs)], s, bucket, {a: sizes[a] - 1 for a in attrs})
+    pub = generalized_estimator(frame, group, attrs, sensitive, sizes)
+    size = pub.boxes[COUNT].to_numpy()
+    made = {"marginals": pub}
+    if "marginals_ends" in methods:
+        made["marginals_ends"] = EndsPublished(pub.boxes, pub.cum, size.astype(np.float64))
+    t0 = time.perf_counter()  # fitting an estimator is not making the marginal: not timed
+    if "marginals_ml" in methods:
+        made["marginals_ml"] = fitted(pub, attrs, sizes)
+    for name, exact in (("bound_exact_qi", True), ("bound_group_marginals", False)):
+        if name in methods:
+            made[name] = Bound(pub.boxes, pub.cum, frame[list(attrs)], s, group, exact)
+    left_bucket = np.zeros(int(bucket.max()) + 1, dtype=bool)
+    left_bucket[bucket[info["leftover"]]] = True
+    by_leftover = np.zeros(len(pub.boxes), dtype=bool)
+    by_leftover[group] = left_bucket[bucket]
+    diag = {
+        "subtables": info["subtables"], "leftover_share": float(info["leftover"].mean()), "box_width": box_width(pub.boxes, attrs, sizes),
+        "leftover_box_width": box_width(pub.boxes, attrs, sizes, by_leftover.astype(float)),
+        "untimed_s": time.perf_counter() - t0,
+    }  # fmt: skip
+    return {k: v for k, v in made.items() if k in methods}, diag
 
 
 def run_marginals_compare(cfg: MarginalsCompareConfig, progress=None) -> pd.DataFrame:
@@ -247,37 +381,29 @@ def run_marginals_compare(cfg: MarginalsCompareConfig, progress=None) -> pd.Data
     )  # 002's setup: QI = M_k's attributes
     sizes = {a: loaded.dictionaries[a].size for a in loaded.names}
     schemas = dict(cfg.marginals)
+    ours_methods = [m for m in cfg.methods if m != "angel"]
     rows = []
     cache: dict[tuple[int, int], dict] = {}
 
     def built(m: int, rep: int) -> dict:
-        """Both methods' marginals for m (all of M1..Mk, timed like 002 Figure 5)."""
+        """Every method's marginals for m (all of M1..Mk, timed like 002 Figure 5):
+        method -> (marginal -> estimator, seconds, marginal -> diagnostics)."""
         if (m, rep) not in cache:
             seed = cfg.seed + rep
             out: dict[str, Any] = {}
-            if "marginals" in cfg.methods:
+            if ours_methods:
                 t0 = time.perf_counter()
-                canon, bucket = bucketize_table(
-                    frame, qi, cfg.sensitive, m, sizes, seed, cfg.chunk_rows, cfg.tries, cfg.blocks
-                )
-                pubs = {
-                    k: ours(canon, bucket, attrs, cfg.sensitive, sizes)
-                    for k, attrs in schemas.items()
-                }
-                out["marginals"] = (pubs, time.perf_counter() - t0)
+                canon, bucket, info = bucketize_table(frame, qi, cfg.sensitive, m, sizes, seed, cfg.chunk_rows, cfg.tries, cfg.blocks, cfg.partitioning)  # fmt: skip
+                made = {k: _ours(canon, bucket, info, attrs, cfg.sensitive, sizes, ours_methods) for k, attrs in schemas.items()}  # fmt: skip
+                seconds = time.perf_counter() - t0 - info["untimed_s"] - sum(v[1].pop("untimed_s") for v in made.values())  # fmt: skip
+                for method in ours_methods:
+                    out[method] = ({k: v[0][method] for k, v in made.items()}, seconds, {k: v[1] for k, v in made.items()})  # fmt: skip
             if "angel" in cfg.methods:
                 t0 = time.perf_counter()
-                batch = angel_batches(
-                    frame[list(qi)],
-                    frame[cfg.sensitive].to_numpy(),
-                    m,
-                    {a: sizes[a] - 1 for a in qi},
-                )
-                pubs = {
-                    k: angel(frame, batch, qi, attrs, cfg.sensitive, m, sizes)
-                    for k, attrs in schemas.items()
-                }
-                out["angel"] = (pubs, time.perf_counter() - t0)
+                batch = angel_batches(frame[list(qi)], frame[cfg.sensitive].to_numpy(), m, {a: sizes[a] - 1 for a in qi})  # fmt: skip
+                pubs = {k: angel(frame, batch, qi, attrs, cfg.sensitive, m, sizes) for k, attrs in schemas.items()}  # fmt: skip
+                diag = {k: {"box_width": box_width(p.boxes, schemas[k], sizes)} for k, p in pubs.items()}  # fmt: skip
+                out["angel"] = (pubs, time.perf_counter() - t0, diag)
             cache.clear()  # keep one m in memory
             cache[(m, rep)] = out
         return cache[(m, rep)]
@@ -288,22 +414,15 @@ def run_marginals_compare(cfg: MarginalsCompareConfig, progress=None) -> pd.Data
             for rep in range(cfg.repeats):
                 made = built(int(p["m"]), rep)
                 attrs = schemas[p["marginal"]]
-                queries, exact, redrawn = marginal_workload(
-                    frame,
-                    attrs,
-                    cfg.sensitive,
-                    sizes,
-                    p["w"],
-                    float(p["s"]),
-                    cfg.queries,
-                    cfg.seed * 1000 + rep,
-                )
-                for method, (pubs, seconds) in made.items():
-                    err = _errors(pubs[p["marginal"]], queries, exact)
+                queries, exact, redrawn = marginal_workload(frame, attrs, cfg.sensitive, sizes, p["w"], float(p["s"]), cfg.queries, cfg.seed * 1000 + rep)  # fmt: skip
+                for method, (pubs, seconds, diag) in made.items():
+                    signed = _signed_errors(pubs[p["marginal"]], queries, exact)
+                    err = np.abs(signed)
                     rows.append({
                         "sweep": vary, "value": str(value), "method": method, "m": int(p["m"]), "s": float(p["s"]),
-                        "marginal": p["marginal"], "w": p["w"] or len(attrs) + 1, "repeat": rep, "relative_error": float(err.mean()),
+                        "marginal": p["marginal"], "w": p["w"] or len(attrs) + 1, "repeat": rep, "relative_error": float(err.mean()), "signed_error": float(signed.mean()),
                         "median_error": float(np.median(err)), "time_s": seconds, "queries": len(queries), "redrawn": redrawn, "rows": len(frame),
+                        "partitioning": cfg.partitioning if method != "angel" else "", **diag[p["marginal"]],
                     })  # fmt: skip
                 if progress:
                     progress(1)

@@ -112,7 +112,9 @@ def versions(frame: pd.DataFrame, qi: tuple[str, ...], cfg: StatdbCompareConfig,
     extents = {a: sizes[a] - 1 for a in qi}
     if {"dyn-ana", "dyn-gen"} & set(methods):
         t0 = time.perf_counter()
-        canon, bucket = bucketize_table(frame, qi, s, m, sizes, seed, cfg.chunk_rows, 0, 32)
+        canon, bucket, _ = bucketize_table(
+            frame, qi, s, m, sizes, seed, cfg.chunk_rows, 0, 32, "none"
+        )
         values = canon[s].to_numpy(np.int64)
         cells, codes = Cells.of(signature_buckets(bucket, values), values), _columns(canon, qi)
         took = time.perf_counter() - t0

@@ -297,10 +297,13 @@ def bucketize(
     seed: int,
     tries: int = 5,
     blocks: int = 32,
+    sub: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """002's partitioning and assigning steps: (sub-table, bucket) per row. The rows'
-    order matters for ties: callers put them in a canonical order first."""
-    sub = partition(qi, sensitive, m, extents, seed, tries, blocks)
+    """002's partitioning and assigning steps: (sub-table, bucket) per row; `sub`: the
+    m-eligible sub-tables made another way (then `tries`, `blocks` are unused). The
+    rows' order matters for ties: callers put them in a canonical order first."""
+    if sub is None:
+        sub = partition(qi, sensitive, m, extents, seed, tries, blocks)
     bucket = assign_buckets(sensitive, m, seed + 1, sub)
     return sub, place_leftovers(qi, sensitive, bucket, extents, sub)
 

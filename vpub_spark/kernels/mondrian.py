@@ -6,7 +6,10 @@ Anonymize(P): try the attributes in decreasing normalized width (ties: lower ind
 the median is the value at position floor((|P| - 1) / 2) of P's sorted values;
 L = {t : t.A <= median}, R = the rest; skip the attribute if R is empty or a side is
 not allowed; split on the first allowed attribute, else P is final. All nodes of a
-level are handled at once: one sort per attribute rank.
+level are handled at once: one sort per attribute rank. `flexible` (l-diverse only, the
+marginal publisher's partitioning step): where the median cut is not allowed, the
+allowed cut nearest the middle on the same attribute is taken before the next
+attribute is tried (issue 21: m-eligible sub-tables that 002 Figure 1 leaves wide).
 """
 
 from __future__ import annotations
@@ -39,20 +42,56 @@ def _allowed(
     return ok[0::2] & ok[1::2]
 
 
+def _nearest_cut(node: np.ndarray, value: np.ndarray, sensitive: np.ndarray, l: int):
+    """Per node (dense ids), the cut between two distinct values nearest the node's middle
+    whose two sides are both l-diverse (c(v) <= size / l): (left side per row, found per
+    node). One pass over the rows sorted by (node, value) with running counts per value."""
+    n = len(node)
+    order = np.lexsort((value, node))
+    sn, sv = node[order], value[order]
+    sizes = np.bincount(node)
+    start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    codes = np.unique(sensitive[order], return_inverse=True)[1].reshape(-1)
+    onehot = np.zeros((n, int(codes.max()) + 1), dtype=np.int32)
+    onehot[np.arange(n), codes] = 1
+    before = np.cumsum(onehot, axis=0) - onehot  # counts of the rows before each one
+    left = before - before[start[sn]]  # ... within its node
+    total = np.zeros((len(sizes), onehot.shape[1]), dtype=np.int64)
+    np.add.at(total, sn, onehot)
+    pos = np.arange(n) - start[sn]  # rows left of a cut placed before this row
+    boundary = (pos > 0) & np.concatenate([[False], sv[1:] != sv[:-1]])
+    ok = boundary & (left.max(axis=1) * l <= pos) & ((total[sn] - left).max(axis=1) * l <= sizes[sn] - pos)  # fmt: skip
+    far = np.iinfo(np.int64).max
+    dist = np.where(ok, np.abs(2 * pos - sizes[sn]), far)
+    best = np.full(len(sizes), far)
+    np.minimum.at(best, sn, dist)
+    chosen = np.full(len(sizes), -1)
+    hit = ok & (dist == best[sn])
+    np.maximum.at(chosen, sn[hit], pos[hit])  # ties: the later cut
+    side = np.zeros(n, dtype=bool)
+    side[order] = pos < chosen[sn]
+    return side, best < far
+
+
 def mondrian(
     codes: pd.DataFrame,
     extents: Mapping[str, int],
     sensitive: np.ndarray | None = None,
     l: int | None = None,
     k: int | None = None,
+    start: np.ndarray | None = None,
+    flexible: bool = False,
 ) -> np.ndarray:
     """A group id per row: l-diverse groups (with `sensitive`, `l`) or strict k-anonymous
-    ones (`k`), or both."""
+    ones (`k`), or both; `start`: dense node ids to refine (default: one node).
+    `flexible` (l-diverse only): where the median cut is not allowed, cut at the allowed
+    value boundary nearest the median (`_nearest_cut`) before trying the next attribute."""
+    assert not flexible or (l is not None and k is None), "flexible cuts are for l-diverse groups"
     n, attrs = len(codes), list(codes.columns)
     x = codes.to_numpy(dtype=np.int64)
     ext = np.array([max(extents[a], 1) for a in attrs], dtype=np.float64)
-    node = np.zeros(n, dtype=np.int64)
-    final = np.zeros(1, dtype=bool)
+    node = np.zeros(n, dtype=np.int64) if start is None else np.asarray(start, dtype=np.int64)
+    final = np.zeros(int(node.max()) + 1 if n else 1, dtype=bool)
     while not final.all():
         nodes = len(final)
         frame = pd.DataFrame(x).assign(__n=node).groupby("__n")
@@ -71,6 +110,14 @@ def mondrian(
             median = value[order][start + (sizes - 1) // 2]
             trial = value <= median[node]
             ok = _allowed(node, trial, sensitive, l, k, nodes) & ~decided
+            if flexible and (need := ~ok & ~decided).any():
+                rows = np.flatnonzero(need[node])
+                ids, local = np.unique(node[rows], return_inverse=True)
+                side, found = _nearest_cut(
+                    local.reshape(-1), value[rows], np.asarray(sensitive)[rows], int(l or 1)
+                )
+                trial[rows] = side
+                ok[ids[found]] = True
             take = ok[node]
             left[take] = trial[take]
             decided |= ok

@@ -4,9 +4,10 @@
 1. QI-local chunks (kernels/partitioning.QiShards, the finest attribute first) of at
    least `chunk_rows` rows, each m-eligible (`plan_chunks` from one Spark aggregate):
    these are the first cuts of 002 Figure 1, made from aggregates;
-2. per chunk, in its own task (applyInPandas): the rows in a canonical order, 002
-   Figure 1's recursion inside the chunk, the assigning step and the leftovers
-   (kernels/minvariance.bucketize), then each marginal decomposed from the buckets
+2. per chunk, in its own task (applyInPandas): the rows in a canonical order, the
+   partitioning step inside the chunk (`subtables`: Mondrian's m-eligible cuts by
+   default, 002 Figure 1 with `partitioning: ncp`), the assigning step and the
+   leftovers (kernels/minvariance.bucketize), then each marginal decomposed from the buckets
    (002 §3); the task writes the marginals' `groups`/`st` parts and its part of the
    private store (buckets and tuple-to-group links);
 3. the staged release is audited (every group m-unique, sizes agree), the store is
@@ -36,16 +37,19 @@ import pyarrow.parquet as pq
 
 from ..encoding import Dictionary, write_decoded
 from ..errors import SpecError
-from ..kernels.minvariance import bucketize, check_m_eligible_counts, decompose
+from ..kernels.minvariance import bucketize, check_m_eligible_counts, decompose, partition
+from ..kernels.mondrian import mondrian
 from ..kernels.partitioning import QiShards, combine_counts, partition_seed, plan_chunks
 from ..model import PublishedTable, Rule
-from ..release.commit import Steps, audit_and_commit, exclusive, staged_directory
-from ..release.layout import COUNT, GROUP, SIZE, part_file, table_dir
+from ..release.commit import Steps, audit_and_commit, exclusive, staged_directory, staged_release
+from ..release.layout import COUNT, GROUP, SIZE, part_file, release_target, table_dir
 from ..release.manifest import header, table_entry
+from ..release.objectstore import is_remote, mirrored
 from ..release.store import (
     BUCKET,
     BUCKETS,
     ROW,
+    STORE_FILE,
     STORE_FORMAT,
     SUB,
     bucket_files,
@@ -53,6 +57,7 @@ from ..release.store import (
     group_dir,
     new_store_id,
     read_store,
+    release_location,
     restrict,
     write_store,
 )
@@ -121,29 +126,28 @@ def write_generalized(stage: str | Path, table: str, codes: pd.DataFrame, sensit
     return len(groups)
 
 
-def bucketize_chunk(
-    frame: pd.DataFrame,
-    qi,
-    sensitive: str,
-    m: int,
-    extents,
-    seed: int,
-    part: int,
-    tries: int,
-    blocks: int,
-):
+PARTITIONINGS = ("mondrian", "ncp", "ncp+mondrian", "none")
+
+
+def subtables(codes: pd.DataFrame, s: np.ndarray, m: int, extents, seed: int, tries: int, blocks: int, how: str):  # fmt: skip
+    """The partitioning step's m-eligible sub-tables (issue 21's diagnosis, README):
+    `mondrian` (the default) cuts at the median of the widest attribute whenever both
+    halves stay m-eligible (kernels/mondrian.py, l = m is exactly m-eligibility);
+    `ncp` is 002 Figure 1 as written (NCP-greedy splits seeded by extreme tuples,
+    `tries` shuffles); `ncp+mondrian` continues 002's sub-tables with Mondrian cuts
+    (the stopping-rule experiment); `none` keeps the chunk whole (statdb's buckets)."""
+    if how == "none":
+        return np.zeros(len(s), dtype=np.int64)
+    start = None if how == "mondrian" else partition(codes, s, m, extents, seed, tries, blocks)
+    return start if how == "ncp" else mondrian(codes, extents, s, l=m, start=start, flexible=True)
+
+
+def bucketize_chunk(frame: pd.DataFrame, qi, sensitive: str, m: int, extents, seed: int, part: int, tries: int, blocks: int, partitioning: str = "mondrian"):  # fmt: skip
     """One chunk's rows in canonical order, their sub-tables and buckets (seeded by part)."""
     canon = canonical(frame[[*qi, sensitive]])
-    sub, bucket = bucketize(
-        canon[list(qi)],
-        canon[sensitive].to_numpy(dtype=np.int64),
-        m,
-        extents,
-        partition_seed(seed, 0, part),
-        tries,
-        blocks,
-    )
-    return canon, sub, bucket
+    codes, s, seed = canon[list(qi)], canon[sensitive].to_numpy(dtype=np.int64), partition_seed(seed, 0, part)  # fmt: skip
+    sub = subtables(codes, s, m, extents, seed, tries, blocks, partitioning)
+    return (canon, *bucketize(codes, s, m, extents, seed, sub=sub))
 
 
 def plan_marginal_chunks(
@@ -182,6 +186,7 @@ class MarginalsJob:
     first_id: tuple[int, ...]
     dictionaries: Mapping[str, Dictionary]
     sharding: QiShards
+    partitioning: str = "mondrian"
 
     summary_schema = summary_schema(SUMMARY_COLUMNS)
 
@@ -190,17 +195,7 @@ class MarginalsJob:
 
     def run(self, frame: pd.DataFrame, part: int, task: int = -1) -> pd.DataFrame:
         extents = {a: self.dictionaries[a].size - 1 for a in self.qi}
-        canon, sub, bucket = bucketize_chunk(
-            frame,
-            self.qi,
-            self.sensitive,
-            self.m,
-            extents,
-            self.seed,
-            part,
-            self.tries,
-            self.blocks,
-        )
+        canon, sub, bucket = bucketize_chunk(frame, self.qi, self.sensitive, self.m, extents, self.seed, part, self.tries, self.blocks, self.partitioning)  # fmt: skip
         codes, s = canon[list(self.qi)], canon[self.sensitive].to_numpy(dtype=np.int64)
         first = self.first_id[part]
         rows = first + np.arange(len(canon), dtype=np.int64)
@@ -353,7 +348,7 @@ class MarginalsMethod:
         first = tuple(int(x) for x in plan.partitions.first_group)
         return MarginalsJob(
             str(stage), str(store), cfg.release_id, chosen.qi, s.sensitive, cfg.privacy.m, cfg.seed, s.tries,
-            s.blocks, chosen.marginals, first, dict(loaded.dictionaries), plan.detail,
+            s.blocks, chosen.marginals, first, dict(loaded.dictionaries), plan.detail, s.partitioning,
         )  # fmt: skip
 
     def table_entries(self, stage, design, loaded, summary) -> list[dict]:
@@ -367,20 +362,21 @@ class MarginalsMethod:
         s, one = cfg.marginals, summary.drop_duplicates("part")
         return {
             "chunks": plan.partitions.parts, "chunk_rows": s.chunk_rows, "subtables": int(one["subtables"].sum()),
-            "buckets": int(one["buckets"].sum()), "tries": s.tries, "blocks": s.blocks,
+            "buckets": int(one["buckets"].sum()), "partitioning": s.partitioning, "tries": s.tries, "blocks": s.blocks,
         }  # fmt: skip
 
-    def store(self, cfg) -> Path:
-        """The private store: never inside the output, never an existing store."""
-        state = Path(cfg.marginals.state)
-        check_store_location(state, Path(cfg.output_path))
-        return state
+    def store(self, cfg) -> str | Path:
+        """The private store (local, or an `s3://` URI): never inside the output, never an
+        existing store."""
+        state = cfg.marginals.state
+        check_store_location(state, cfg.output_path)
+        return state if is_remote(state) else Path(state)
 
     def record(self, cfg, design, loaded, store, manifest, target) -> None:
         """store.json (DESIGN.md §9): what later `marginals add` and the private audit need."""
         s, chosen = cfg.marginals, design.detail
         published = [
-            {"release_id": manifest["release_id"], "release": str(target.resolve()), "table": mg.name, "attributes": list(mg.attributes)}
+            {"release_id": manifest["release_id"], "release": release_location(target), "table": mg.name, "attributes": list(mg.attributes)}
             for mg in chosen.marginals
         ]  # fmt: skip
         write_store(store, {
@@ -416,18 +412,15 @@ def add_marginal(
     sign_key: str | None = None,
 ) -> PublishResult:
     """`vpub marginals add`: decompose the stored buckets for `attributes` and publish
-    them as a new release (the same signatures as every earlier marginal of the store)."""
+    them as a new release (the same signatures as every earlier marginal of the store).
+    A store on an object store is changed in a private local copy (`mirrored`)."""
+    check_store_location(state, output, new=False)
+    args = (attributes, output, release_id, overwrite, step or Steps(), wait_s, sign_key)
+    if is_remote(state):
+        with mirrored(str(state), STORE_FILE, False, wait_s) as local:
+            return _add(local, *args)
     with exclusive(state, wait_s):  # one writer of store.json at a time
-        return _add(
-            Path(state),
-            attributes,
-            output,
-            release_id,
-            overwrite,
-            step or Steps(),
-            wait_s,
-            sign_key,
-        )
+        return _add(Path(state), *args)
 
 
 def _add(state: Path, attributes, output, release_id, overwrite, step: Steps, wait_s, sign_key) -> PublishResult:  # fmt: skip
@@ -436,11 +429,10 @@ def _add(state: Path, attributes, output, release_id, overwrite, step: Steps, wa
     (mg,) = _marginals([tuple(attributes)], qi, sensitive)
     dictionaries = {a: Dictionary(a, tuple(v)) for a, v in meta["domains"].items()}
     release_id = release_id or f"{mg.name}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}"
-    target = Path(output) / release_id
-    check_store_location(state, Path(output), new=False)
+    target = release_target(str(output), release_id)
     links_dir = group_dir(state, release_id, mg.name)
     with (
-        staged_directory(target, overwrite, wait_s=wait_s) as stage,
+        staged_release(target, overwrite, wait_s) as stage,
         staged_directory(links_dir, overwrite, private=True) as links,
     ):
         with step("decompose and write"):
@@ -460,7 +452,7 @@ def _add(state: Path, attributes, output, release_id, overwrite, step: Steps, wa
         manifest["tables"] = [marginal_entry(stage, mg, sensitive, 0, rows, groups, dictionaries)]
         report = audit_and_commit(stage, manifest, step, sign_key)
     meta = read_store(state)
-    published = {"release_id": release_id, "release": str(target.resolve()), "table": mg.name, "attributes": list(mg.attributes)}  # fmt: skip
+    published = {"release_id": release_id, "release": release_location(target), "table": mg.name, "attributes": list(mg.attributes)}  # fmt: skip
     meta["published"].append(published)
     write_store(state, meta)
     restrict(state)

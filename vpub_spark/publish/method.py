@@ -118,7 +118,7 @@ class Method(Protocol):
         self, cfg: PublishConfig, design: Design, plan: Plan, summary: pd.DataFrame | None
     ) -> dict | None: ...
 
-    def store(self, cfg: PublishConfig) -> Path | None: ...
+    def store(self, cfg: PublishConfig) -> str | Path | None: ...
 
     def record(
         self,
@@ -127,7 +127,7 @@ class Method(Protocol):
         loaded: LoadedTable,
         store: Path,
         manifest: dict,
-        target: Path,
+        target: str | Path,
     ) -> None: ...
 
 
@@ -218,7 +218,7 @@ def covered(plan: Plan, loaded: LoadedTable) -> None:
 class NoStore:
     """For methods that keep no private state: nothing to stage, nothing to record."""
 
-    def store(self, cfg: PublishConfig) -> Path | None:
+    def store(self, cfg: PublishConfig) -> str | Path | None:
         return None
 
     def record(
@@ -228,7 +228,7 @@ class NoStore:
         loaded: LoadedTable,
         store: Path,
         manifest: dict,
-        target: Path,
+        target: str | Path,
     ) -> None:
         return None
 

@@ -28,7 +28,7 @@ from ..engines.base import Engine, LoadedTable
 from ..errors import SpecError
 from ..kernels.partitioning import fingerprint
 from ..release.catalog import Root, latest, set_latest
-from ..release.commit import Steps, audit_and_commit, staged_directory, staged_release
+from ..release.commit import Steps, audit_and_commit, staged_release, staged_store
 from ..release.layout import RESERVED, release_target, table_dir
 from ..release.manifest import header
 from ..release.objectstore import is_remote, local_input
@@ -58,11 +58,9 @@ def publish(cfg: PublishConfig, engine: Engine, observer: Observer | None = None
             f"attribute names {', '.join(RESERVED)} are reserved for release columns; rename {', '.join(reserved)}"
         )
     private = method.store(cfg)
-    if private and is_remote(cfg.output_path):
-        raise SpecError(f"method {cfg.method} keeps a private store for later releases; its releases cannot go to an object store yet (output.path {cfg.output_path})")  # fmt: skip
     with ExitStack() as stack:  # locks and stages first: a refused run does no work
         stage = stack.enter_context(staged_release(target, cfg.overwrite, cfg.wait_s, engine))
-        store = stack.enter_context(staged_directory(private, private=True, wait_s=cfg.wait_s)) if private else None  # fmt: skip
+        store = stack.enter_context(staged_store(private, cfg.wait_s)) if private else None
         with step("read and encode"):
             loaded = engine.persist(engine.load(path, spec, cfg.input_format))
         stack.callback(engine.unpersist, loaded)
@@ -71,7 +69,7 @@ def publish(cfg: PublishConfig, engine: Engine, observer: Observer | None = None
             design = method.design(cfg, engine, loaded)
         manifest, report, summary = _staged(method, cfg, engine, loaded, design, stage, store, step, suppression)  # fmt: skip
         if store is not None:
-            method.record(cfg, design, loaded, store, manifest, Path(target))  # local: see above
+            method.record(cfg, design, loaded, store, manifest, target)
     set_latest(Root(cfg.output_path), str(cfg.family), str(cfg.release_id))
     return PublishResult(target, manifest, report, dict(step.timings), summary)
 

@@ -29,8 +29,9 @@ from pathlib import Path
 from ..errors import PrivacyError, StorageError, VpubError
 from .audit import AuditReport, audit_release
 from .layout import MANIFEST, SUCCESS
-from .objectstore import alive, is_remote, remote_stage
+from .objectstore import alive, is_remote, mirrored, remote_stage
 from .signing import sign, signer_id
+from .store import STORE_FILE
 
 
 def check_target(target: Path, overwrite: bool) -> None:
@@ -137,6 +138,16 @@ def staged_release(target: str | Path, overwrite: bool = False, wait_s: float | 
     store's protocol (`objectstore.remote_stage`, uploading in `engine`'s tasks) for an
     `s3://` one."""
     stage = remote_stage(str(target), overwrite, wait_s, engine) if is_remote(target) else staged_directory(target, overwrite, wait_s=wait_s)  # fmt: skip
+    with stage as path:
+        yield path
+
+
+@contextmanager
+def staged_store(target: str | Path, wait_s: float | None = None) -> Iterator[Path]:
+    """A new private store's staging directory: owner-only `staged_directory` for a local
+    one, a private local copy synchronized to the object store (`objectstore.mirrored`)
+    for an `s3://` one."""
+    stage = mirrored(str(target), STORE_FILE, True, wait_s) if is_remote(target) else staged_directory(target, private=True, wait_s=wait_s)  # fmt: skip
     with stage as path:
         yield path
 

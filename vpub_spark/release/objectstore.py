@@ -29,6 +29,15 @@ Publishing to `s3://.../<release_id>` (`remote_stage`):
 4. **Overwrite** deletes the old `_SUCCESS` first (the release disappears for readers),
    then its objects, then uploads.
 
+Private stores on S3 (`mirrored`, e.g. `marginals.state: s3://bucket/private/store`): under
+the same `_LOCK` protocol the store is downloaded into a private local directory (mode
+700), used and changed there exactly as a local store, then synchronized back: new and
+changed files first, files the run removed deleted, the index (`store.json`) last, so
+a reader sees either the old index or the new one and every file either names. An
+aborted first run leaves objects without an index; the next run deletes them. Owner-
+only permissions cannot be set on objects: the bucket's policy must keep the store's
+prefix private (it is never inside the output root, checked).
+
 Reading (`fetched`): a committed release is downloaded once per process into a private
 temporary directory and read and audited there, so the auditor checks the bytes the
 object store holds. Inputs (`local_input`) are downloaded the same way.
@@ -343,6 +352,52 @@ def remote_stage(uri: str, overwrite: bool = False, wait_s: float | None = None,
             delete(join(uri, SUCCESS))
             delete_all(uri, keep=(LOCK,))
         _upload(stage, uri, engine)
+    finally:
+        shutil.rmtree(local, ignore_errors=True)
+        _release_lock(uri, body)
+
+
+# --- private directories (stores) ------------------------------------------------------
+
+
+def _digests(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in root.rglob("*") if p.is_file()}  # fmt: skip
+
+
+def _sync(local: Path, uri: str, before: dict[str, str], index: str) -> None:
+    """Upload what changed since `before` (the index last), delete what the run removed."""
+    after = _digests(local)
+    changed = sorted(f for f, d in after.items() if before.get(f) != d and f != index)
+    for f in changed:
+        write_bytes(join(uri, f), (local / f).read_bytes())
+    for f in sorted(set(before) - set(after)):
+        delete(join(uri, f))
+    if index in after and before.get(index) != after[index]:
+        write_bytes(join(uri, index), (local / index).read_bytes())
+
+
+@contextmanager
+def mirrored(uri: str, index: str, new: bool, wait_s: float | None = None) -> Iterator[Path]:
+    """A private local working copy of the directory at `uri` (see the module docstring):
+    `new`: it must not hold `index` yet (objects without it are an aborted run's, and
+    deleted); otherwise it must. Synchronized back only if the block succeeds."""
+    body = _take_lock(uri, wait_s)
+    local = _scratch()  # mkdtemp: mode 700
+    try:
+        has_index = exists(join(uri, index))
+        if new and has_index:
+            raise VpubError(f"{uri} already holds {index}; choose another location")
+        if not new and not has_index:
+            raise VpubError(f"{uri}: no {index}; nothing to open there")
+        copy = local / "copy"
+        copy.mkdir(mode=0o700)
+        if new:
+            delete_all(uri, keep=(LOCK,))
+        else:
+            _download(uri, [f for f in listing(uri) if f != LOCK], copy)
+        before = _digests(copy)
+        yield copy
+        _sync(copy, uri, before, index)
     finally:
         shutil.rmtree(local, ignore_errors=True)
         _release_lock(uri, body)

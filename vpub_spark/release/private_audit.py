@@ -34,8 +34,12 @@ def _signature(frame: pd.DataFrame, key: str, value: str) -> pd.Series:
 
 
 def audit_store(state: str | Path) -> AuditReport:
-    state = Path(state)
-    report = AuditReport(f"store {state.name}")
+    """The private audit; a store on an object store is read from a private local copy."""
+    from .objectstore import is_remote, local_input
+
+    name = str(state).rstrip("/").rsplit("/", 1)[-1]
+    state = local_input(str(state)) if is_remote(state) else Path(state)
+    report = AuditReport(f"store {name}")
 
     check = report.check
     try:

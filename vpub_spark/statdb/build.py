@@ -63,6 +63,8 @@ def build_store(cfg: PublishConfig, engine: Engine, observer=None) -> Built:
     s = cfg.marginals
     if s is None or cfg.privacy.model != "m-invariance":
         raise SpecError("vpub statdb build needs privacy {model: m-invariance, m} and a `marginals:` section (sensitive, qi, state)")  # fmt: skip
+    if s.state.startswith("s3://"):
+        raise SpecError(f"a statistical database's store is opened from local disk by every query (vpub serve, statdb batch); marginals.state must be a local directory, not {s.state}")  # fmt: skip
     state, m, step = Path(s.state), int(cfg.privacy.m or 0), Steps(observer)
     if (state / STORE_FILE).exists():
         meta = read_store(state)
@@ -87,7 +89,7 @@ def build_store(cfg: PublishConfig, engine: Engine, observer=None) -> Built:
                 )  # fmt: skip
                 covered(Plan(counts, chunks), loaded)
             first = tuple(int(x) for x in chunks.first_group)
-            job = MarginalsJob("", str(store), "", qi, s.sensitive, m, cfg.seed, 0, s.blocks, (), first, dict(loaded.dictionaries), sharding)  # fmt: skip
+            job = MarginalsJob("", str(store), "", qi, s.sensitive, m, cfg.seed, 0, s.blocks, (), first, dict(loaded.dictionaries), sharding, "none")  # fmt: skip
             with step("bucketize"):
                 engine.run_partitions(loaded, chunks, job)
             labels = {a: loaded.dictionaries[a].labels for a in loaded.names}
