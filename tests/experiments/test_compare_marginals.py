@@ -144,7 +144,7 @@ def test_ends_estimator_on_a_worked_box():
 
     box = pd.DataFrame({"group_id": [0], "age_min": [10], "age_max": [19], "count": [4]})
     cum = np.array([[0.0, 1, 2, 3, 4]])  # four sensitive values, one tuple each
-    ends = EndsPublished(box, cum, np.array([4.0]))
+    ends = EndsPublished(box, cum)  # n = 4 from the box's count
     assert ends.estimate({"age": (19, 30)}, (0, 3)) == pytest.approx(1.2)
     assert Published(box, cum).estimate({"age": (19, 30)}, (0, 3)) == pytest.approx(0.4)
     assert ends.estimate({"age": (12, 17)}, (0, 3)) == pytest.approx(1.2)  # no end inside

@@ -39,12 +39,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..config import MarginalSettings
 from ..errors import SpecError
 from ..kernels.anatomy import COUNT
 from ..kernels.angel import angel_batches, angel_tables, box_fraction, boxes
 from ..kernels.minvariance import assign_buckets, decompose
 from ..kernels.partitioning import partition_seed, shard_counts
-from ..publish.marginals import PARTITIONINGS, bucketize_chunk, plan_marginal_chunks
+from ..publish.marginals import bucketize_chunk, plan_marginal_chunks
 from .common import check_keys, load_input, parse_sweeps
 
 PARAMETERS = ("m", "s", "marginal", "w")
@@ -114,8 +115,9 @@ def marginals_compare_config_from_dict(d: dict, where: str = "config") -> Margin
 
 
 def _partitioning(how: str, where: str) -> str:
-    if how not in PARTITIONINGS[:-1]:
-        raise SpecError(f"{where}: marginals.partitioning must be one of {', '.join(PARTITIONINGS[:-1])}, not {how!r}")  # fmt: skip
+    known = MarginalSettings.PARTITIONINGS  # the publisher's choices
+    if how not in known:
+        raise SpecError(f"{where}: marginals.partitioning must be one of {', '.join(known)}, not {how!r}")  # fmt: skip
     return how
 
 
@@ -154,11 +156,13 @@ class Published:
     boxes: pd.DataFrame
     cum: np.ndarray
 
+    def share(self, ranges: dict[str, tuple[int, int]]) -> np.ndarray:
+        """Per box, the share of its tuples inside `ranges` (Zhang et al.: uniform)."""
+        return box_fraction(self.boxes, ranges)
+
     def estimate(self, ranges: dict[str, tuple[int, int]], s_range: tuple[int, int]) -> float:
         lo, hi = s_range
-        return float(
-            (box_fraction(self.boxes, ranges) * (self.cum[:, hi + 1] - self.cum[:, lo])).sum()
-        )
+        return float((self.share(ranges) * (self.cum[:, hi + 1] - self.cum[:, lo])).sum())
 
 
 @dataclass(frozen=True)
@@ -166,19 +170,16 @@ class EndsPublished(Published):
     """`marginals_ends`: a group of n >= 2 tuples has one at each end of its box's
     interval on every attribute and n - 2 spread uniformly over the interval."""
 
-    size: np.ndarray = field(default_factory=lambda: np.zeros(0))
-
-    def estimate(self, ranges, s_range) -> float:
-        lo, hi = s_range
+    def share(self, ranges) -> np.ndarray:
         share = np.ones(len(self.boxes))
-        n = self.size
+        n = self.boxes[COUNT].to_numpy(dtype=np.float64)
         for a, (ql, qh) in ranges.items():
             bmin, bmax = self.boxes[f"{a}_min"].to_numpy(), self.boxes[f"{a}_max"].to_numpy()
             w = bmax - bmin + 1
             cover = np.clip(np.minimum(bmax, qh) - np.maximum(bmin, ql) + 1, 0, None)
             ends = ((bmin >= ql) & (bmin <= qh)).astype(float) + ((bmax >= ql) & (bmax <= qh))
             share *= np.where((w == 1) | (n < 2), cover / w, (ends + (n - 2) * cover / w) / np.maximum(n, 1))  # fmt: skip
-        return float((share * (self.cum[:, hi + 1] - self.cum[:, lo])).sum())
+        return share
 
 
 def turnbull(lo: np.ndarray, hi: np.ndarray, weight: np.ndarray, size: int, rounds: int = 200) -> np.ndarray:  # fmt: skip
@@ -201,8 +202,7 @@ class FittedPublished(Published):
 
     cdf: dict = field(default_factory=dict)
 
-    def estimate(self, ranges, s_range) -> float:
-        lo, hi = s_range
+    def share(self, ranges) -> np.ndarray:
         share = np.ones(len(self.boxes))
         for a, (ql, qh) in ranges.items():
             c = self.cdf[a]
@@ -210,7 +210,7 @@ class FittedPublished(Published):
             a0, a1 = np.maximum(bmin, ql), np.minimum(bmax, qh)
             inside = np.where(a1 >= a0, c[np.maximum(a1, a0 - 1) + 1] - c[a0], 0.0)
             share *= inside / np.maximum(c[bmax + 1] - c[bmin], 1e-300)
-        return float((share * (self.cum[:, hi + 1] - self.cum[:, lo])).sum())
+        return share
 
 
 @dataclass(frozen=True)
@@ -340,16 +340,14 @@ def _errors(pub: Published, queries, exact: np.ndarray) -> np.ndarray:
     return np.abs(_signed_errors(pub, queries, exact))
 
 
-def _ours(frame, bucket, info, attrs, sensitive: str, sizes, methods) -> tuple[dict, dict]:
-    """Our marginal on `attrs` under each requested estimator, and its diagnostics."""
+def _ours(frame, bucket, info, attrs, sensitive: str, sizes, methods) -> tuple[dict, dict, float]:
+    """Our marginal on `attrs` under each requested estimator, its diagnostics, and the
+    seconds spent on anything but making the marginal (not timed)."""
     s = frame[sensitive].to_numpy()
     group = decompose(frame[list(attrs)], s, bucket, {a: sizes[a] - 1 for a in attrs})
     pub = generalized_estimator(frame, group, attrs, sensitive, sizes)
-    size = pub.boxes[COUNT].to_numpy()
-    made = {"marginals": pub}
-    if "marginals_ends" in methods:
-        made["marginals_ends"] = EndsPublished(pub.boxes, pub.cum, size.astype(np.float64))
-    t0 = time.perf_counter()  # fitting an estimator is not making the marginal: not timed
+    t0 = time.perf_counter()
+    made = {"marginals": pub, "marginals_ends": EndsPublished(pub.boxes, pub.cum)}
     if "marginals_ml" in methods:
         made["marginals_ml"] = fitted(pub, attrs, sizes)
     for name, exact in (("bound_exact_qi", True), ("bound_group_marginals", False)):
@@ -362,9 +360,8 @@ def _ours(frame, bucket, info, attrs, sensitive: str, sizes, methods) -> tuple[d
     diag = {
         "subtables": info["subtables"], "leftover_share": float(info["leftover"].mean()), "box_width": box_width(pub.boxes, attrs, sizes),
         "leftover_box_width": box_width(pub.boxes, attrs, sizes, by_leftover.astype(float)),
-        "untimed_s": time.perf_counter() - t0,
     }  # fmt: skip
-    return {k: v for k, v in made.items() if k in methods}, diag
+    return {k: v for k, v in made.items() if k in methods}, diag, time.perf_counter() - t0
 
 
 def run_marginals_compare(cfg: MarginalsCompareConfig, progress=None) -> pd.DataFrame:
@@ -395,7 +392,7 @@ def run_marginals_compare(cfg: MarginalsCompareConfig, progress=None) -> pd.Data
                 t0 = time.perf_counter()
                 canon, bucket, info = bucketize_table(frame, qi, cfg.sensitive, m, sizes, seed, cfg.chunk_rows, cfg.tries, cfg.blocks, cfg.partitioning)  # fmt: skip
                 made = {k: _ours(canon, bucket, info, attrs, cfg.sensitive, sizes, ours_methods) for k, attrs in schemas.items()}  # fmt: skip
-                seconds = time.perf_counter() - t0 - info["untimed_s"] - sum(v[1].pop("untimed_s") for v in made.values())  # fmt: skip
+                seconds = time.perf_counter() - t0 - info["untimed_s"] - sum(v[2] for v in made.values())  # fmt: skip
                 for method in ours_methods:
                     out[method] = ({k: v[0][method] for k, v in made.items()}, seconds, {k: v[1] for k, v in made.items()})  # fmt: skip
             if "angel" in cfg.methods:

@@ -126,13 +126,11 @@ def write_generalized(stage: str | Path, table: str, codes: pd.DataFrame, sensit
     return len(groups)
 
 
-PARTITIONINGS = ("mondrian", "ncp", "ncp+mondrian", "none")
-
-
 def subtables(codes: pd.DataFrame, s: np.ndarray, m: int, extents, seed: int, tries: int, blocks: int, how: str):  # fmt: skip
     """The partitioning step's m-eligible sub-tables (issue 21's diagnosis, README):
-    `mondrian` (the default) cuts at the median of the widest attribute whenever both
-    halves stay m-eligible (kernels/mondrian.py, l = m is exactly m-eligibility);
+    `mondrian` (the default) cuts the widest attribute at the median, or where that
+    breaks m-eligibility at the allowed value boundary nearest the middle
+    (kernels/mondrian.py, `flexible`; l = m is exactly m-eligibility);
     `ncp` is 002 Figure 1 as written (NCP-greedy splits seeded by extreme tuples,
     `tries` shuffles); `ncp+mondrian` continues 002's sub-tables with Mondrian cuts
     (the stopping-rule experiment); `none` keeps the chunk whole (statdb's buckets)."""

@@ -73,6 +73,11 @@ def is_remote(path: str | Path | None) -> bool:
     return isinstance(path, str) and path.startswith(SCHEME)
 
 
+def base_name(path: str | Path) -> str:
+    """The last component of a local path or an `s3://` URI."""
+    return str(path).rstrip("/").rsplit("/", 1)[-1]
+
+
 def split(uri: str) -> tuple[str, str]:
     """`s3://bucket/key/...` -> (bucket, key without slashes at the ends)."""
     rest = uri[len(SCHEME) :].strip("/")
@@ -235,7 +240,7 @@ def local_input(uri: str) -> Path:
         files = listing(uri)
         local = _scratch()
         atexit.register(shutil.rmtree, local, True)
-        name = uri.rstrip("/").rsplit("/", 1)[-1]
+        name = base_name(uri)
         if files:
             _download(uri, files, local / name)
         elif exists(uri):  # a single object

@@ -35,9 +35,9 @@ def _signature(frame: pd.DataFrame, key: str, value: str) -> pd.Series:
 
 def audit_store(state: str | Path) -> AuditReport:
     """The private audit; a store on an object store is read from a private local copy."""
-    from .objectstore import is_remote, local_input
+    from .objectstore import base_name, is_remote, local_input
 
-    name = str(state).rstrip("/").rsplit("/", 1)[-1]
+    name = base_name(state)
     state = local_input(str(state)) if is_remote(state) else Path(state)
     report = AuditReport(f"store {name}")
 

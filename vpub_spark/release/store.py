@@ -30,28 +30,29 @@ STORE_FORMAT = 1
 def check_store_location(state: str | Path, output: str | Path, new: bool = True) -> None:
     """A store must not lie inside the (public) output root; a `new` one must not exist
     yet. Either may be an `s3://` URI (compared as prefixes)."""
-    from .objectstore import exists, is_remote, join
+    from .objectstore import base_name, exists, is_remote, join
 
     if is_remote(state) or is_remote(output):
         a, b = str(state).rstrip("/"), str(output).rstrip("/")
         inside = a == b or a.startswith(b + "/")
-        there = exists(join(a, STORE_FILE)) if is_remote(state) else (Path(state) / STORE_FILE).exists()  # fmt: skip
     else:
         s, o = Path(state).resolve(), Path(output).resolve()
-        inside, there = s == o or o in s.parents, (s / STORE_FILE).exists()
+        inside = s == o or o in s.parents
     if inside:
         raise SpecError(
-            f"the private store must not be inside the output directory ({str(output).rstrip('/').rsplit('/', 1)[-1]}); put it elsewhere"
+            f"the private store must not be inside the output directory ({base_name(output)}); put it elsewhere"
         )
-    if new and there:
+    if new and (exists(join(str(state), STORE_FILE)) if is_remote(state) else (Path(state) / STORE_FILE).exists()):  # fmt: skip
         raise VpubError(
-            f"{str(state).rstrip('/').rsplit('/', 1)[-1]} is already a bucket store; add marginals to it with `vpub marginals add --state ...`"
+            f"{base_name(state)} is already a bucket store; add marginals to it with `vpub marginals add --state ...`"
         )
 
 
 def release_location(target: str | Path) -> str:
     """How a store names a release it published: the URI, or the absolute local path."""
-    return str(target) if str(target).startswith("s3://") else str(Path(target).resolve())
+    from .objectstore import is_remote
+
+    return str(target) if is_remote(str(target)) else str(Path(target).resolve())
 
 
 def new_store_id() -> str:

@@ -24,6 +24,7 @@ from ..kernels.partitioning import fingerprint
 from ..publish.marginals import MarginalsJob, plan_marginal_chunks, qi_of
 from ..publish.method import Plan, covered, sizes_of, source_entry
 from ..release.commit import Steps, staged_directory
+from ..release.objectstore import is_remote
 from ..release.store import (
     BUCKET,
     STORE_FILE,
@@ -63,7 +64,7 @@ def build_store(cfg: PublishConfig, engine: Engine, observer=None) -> Built:
     s = cfg.marginals
     if s is None or cfg.privacy.model != "m-invariance":
         raise SpecError("vpub statdb build needs privacy {model: m-invariance, m} and a `marginals:` section (sensitive, qi, state)")  # fmt: skip
-    if s.state.startswith("s3://"):
+    if is_remote(s.state):
         raise SpecError(f"a statistical database's store is opened from local disk by every query (vpub serve, statdb batch); marginals.state must be a local directory, not {s.state}")  # fmt: skip
     state, m, step = Path(s.state), int(cfg.privacy.m or 0), Steps(observer)
     if (state / STORE_FILE).exists():
