@@ -256,12 +256,23 @@ def decode_batch(
 
 
 def write_decoded(
-    frame: pd.DataFrame, dictionaries: Mapping[str, Dictionary], directory: Path, name: str
+    frame: pd.DataFrame,
+    dictionaries: Mapping[str, Dictionary],
+    directory: str | Path,
+    name: str,
 ) -> None:
     """Decode `frame` and write it as `directory/name` atomically (temporary name, then
     rename): a retried task rewrites the same file, a killed one leaves only a hidden
-    temporary file."""
+    temporary file. An `s3://` directory gets one PUT of the whole file (atomic too)."""
     batch = decode_batch(pa.Table.from_pandas(frame, preserve_index=False), dictionaries)
+    if isinstance(directory, str) and directory.startswith("s3://"):
+        from .storage import join, write_bytes
+
+        sink = pa.BufferOutputStream()
+        pq.write_table(pa.Table.from_batches([batch]), sink)
+        write_bytes(join(directory, name), sink.getvalue().to_pybytes())
+        return
+    directory = Path(directory)
     tmp = directory / f".{name}.{uuid.uuid4().hex[:8]}.tmp"
     try:
         directory.mkdir(parents=True, exist_ok=True)

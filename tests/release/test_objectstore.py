@@ -10,9 +10,13 @@ import json
 import os
 import signal
 import subprocess
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import yaml
 from release_helpers import config, contents, job_table, same_contents, vpub, write_table
@@ -136,3 +140,90 @@ def test_a_live_lock_names_its_holder(s3, table):
     objectstore.create_once(f"{root}/r/_LOCK", json.dumps({"host": "elsewhere", "pid": 1, "at": 4e9}).encode())  # fmt: skip
     with pytest.raises(VpubError, match="being published by process 1 on elsewhere"):
         publish(config(table, root, RULES, 3, output={"path": root, "release_id": "r"}), InProcessEngine())  # fmt: skip
+
+
+def test_spark_tasks_write_the_parts_to_the_store_not_the_driver(s3, table, local_release, spark_engine, tmp_path, monkeypatch):  # fmt: skip
+    """No shared disk: the tasks write every part straight under the release's prefix,
+    and the distributed audit reads them there; once the audit has passed, the driver's
+    stage holds no part of the anatomy tables, and the store holds them, uncommitted."""
+    scratch = tmp_path / "scratch"
+    monkeypatch.setenv("VPUB_SCRATCH", str(scratch))
+    root, seen = new_bucket(), {}
+
+    @contextmanager
+    def observer(name):
+        yield
+        if name == "audit":
+            seen["driver"] = [str(p.relative_to(scratch)) for p in scratch.rglob("*.parquet")]
+            seen["store"] = _objects(f"{root}/r")
+
+    cfg = config(table, root, RULES, 3, seed=5, engine="spark", output={"path": root, "release_id": "r"})  # fmt: skip
+    r = publish(cfg, spark_engine, observer)
+    assert r.audit.passed and same_contents(contents(r.path), contents(local_release.path))
+    assert not [f for f in seen["driver"] if "/qit/" in f or "/st/" in f], seen["driver"]
+    assert any("/qit/part-" in f for f in seen["store"]) and "_SUCCESS" not in seen["store"]
+
+
+def test_input_on_s3_read_by_spark_tasks(s3, table, local_release, spark_engine):
+    """CSV (the in-process reader in each task) and Parquet, read on the store."""
+    root = new_bucket()
+    for f in [p for p in Path(table).rglob("*") if p.is_file()]:
+        objectstore.write_bytes(f"{root}/in/csv/{f.relative_to(table)}", f.read_bytes())
+    objectstore.write_bytes(f"{root}/in/pq/table.yaml", (Path(table) / "table.yaml").read_bytes())
+    frame = pd.read_csv(Path(table) / "data" / "part.csv", dtype=str)
+    for i, half in enumerate((frame.iloc[::2], frame.iloc[1::2])):
+        sink = pa.BufferOutputStream()
+        pq.write_table(pa.Table.from_pandas(half, preserve_index=False), sink)
+        objectstore.write_bytes(f"{root}/in/pq/data/part-{i}.parquet", sink.getvalue().to_pybytes())
+    for where in ("csv", "pq"):
+        cfg = config(f"{root}/in/{where}", f"{root}/out", RULES, 3, seed=5, engine="spark", output={"path": f"{root}/out", "release_id": where})  # fmt: skip
+        r = publish(cfg, spark_engine)
+        assert same_contents(contents(r.path), contents(local_release.path)), where
+
+
+def test_a_failed_overwrite_on_the_store_keeps_the_old_release(s3, table):
+    """The new parts go under `_staging/` beside the committed release, which readers
+    keep seeing until the new one has passed its audit; a failed run deletes them."""
+    root = new_bucket()
+    cfg = config(table, root, RULES, 3, seed=5, output={"path": root, "release_id": "r"})
+    publish(cfg, InProcessEngine())
+
+    @contextmanager
+    def failing(name):
+        if name == "audit":
+            raise RuntimeError("injected after the parts were written")
+        yield
+
+    with pytest.raises(RuntimeError, match="injected"):
+        publish(replace(cfg, seed=6, overwrite=True), InProcessEngine(), failing)
+    assert not [f for f in _objects(f"{root}/r") if f.startswith(("_staging/", "_LOCK"))]
+    assert open_release(f"{root}/r").manifest["seed"] == 5 and audit_release(f"{root}/r").passed
+    again = publish(replace(cfg, seed=6, overwrite=True), InProcessEngine())
+    left = _objects(again.path)
+    assert not [f for f in left if f.startswith(("_staging/", "_LOCK"))], left
+    assert open_release(again.path).manifest["seed"] == 6 and audit_release(again.path).passed
+
+
+def test_distributed_audit_reads_a_release_on_the_store_in_place(s3, table, spark_engine):
+    """`vpub audit s3://... --engine spark`: the driver fetches the manifest, the tasks
+    their own files; an edited part on the store is refused."""
+    root = new_bucket()
+    r = publish(config(table, root, RULES, 3, seed=5, output={"path": root, "release_id": "r"}), InProcessEngine())  # fmt: skip
+    rel = open_release(r.path, in_place=True)
+    assert rel.remote == r.path and not list(rel.path.rglob("*.parquet"))
+    report = audit_release(r.path, engine=spark_engine, distributed=True)
+    assert report.passed, report.as_dict()["failures"]
+    st = sorted(f for f in _objects(r.path) if "/st/part-" in f)
+    objectstore.write_bytes(f"{r.path}/{st[0]}", objectstore.read_bytes(f"{r.path}/{st[-1]}") if len(st) > 1 else b"PAR1")  # fmt: skip
+    failures = audit_release(r.path, engine=spark_engine, distributed=True).as_dict()["failures"]
+    assert any("checksums" in f or "readable" in f for f in failures), failures
+
+
+def test_objects_that_are_not_a_release_are_refused_not_deleted(s3, table):
+    root = new_bucket()
+    objectstore.write_bytes(f"{root}/r/notes.txt", b"someone else's")
+    cfg = config(table, root, RULES, 3, seed=5, output={"path": root, "release_id": "r"})
+    with pytest.raises(VpubError, match="1 object.*not a committed release; pass --overwrite"):
+        publish(cfg, InProcessEngine())
+    assert _objects(f"{root}/r") == ["notes.txt"]
+    assert publish(replace(cfg, overwrite=True), InProcessEngine()).audit.passed

@@ -10,6 +10,7 @@ import json
 import os
 import socket
 import subprocess
+from dataclasses import replace
 
 import pandas as pd
 import pytest
@@ -102,3 +103,16 @@ def test_store_locations_are_checked(s3, table):
     with pytest.raises(VpubError, match="no store.json"):
         add_marginal(f"{bucket}/nothing", ["sex"], f"{bucket}/out", "x")
     assert os.environ["AWS_ENDPOINT_URL"]  # the loopback server, never a real account
+
+
+def test_spark_tasks_write_the_store_and_the_release_straight_to_s3(s3, table, spark_engine, tmp_path):  # fmt: skip
+    """Marginals on Spark with the store and the releases on S3: the tasks write the
+    buckets and links into the store and the parts into the release (no shared disk);
+    the same release as in process, the private audit passing."""
+    bucket = new_bucket()
+    store, out = f"{bucket}/private/store", f"{bucket}/releases"
+    cfg = _cfg(table, store, out)
+    r = publish(replace(cfg, engine="spark"), spark_engine)
+    assert r.audit.passed and audit_store(store).passed
+    local = publish(_cfg(table, str(tmp_path / "s"), str(tmp_path / "out")), InProcessEngine())
+    assert same_contents(contents(r.path), contents(local.path))

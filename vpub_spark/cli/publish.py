@@ -24,7 +24,8 @@ from .common import engine_of, engine_options
 def _local(path: str) -> str:
     """An input on an object store is downloaded first (once per process), so the engine
     choice sees its size."""
-    from ..release.objectstore import is_remote, local_input
+    from ..release.objectstore import local_input
+    from ..storage import is_remote
 
     return str(local_input(path)) if is_remote(path) else path
 

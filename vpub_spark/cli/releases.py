@@ -125,20 +125,19 @@ def cmd_prune(args: argparse.Namespace) -> int:
 def cmd_register(args: argparse.Namespace) -> int:
     from ..engines.spark.engine import SparkEngine
     from ..engines.spark.session import SparkSettings
-    from ..release.objectstore import is_remote
     from ..release.reader import open_release
     from ..release.sql import register
+    from ..storage import is_remote
 
     root = Root(args.root)
-    if is_remote(args.root):
-        raise DataError("register needs a release on a local or shared path Spark can read; s3:// releases need Hadoop's S3 connector, which vpub does not ship")  # fmt: skip
-    rel = open_release(root.uri(args.release_id))
+    rel = open_release(root.uri(args.release_id), in_place=is_remote(args.root))
     engine = SparkEngine(SparkSettings.load(args.spark_conf))
     with console.status("starting Spark ..."):
         engine.start()
     names = register(engine.spark, rel)
     where = engine.spark.conf.get("spark.sql.catalogImplementation", "in-memory")
-    console.print(f"registered in the {where} catalog: " + ", ".join(names))
+    kind = "as temporary views (this session only; the release is on an object store)" if rel.remote else f"in the {where} catalog"  # fmt: skip
+    console.print(f"registered {kind}: " + ", ".join(names))
     if args.sql:  # collected whole (at most 1,000 rows), so no task is left running at exit
         print(engine.spark.sql(args.sql).limit(1000).toPandas().to_string(index=False))
     return 0

@@ -127,7 +127,7 @@ class Engine(Protocol):
     ) -> pd.DataFrame: ...
 
     def write_projection(
-        self, loaded: LoadedTable, attributes: Sequence[str], directory: Path
+        self, loaded: LoadedTable, attributes: Sequence[str], directory: str | Path
     ) -> None: ...
 
     # serving

@@ -196,7 +196,7 @@ class InProcessEngine:
             ignore_index=True,
         )
 
-    def write_projection(self, loaded: LoadedTable, attributes, directory: Path) -> None:
+    def write_projection(self, loaded: LoadedTable, attributes, directory: str | Path) -> None:
         """A duplicate-preserving projection, aggregated (`count`)."""
         from ..encoding import write_decoded
 

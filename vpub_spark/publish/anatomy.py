@@ -40,7 +40,7 @@ from ..kernels.partitioning import (
 from ..kernels.streamliner import streamline
 from ..model import PublishedTable, Schema
 from ..release.kinds import table_kind
-from ..release.layout import part_file, table_dir
+from ..release.layout import part_file, part_location
 from ..release.manifest import table_entry
 from .marginals import canonical, write_generalized
 from .method import Design, Plan, RuleBased, rule_design, sizes_of, summary_frame, summary_schema
@@ -91,10 +91,10 @@ class AnatomyJob:
                 first_group=self.first_group[part],
             )
             write_decoded(
-                qit, self.dictionaries, table_dir(self.stage, t.name, "qit"), part_file(part)
+                qit, self.dictionaries, part_location(self.stage, t.name, "qit"), part_file(part)
             )
             write_decoded(
-                st, self.dictionaries, table_dir(self.stage, t.name, "st"), part_file(part)
+                st, self.dictionaries, part_location(self.stage, t.name, "st"), part_file(part)
             )
             rows.append(
                 {

@@ -42,9 +42,9 @@ from ..kernels.mondrian import mondrian
 from ..kernels.partitioning import QiShards, combine_counts, partition_seed, plan_chunks
 from ..model import PublishedTable, Rule
 from ..release.commit import Steps, audit_and_commit, exclusive, staged_directory, staged_release
-from ..release.layout import COUNT, GROUP, SIZE, part_file, release_target, table_dir
+from ..release.layout import COUNT, GROUP, SIZE, part_file, part_location, release_target
 from ..release.manifest import header, table_entry
-from ..release.objectstore import is_remote, mirrored
+from ..release.objectstore import mirrored
 from ..release.store import (
     BUCKET,
     BUCKETS,
@@ -59,8 +59,10 @@ from ..release.store import (
     read_store,
     release_location,
     restrict,
+    store_location,
     write_store,
 )
+from ..storage import is_remote
 from .method import Design, Plan, PublishResult, sizes_of, summary_frame, summary_schema
 
 SUMMARY_COLUMNS = {
@@ -85,7 +87,7 @@ def canonical(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.sort_values(list(frame.columns), kind="stable").reset_index(drop=True)
 
 
-def write_marginal(stage: str | Path, groups_dir: Path, table: str, codes: pd.DataFrame, sensitive: str, s: np.ndarray,
+def write_marginal(stage: str | Path, groups_dir: str | Path, table: str, codes: pd.DataFrame, sensitive: str, s: np.ndarray,
                    group: np.ndarray, first: int, rows: np.ndarray, dictionaries: Mapping[str, Dictionary], part: int) -> int:  # fmt: skip
     """Write one part of one marginal: `groups` (boxes, size) and `st` in the release,
     the tuple-to-group links in the store. Group ids are `first` + the local group."""
@@ -114,7 +116,7 @@ def write_generalized(stage: str | Path, table: str, codes: pd.DataFrame, sensit
     )
     groups = box.assign(**{SIZE: agg.size().astype(np.int64)}).reset_index()
     names = {f"{a}_{e}": dictionaries[a] for a in attrs for e in ("min", "max")}
-    write_decoded(groups, names, table_dir(stage, table, "groups"), name)
+    write_decoded(groups, names, part_location(stage, table, "groups"), name)
     st = (
         pd.DataFrame({GROUP: gid, sensitive: s})
         .groupby([GROUP, sensitive], sort=True)
@@ -122,7 +124,7 @@ def write_generalized(stage: str | Path, table: str, codes: pd.DataFrame, sensit
         .rename(COUNT)
         .reset_index()
     )
-    write_decoded(st, {sensitive: dictionaries[sensitive]}, table_dir(stage, table, "st"), name)
+    write_decoded(st, {sensitive: dictionaries[sensitive]}, part_location(stage, table, "st"), name)
     return len(groups)
 
 
@@ -198,7 +200,7 @@ class MarginalsJob:
         first = self.first_id[part]
         rows = first + np.arange(len(canon), dtype=np.int64)
         store = canon.assign(**{ROW: rows, SUB: first + sub, BUCKET: first + bucket})
-        write_decoded(store, {}, Path(self.store) / BUCKETS, part_file(part))
+        write_decoded(store, {}, store_location(self.store, BUCKETS), part_file(part))
         out = []
         for mg in self.marginals:
             own = codes[list(mg.attributes)]
@@ -385,7 +387,7 @@ class MarginalsMethod:
         restrict(store)
 
 
-def _decompose_store(state: Path, mg: Marginal, sensitive: str, qi, dictionaries, stage: Path, links: Path) -> int:  # fmt: skip
+def _decompose_store(state: Path, mg: Marginal, sensitive: str, qi, dictionaries, stage: Path, links: str | Path) -> int:  # fmt: skip
     """Every stored bucket file decomposed for `mg` and written; the number of groups."""
     extents = {a: dictionaries[a].size - 1 for a in qi}
     groups = 0

@@ -106,8 +106,8 @@ class Method(Protocol):
         loaded: LoadedTable,
         design: Design,
         plan: Plan,
-        stage: Path,
-        store: Path | None,
+        stage: str,
+        store: str | None,
     ) -> PartitionJob | None: ...
 
     def table_entries(

@@ -43,7 +43,7 @@ from ..kernels.partitioning import (
     partition_seed,
     plan_chunks,
 )
-from ..release.layout import part_file, table_dir
+from ..release.layout import part_file, part_location
 from .anatomy import entries
 from .method import Plan, RuleBased, sizes_of, summary_frame, summary_schema
 
@@ -82,8 +82,10 @@ class MultiSaJob:
             self.first_group[part], plan, combos,
         )  # fmt: skip
         name = part_file(part)
-        write_decoded(res.qit, self.dictionaries, table_dir(self.stage, self.table, "qit"), name)
-        write_decoded(res.st, self.dictionaries, table_dir(self.stage, self.table, "st"), name)
+        write_decoded(
+            res.qit, self.dictionaries, part_location(self.stage, self.table, "qit"), name
+        )
+        write_decoded(res.st, self.dictionaries, part_location(self.stage, self.table, "st"), name)
         solves = [] if self.driver else res.plan.solves  # the driver's are counted by the driver
         row = {
             "table": self.table, "part": part, "rows": len(frame), "groups": res.groups, "suppressed": res.suppressed_rows,

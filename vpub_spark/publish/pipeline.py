@@ -27,11 +27,13 @@ from ..config import PublishConfig, resolve_table
 from ..engines.base import Engine, LoadedTable
 from ..errors import SpecError
 from ..kernels.partitioning import fingerprint
+from ..model import TableSpec
 from ..release.catalog import Root, latest, set_latest
 from ..release.commit import Steps, audit_and_commit, staged_release, staged_store
-from ..release.layout import RESERVED, release_target, table_dir
+from ..release.layout import RESERVED, part_location, release_target
 from ..release.manifest import header
-from ..release.objectstore import is_remote, local_input
+from ..release.objectstore import input_outline, local_input, on_store, record_parts, write_root
+from ..storage import is_remote
 from .anatomy import AnatomyMethod
 from .method import Design, Method, Plan, PublishResult, covered, source_entry
 from .registry import method_for
@@ -44,7 +46,7 @@ def publish(cfg: PublishConfig, engine: Engine, observer: Observer | None = None
     """Publish, audit and commit one release (see the module docstring)."""
     method = method_for(cfg)
     step = Steps(observer)
-    path, spec = resolve_table(str(local_input(cfg.input_path)) if is_remote(cfg.input_path) else cfg.input_path, cfg.table)  # fmt: skip
+    path, spec = _input(cfg, engine)
     letter = "m" if method.privacy_model == "m-invariance" else "l"
     cfg = replace(
         cfg,
@@ -74,6 +76,18 @@ def publish(cfg: PublishConfig, engine: Engine, observer: Observer | None = None
     return PublishResult(target, manifest, report, dict(step.timings), summary)
 
 
+def _input(cfg: PublishConfig, engine: Engine) -> tuple[str, TableSpec]:
+    """The data path and table spec. An input on an object store is downloaded for the
+    in-process engine; Spark's tasks read it on the store (no shared disk needed)."""
+    if not is_remote(cfg.input_path):
+        return resolve_table(cfg.input_path, cfg.table)
+    if engine.name != "spark":
+        return resolve_table(str(local_input(cfg.input_path)), cfg.table)
+    outline = input_outline(cfg.input_path)
+    local, spec = resolve_table(str(outline), cfg.table)
+    return on_store(local, outline, cfg.input_path), spec
+
+
 def _staged(method: Method, cfg: PublishConfig, engine: Engine, loaded: LoadedTable, design: Design, stage: Path, store: Path | None, step: Steps, suppression: dict | None = None):  # fmt: skip
     """Steps 4 and 5 inside the staging directories: plan, write, manifest, audit."""
     with step(method.plan_step):
@@ -81,6 +95,7 @@ def _staged(method: Method, cfg: PublishConfig, engine: Engine, loaded: LoadedTa
         covered(plan, loaded)
     with step(method.run_step):
         summary = _write(method, cfg, engine, loaded, design, plan, stage, store)
+        record_parts(stage, engine)  # parts the tasks wrote to an object store
     manifest = _manifest(method, cfg, engine, loaded, design, plan, summary)
     if suppression is not None:
         manifest["suppression"] = suppression
@@ -91,11 +106,13 @@ def _staged(method: Method, cfg: PublishConfig, engine: Engine, loaded: LoadedTa
 
 
 def _write(method: Method, cfg: PublishConfig, engine: Engine, loaded: LoadedTable, design: Design, plan: Plan, stage: Path, store: Path | None) -> pd.DataFrame | None:  # fmt: skip
-    """Every partition through the method's job, then every projection."""
-    job = method.job(cfg, loaded, design, plan, stage, store)
+    """Every partition through the method's job, then every projection; the tasks write
+    where the stage and the store say (straight to an object store: objectstore.py)."""
+    out = write_root(stage)
+    job = method.job(cfg, loaded, design, plan, out, write_root(store) if store else None)
     summary = engine.run_partitions(loaded, plan.partitions, job) if job is not None else None
     for t in design.projections:
-        engine.write_projection(loaded, t.attributes, table_dir(stage, t.name, "counts"))
+        engine.write_projection(loaded, t.attributes, part_location(out, t.name, "counts"))
     return summary
 
 

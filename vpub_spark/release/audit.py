@@ -77,7 +77,7 @@ def audit_release(
 
     check = report.check
     try:
-        rel = open_release(path)
+        rel = open_release(path, in_place=distributed and engine is not None)
     except VpubError as e:
         check("manifest", False, str(e))
         return report
@@ -93,11 +93,7 @@ def audit_release(
         _invariance_checks(rel, tables, check)
     else:
         _schema_checks(m, tables, rules, check)
-    on_disk = (
-        {d.name for d in (rel.path / "tables").iterdir() if d.is_dir()}
-        if (rel.path / "tables").is_dir()
-        else set()
-    )
+    on_disk = rel.table_names()
     listed = {t.name for t in tables}
     check(
         "tables on disk",
@@ -351,9 +347,8 @@ def _checksum_checks(rel: Release, name: str, entry: dict, check: Checker) -> No
     """The SHA-256 of every part's files on disk against the manifest's."""
     digests = {}
     for part in entry.get("parts") or {}:
-        directory = rel.part_dir(name, part)
-        files = sorted(directory.glob("*.parquet")) if directory.is_dir() else []
-        digests[part] = {f.name: sha256_of(f) for f in files}
+        files = rel.part_files(name, part)
+        digests[part] = {f: sha256_of(rel.local_file(name, part, f)) for f in files}
     checksums_agree(entry, name, digests, check)
 
 

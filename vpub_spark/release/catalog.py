@@ -24,8 +24,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import storage as s3
 from ..errors import DataError
-from . import objectstore as s3
 from .layout import MANIFEST, SUCCESS
 
 LATEST = "_latest"

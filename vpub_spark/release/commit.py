@@ -27,9 +27,10 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from ..errors import PrivacyError, StorageError, VpubError
+from ..storage import is_remote
 from .audit import AuditReport, audit_release
 from .layout import MANIFEST, SUCCESS
-from .objectstore import alive, is_remote, mirrored, remote_stage
+from .objectstore import alive, mirrored, remote_stage
 from .signing import sign, signer_id
 from .store import STORE_FILE
 

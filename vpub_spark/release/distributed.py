@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -48,37 +49,40 @@ class _FileView(Release):
     file: str = ""
 
     def read(self, table: str, part: str, columns: list[str] | None = None) -> pa.Table:
-        return pq.read_table(self.part_dir(table, part) / self.file, columns=columns)
+        return pq.read_table(self.local_file(table, part, self.file), columns=columns)
 
 
 def units(rel: Release) -> pd.DataFrame:
-    """(table, file) for every file name of a unit kind's table, from the disk."""
+    """(table, file) for every file name of a unit kind's table, as found."""
     rows = []
     for entry in rel.tables:
         if entry.get("kind") not in UNIT_KINDS:
             continue
-        names = {f.name for part in entry.get("parts", {}) for f in rel.part_dir(entry["name"], part).glob("*.parquet")}  # fmt: skip
+        names = {f for part in entry.get("parts", {}) for f in rel.part_files(entry["name"], part)}
         rows += [(entry["name"], name) for name in sorted(names)]
     return pd.DataFrame(rows, columns=["table", "file"])
 
 
-def audit_units(path: str, l: int, todo: pd.DataFrame) -> pd.DataFrame:
-    """In a task: every unit of `todo` audited (see the module docstring)."""
-    rel = open_release(path)
-    out = []
-    for table, file in zip(todo["table"], todo["file"], strict=True):
-        entry = rel.table(table)
-        out.append((table, file, json.dumps(_unit(rel, entry, file, l))))
+def audit_units(path: str, remote: str | None, manifest: str, l: int, todo: pd.DataFrame) -> pd.DataFrame:  # fmt: skip
+    """In a task: every unit of `todo` audited (see the module docstring). A release whose
+    parts are on an object store (`remote`) is seen through a task-local directory that
+    holds its manifest and the unit's files, fetched from the store."""
+    with tempfile.TemporaryDirectory(prefix="vpub-audit-") as tmp:
+        rel = Release(Path(tmp), json.loads(manifest), remote) if remote else open_release(path)
+        out = []
+        for table, file in zip(todo["table"], todo["file"], strict=True):
+            entry = rel.table(table)
+            out.append((table, file, json.dumps(_unit(rel, entry, file, l))))
     return pd.DataFrame(out, columns=SUMMARY.names)
 
 
 def _unit(rel: Release, entry: dict, file: str, l: int) -> dict:
-    view = _FileView(rel.path, rel.manifest, file)
+    view = _FileView(rel.path, rel.manifest, rel.remote, file)
     t = PublishedTable.from_entry(entry)
     report = AuditReport(file)
     sha, first = {}, next(iter(entry["parts"]))
     for part in entry["parts"]:
-        f = rel.part_dir(t.name, part) / file
+        f = rel.local_file(t.name, part, file)
         if not f.is_file():
             return {"error": f"{t.name}/{part}/{file}: missing (the other parts have it)"}
         sha[part] = sha256_of(f)
@@ -104,7 +108,7 @@ def summaries(rel: Release, l: int, engine) -> dict[str, list[dict]]:
     todo = units(rel)
     if todo.empty:
         return {}
-    run = partial(audit_units, str(rel.path), l)
+    run = partial(audit_units, str(rel.path), rel.remote, json.dumps(rel.manifest) if rel.remote else "", l)  # fmt: skip
     got = engine.map_rows(todo, run, SUMMARY, 0).sort_values(["table", "file"])
     out: dict[str, list[dict]] = {}
     for table, file, text in zip(got["table"], got["file"], got["summary"], strict=True):
@@ -149,8 +153,8 @@ def file_group_ranges(rel: Release, entry: dict) -> list[list]:
     """[min, max] group id of every file of the table's first part (in the driver)."""
     first = next(iter(entry["parts"]))
     out = []
-    for f in sorted(rel.part_dir(entry["name"], first).glob("*.parquet")):
-        out.append(group_range(pq.read_table(f, columns=[GROUP])[GROUP]))
+    for f in rel.part_files(entry["name"], first):
+        out.append(group_range(pq.read_table(rel.local_file(entry["name"], first, f), columns=[GROUP])[GROUP]))  # fmt: skip
     return out
 
 

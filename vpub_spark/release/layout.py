@@ -16,6 +16,9 @@ from pathlib import Path
 
 FORMAT_VERSION = 2  # 2: every part file has its SHA-256 in the manifest
 MANIFEST, SUCCESS = "manifest.json", "_SUCCESS"
+# a local stage whose parts go straight to an object store names that place here (hidden:
+# never uploaded; release/objectstore.py)
+REMOTE = ".remote.json"
 GROUP, COUNT, SIZE = "group_id", "count", "size"
 RESERVED = (GROUP, COUNT)  # no source attribute may carry these names
 
@@ -23,6 +26,13 @@ RESERVED = (GROUP, COUNT)  # no source attribute may carry these names
 def table_dir(root: str | Path, table: str, part: str) -> Path:
     """`<root>/tables/<table>/<part>`: the directory of one part of one table."""
     return Path(root) / "tables" / table / part
+
+
+def part_location(root: str | Path, table: str, part: str) -> str | Path:
+    """`table_dir` for a root that may be an `s3://` URI (where tasks write parts)."""
+    if str(root).startswith("s3://"):
+        return "/".join([str(root).rstrip("/"), "tables", table, part])
+    return table_dir(root, table, part)
 
 
 def part_file(part: int) -> str:

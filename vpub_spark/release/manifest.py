@@ -58,18 +58,26 @@ def header(
 
 def part_entries(stage: Path, table: str, parts: Sequence[str]) -> dict[str, dict]:
     """Per part: its path in the release, its number of files and of rows, and every
-    file's SHA-256 (the audit recomputes them: an edit after commit is refused)."""
+    file's SHA-256 (the audit recomputes them: an edit after commit is refused). Files
+    the tasks wrote to an object store come from `objectstore.record_parts`."""
+    from .objectstore import remote_files
+
+    remote = remote_files(stage)
     out = {}
     for part in parts:
         d = table_dir(stage, table, part)
-        files = sorted(d.glob("*.parquet"))
-        rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
-        digests = {f.name: _sha256(f) for f in files}
+        where = str(d.relative_to(stage))
+        found = {f.name: (_sha256(f), pq.ParquetFile(f).metadata.num_rows) for f in d.glob("*.parquet")}  # fmt: skip
+        for path, meta in remote.items():
+            folder, _, name = path.rpartition("/")
+            if folder == where:
+                found.setdefault(name, (meta["sha256"], int(meta["rows"])))
+        names = sorted(found)
         out[part] = {
-            "path": str(d.relative_to(stage)),
-            "files": len(files),
-            "rows": rows,
-            "sha256": digests,
+            "path": where,
+            "files": len(names),
+            "rows": sum(found[n][1] for n in names),
+            "sha256": {n: found[n][0] for n in names},
         }
     return out
 

@@ -17,30 +17,44 @@ Publishing to `s3://.../<release_id>` (`remote_stage`):
    another.
 2. **Stale locks and aborted runs.** A lock whose process is gone (same host) or older
    than the lease (`VPUB_S3_LEASE_S`, default 6 h) is broken by the next run, which
-   then deletes every object of the uncommitted release: an aborted run's parts.
-3. **Stage, audit, upload.** The release is built and audited in a local staging
-   directory exactly as for a local output (`VPUB_SCRATCH`, default the system's
-   temporary directory; on a cluster it must be shared, like any local output). Its
-   parts are uploaded under the release's prefix by the engine's tasks (on Spark the
-   executors upload through the same `pyarrow.fs` code; they need the same `AWS_*`
-   environment, e.g. `spark.executorEnv.*` on a cluster), each uploaded object is read
-   back and its SHA-256 compared with the manifest's, then the manifest, then
-   `_SUCCESS` last. Until `_SUCCESS` exists, readers and the auditor ignore the release.
-4. **Overwrite** deletes the old `_SUCCESS` first (the release disappears for readers),
-   then its objects, then uploads.
+   then deletes the killed run's objects. A run that fails deletes its own objects.
+   Objects under an uncommitted prefix that no killed run left (someone else's data)
+   are refused, never deleted, unless `--overwrite`.
+3. **The tasks write straight to the store.** The driver keeps a small local stage (the
+   manifest; `VPUB_SCRATCH`, default the system's temporary directory, need not be
+   shared) whose marker (`layout.REMOTE`) names where the parts go: the release's own
+   prefix, or `<release_id>/_staging/` when a committed release is overwritten. Every
+   task writes its part files there with one PUT each through `pyarrow.fs`
+   (`encoding.write_decoded`), so no Hadoop S3 jar and no shared disk is needed; on a
+   cluster the executors need the same `AWS_*` environment (`spark.executorEnv.*`).
+   Then the tasks compute every part's SHA-256 and rows from the stored bytes
+   (`record_parts`) for the manifest, and the audit reads the parts on the store (the
+   distributed audit in Spark's tasks, each fetching its own files). Then the manifest,
+   then `_SUCCESS` last. Until `_SUCCESS` exists, readers and the auditor ignore the
+   release.
+4. **Overwrite** keeps the old release readable while the new one is written and
+   audited under `_staging/`; at commit the old one leaves (`_SUCCESS` first, then its
+   objects), the staged parts are copied into place server-side (CopyObject, in the
+   engine's tasks: no data moves through the driver), then the manifest and `_SUCCESS`.
 
 Private stores on S3 (`mirrored`, e.g. `marginals.state: s3://bucket/private/store`): under
 the same `_LOCK` protocol the store is downloaded into a private local directory (mode
 700), used and changed there exactly as a local store, then synchronized back: new and
 changed files first, files the run removed deleted, the index (`store.json`) last, so
-a reader sees either the old index or the new one and every file either names. An
-aborted first run leaves objects without an index; the next run deletes them. Owner-
-only permissions cannot be set on objects: the bucket's policy must keep the store's
-prefix private (it is never inside the output root, checked).
+a reader sees either the old index or the new one and every file either names. A new
+store's tasks (the marginals' buckets and links) write straight to it, like a
+release's parts, and the driver's copy holds only the index. A failed first run
+deletes its objects, a killed one leaves them without an index and the next run
+deletes them. Owner-only permissions cannot be set on objects: the bucket's policy
+must keep the store's prefix private (it is never inside the output root, checked).
 
-Reading (`fetched`): a committed release is downloaded once per process into a private
-temporary directory and read and audited there, so the auditor checks the bytes the
-object store holds. Inputs (`local_input`) are downloaded the same way.
+Reading (`fetched`): a committed release is downloaded once per process (and manifest)
+into a private temporary directory and read and audited there, so the auditor checks
+the bytes the object store holds. The distributed audit and `vpub releases register`
+open it in place instead (`fetched_header`: everything but the parts, which are
+fetched one file at a time where they are read). Inputs are read on the store by
+Spark's tasks (`data_objects`; the table spec from `input_outline`) and downloaded
+(`local_input`) for the in-process engine.
 """
 
 from __future__ import annotations
@@ -60,142 +74,29 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ..errors import DataError, StorageError, VpubError
-from .layout import MANIFEST, SUCCESS
+from ..storage import (
+    DATA_SUFFIXES,
+    base_name,
+    create_once,
+    delete,
+    delete_all,
+    exists,
+    filesystem,
+    fs_path,
+    join,
+    listing,
+    read_bytes,
+    storage_error,
+    write_bytes,
+)
+from .layout import MANIFEST, REMOTE, SUCCESS
 
-SCHEME = "s3://"
 LOCK = "_LOCK"
+STAGING = "_staging"  # an overwrite's new parts, until the commit copies them into place
 LEASE_S = 6 * 3600.0
-
-
-def is_remote(path: str | Path | None) -> bool:
-    return isinstance(path, str) and path.startswith(SCHEME)
-
-
-def base_name(path: str | Path) -> str:
-    """The last component of a local path or an `s3://` URI."""
-    return str(path).rstrip("/").rsplit("/", 1)[-1]
-
-
-def split(uri: str) -> tuple[str, str]:
-    """`s3://bucket/key/...` -> (bucket, key without slashes at the ends)."""
-    rest = uri[len(SCHEME) :].strip("/")
-    bucket, _, key = rest.partition("/")
-    if not bucket:
-        raise VpubError(f"{uri}: no bucket; expected s3://bucket/prefix")
-    return bucket, key
-
-
-def join(uri: str, *parts: str) -> str:
-    return "/".join([uri.rstrip("/"), *(p.strip("/") for p in parts)])
-
-
-def filesystem():
-    """A pyarrow S3 filesystem configured from the standard environment."""
-    from pyarrow import fs
-
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-    options: dict = {"region": os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"}  # fmt: skip
-    if endpoint:
-        scheme, _, host = endpoint.partition("://")
-        options |= {"endpoint_override": host or scheme, "scheme": scheme if host else "https"}
-    return fs.S3FileSystem(**options)
-
-
-def _client():
-    import boto3
-
-    return boto3.client("s3")  # endpoint, region and credentials from the environment
-
-
-def _path(uri: str) -> str:
-    bucket, key = split(uri)
-    return f"{bucket}/{key}" if key else bucket
-
-
-def _error(what: str, uri: str, e: Exception) -> StorageError:
-    return StorageError(f"{what} {uri}: {getattr(e, 'response', {}).get('Error', {}).get('Message') or e}")  # fmt: skip
-
-
-def exists(uri: str) -> bool:
-    from pyarrow import fs
-
-    try:
-        return filesystem().get_file_info(_path(uri)).type != fs.FileType.NotFound
-    except OSError as e:
-        raise _error("cannot reach", uri, e) from None
-
-
-def read_bytes(uri: str) -> bytes:
-    try:
-        with filesystem().open_input_stream(_path(uri)) as f:
-            return f.read()
-    except OSError as e:
-        raise _error("cannot read", uri, e) from None
-
-
-def write_bytes(uri: str, data: bytes) -> None:
-    try:
-        with filesystem().open_output_stream(_path(uri)) as f:
-            f.write(data)
-    except OSError as e:
-        raise _error("cannot write", uri, e) from None
-
-
-def create_once(uri: str, data: bytes) -> bool:
-    """Create `uri` only if no object has that key (If-None-Match: *): False if one has."""
-    from botocore.exceptions import ClientError
-
-    bucket, key = split(uri)
-    try:
-        _client().put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
-    except ClientError as e:
-        if e.response.get("Error", {}).get("Code") in ("PreconditionFailed", "ConditionalRequestConflict"):  # fmt: skip
-            return False
-        raise _error("cannot create", uri, e) from None
-    return True
-
-
-def delete(uri: str) -> None:
-    """Delete the object at `uri`."""
-    try:
-        filesystem().delete_file(_path(uri))
-    except OSError as e:
-        raise _error("cannot delete", uri, e) from None
-
-
-def listing(uri: str) -> list[str]:
-    """Every object under `uri` (recursively), as paths relative to it."""
-    from pyarrow import fs
-
-    base = _path(uri)
-    try:
-        infos = filesystem().get_file_info(fs.FileSelector(base, recursive=True, allow_not_found=True))  # fmt: skip
-    except OSError as e:
-        raise _error("cannot list", uri, e) from None
-    return sorted(i.path[len(base) + 1 :] for i in infos if i.type == fs.FileType.File)
-
-
-def children(uri: str) -> list[str]:
-    """The names directly under `uri` (one level)."""
-    from pyarrow import fs
-
-    base = _path(uri)
-    try:
-        infos = filesystem().get_file_info(fs.FileSelector(base, allow_not_found=True))
-    except OSError as e:
-        raise _error("cannot list", uri, e) from None
-    return sorted(i.base_name for i in infos)
-
-
-def delete_all(uri: str, keep: tuple[str, ...] = ()) -> int:
-    """Delete every object under `uri` but `keep`; how many were deleted."""
-    files = [f for f in listing(uri) if f not in keep]
-    system = filesystem()
-    for f in files:
-        system.delete_file(f"{_path(uri)}/{f}")
-    return len(files)
 
 
 # --- reading ---------------------------------------------------------------------------
@@ -214,24 +115,49 @@ def _download(uri: str, files: list[str], into: Path) -> None:
     for f in files:
         (into / f).parent.mkdir(parents=True, exist_ok=True)
         try:
-            with system.open_input_stream(f"{_path(uri)}/{f}") as src, open(into / f, "wb") as dst:
+            with (
+                system.open_input_stream(f"{fs_path(uri)}/{f}") as src,
+                open(into / f, "wb") as dst,
+            ):
                 shutil.copyfileobj(src, dst, 1 << 20)
         except OSError as e:
-            raise _error("cannot read", join(uri, f), e) from None
+            raise storage_error("cannot read", join(uri, f), e) from None
+
+
+def download(uri: str, local: Path) -> None:
+    """One object into `local` (nothing when there is no such object)."""
+    if exists(uri):
+        local.parent.mkdir(parents=True, exist_ok=True)
+        local.write_bytes(read_bytes(uri))
+
+
+def _committed_files(uri: str) -> list[str]:
+    if not exists(join(uri, SUCCESS)):
+        raise DataError(f"{uri}: no {SUCCESS}: not a committed release (readers ignore it)")
+    return [f for f in listing(uri) if f != LOCK and not f.startswith(STAGING + "/")]
+
+
+def fetched_header(uri: str) -> Path:
+    """A fresh local copy of everything of the committed release at `uri` but its parts
+    (`tables/`), which readers then fetch one file at a time (`Release.remote`)."""
+    files = [f for f in _committed_files(uri) if not f.startswith("tables/")]
+    local = _scratch()
+    atexit.register(shutil.rmtree, local, True)
+    _download(uri, files, local / "release")
+    return local / "release"
 
 
 def fetched(uri: str) -> Path:
     """A local copy of the committed release at `uri` (downloaded once per process and
-    removed at exit); an uncommitted one is refused, as readers must ignore it."""
-    if uri not in _FETCHED:
-        if not exists(join(uri, SUCCESS)):
-            raise DataError(f"{uri}: no {SUCCESS}: not a committed release (readers ignore it)")
-        files = [f for f in listing(uri) if f != LOCK]
+    manifest, removed at exit); an uncommitted one is refused, as readers must ignore it."""
+    files = _committed_files(uri)
+    key = f"{uri}#{hashlib.sha256(read_bytes(join(uri, MANIFEST))).hexdigest()}"
+    if key not in _FETCHED:  # a release overwritten meanwhile has another manifest
         local = _scratch()
         atexit.register(shutil.rmtree, local, True)
         _download(uri, files, local / "release")
-        _FETCHED[uri] = local / "release"
-    return _FETCHED[uri]
+        _FETCHED[key] = local / "release"
+    return _FETCHED[key]
 
 
 def local_input(uri: str) -> Path:
@@ -249,6 +175,22 @@ def local_input(uri: str) -> Path:
             raise DataError(f"{uri}: no such object or prefix")
         _FETCHED[uri] = local / name
     return _FETCHED[uri]
+
+
+def input_outline(uri: str) -> Path:
+    """A local copy of an input's files but its data (its table.yaml), to resolve the
+    table spec while Spark's tasks read the data on the store (`on_store` maps back)."""
+    local = _scratch() / base_name(uri)
+    atexit.register(shutil.rmtree, local.parent, True)
+    local.mkdir()
+    _download(uri, [f for f in listing(uri) if not f.endswith(DATA_SUFFIXES)], local)
+    return local
+
+
+def on_store(local: str | Path, outline: Path, uri: str) -> str:
+    """The URI of a path inside `input_outline(uri)`."""
+    rest = Path(local).relative_to(outline).as_posix()
+    return uri if rest == "." else join(uri, rest)
 
 
 # --- writing ---------------------------------------------------------------------------
@@ -276,8 +218,9 @@ def _stale(lock: dict) -> bool:
     return time.time() - float(lock.get("at", 0.0)) > lease
 
 
-def _take_lock(uri: str, wait_s: float | None) -> bytes:
-    body, lock = _lock_body(), join(uri, LOCK)
+def _take_lock(uri: str, wait_s: float | None) -> tuple[bytes, bool]:
+    """The lock's body, and whether a dead run's lock was broken to take it."""
+    body, lock, broken = _lock_body(), join(uri, LOCK), False
     deadline = time.monotonic() + (wait_s or 0.0)
     while not create_once(lock, body):
         try:
@@ -286,12 +229,23 @@ def _take_lock(uri: str, wait_s: float | None) -> bytes:
             continue  # released (or being written) meanwhile: try again
         if _stale(held):
             delete(lock)  # a dead run's lock
+            broken = True
             continue
         if time.monotonic() >= deadline:
             waited = f" (waited {wait_s:g} s)" if wait_s else "; pass --wait SECONDS to wait for it"
             raise VpubError(f"{uri} is being published by process {held.get('pid')} on {held.get('host')}{waited}")  # fmt: skip
         time.sleep(0.2)
-    return body
+    return body, broken
+
+
+def _claim(uri: str, broken: bool, overwrite: bool) -> None:
+    """Empty an uncommitted prefix before writing into it: only the objects of a killed
+    run (whose lock was just broken) or with `overwrite`; anything else is refused,
+    so no data that is not ours is ever deleted."""
+    others = [f for f in listing(uri) if f != LOCK]
+    if others and not (broken or overwrite):
+        raise VpubError(f"{uri} holds {len(others)} object(s) that are not a committed release; pass --overwrite to replace them")  # fmt: skip
+    delete_all(uri, keep=(LOCK,))
 
 
 def _release_lock(uri: str, body: bytes) -> None:
@@ -301,6 +255,68 @@ def _release_lock(uri: str, body: bytes) -> None:
             delete(lock)
     except (VpubError, OSError):
         pass
+
+
+# --- stages whose tasks write straight to the store --------------------------------
+
+
+def mark(local: Path, root: str) -> None:
+    """Say in a local stage (or store copy) that its tasks write to `root` on the store."""
+    (local / REMOTE).write_text(json.dumps({"root": root}))
+
+
+def _marker(local: str | Path) -> dict | None:
+    f = Path(local) / REMOTE
+    return json.loads(f.read_text()) if f.is_file() else None
+
+
+def remote_root(local: str | Path) -> str | None:
+    """The object-store root a local stage's tasks write to, if any."""
+    marker = _marker(local)
+    return None if marker is None else str(marker["root"])
+
+
+def write_root(local: str | Path) -> str:
+    """Where the tasks of a stage or store write: its object-store root, else itself."""
+    return remote_root(local) or str(local)
+
+
+RECEIPT = pa.schema([("file", pa.string()), ("sha256", pa.string()), ("rows", pa.int64())])
+
+
+def _receipts(root: str):
+    """A task's work: each file's SHA-256 and rows, from the bytes the store holds."""
+
+    def run(chunk: pd.DataFrame) -> pd.DataFrame:
+        out = []
+        for f in chunk["file"]:
+            data = read_bytes(join(root, f))
+            rows = pq.ParquetFile(pa.BufferReader(data)).metadata.num_rows
+            out.append((f, hashlib.sha256(data).hexdigest(), rows))
+        return pd.DataFrame(out, columns=RECEIPT.names)
+
+    return run
+
+
+def record_parts(stage: Path, engine) -> None:
+    """For a stage whose tasks wrote to the store: every part file's SHA-256 and rows,
+    computed in the engine's tasks (the driver moves no data), kept in the marker for
+    the manifest (`manifest.part_entries`)."""
+    marker = _marker(stage)
+    if marker is None:
+        return
+    root = marker["root"]
+    files = [f for f in listing(root) if f.startswith("tables/") and f.endswith(".parquet")]
+    todo = pd.DataFrame({"file": files})
+    got = engine.map_rows(todo, _receipts(root), RECEIPT, 0) if files else todo.reindex(columns=RECEIPT.names)  # fmt: skip
+    marker["files"] = {f: {"sha256": d, "rows": int(r)} for f, d, r in zip(got["file"], got["sha256"], got["rows"], strict=True)}  # fmt: skip
+    (stage / REMOTE).write_text(json.dumps(marker))
+
+
+def remote_files(stage: Path) -> dict[str, dict]:
+    """The part files `record_parts` found: relative path -> SHA-256 and rows."""
+    marker = _marker(stage)
+    return {} if marker is None else dict(marker.get("files", {}))
 
 
 def _put(stage: str, uri: str, sums: dict[str, str]):
@@ -317,17 +333,38 @@ def _put(stage: str, uri: str, sums: dict[str, str]):
     return run
 
 
+def _copy(src: str, dst: str):
+    """A task's work: copy objects within the store (server-side: no data moves here)."""
+
+    def run(chunk: pd.DataFrame) -> pd.DataFrame:
+        system = filesystem()
+        for f in chunk["file"]:
+            try:
+                system.copy_file(fs_path(join(src, f)), fs_path(join(dst, f)))
+            except OSError as e:
+                raise storage_error("cannot copy", join(src, f), e) from None
+        return pd.DataFrame({"file": list(chunk["file"]), "differs": False})
+
+    return run
+
+
+def _local_files(stage: Path) -> list[str]:
+    """The stage's own files (hidden ones, the marker and the read cache, stay here)."""
+    files = (str(p.relative_to(stage)) for p in stage.rglob("*") if p.is_file())
+    return sorted(f for f in files if not any(c.startswith(".") for c in f.split("/")))
+
+
 def _upload(stage: Path, uri: str, engine=None) -> None:
-    """Parts first, in the engine's tasks when there is one (`map_rows`: on Spark the
-    executors upload, the driver moves no data), each read back and compared with the
-    manifest's SHA-256; then the manifest and its signature; `_SUCCESS` last, created
-    only if absent."""
+    """The files the driver staged (parts written here, the manifest's neighbours),
+    each read back and compared with the manifest's SHA-256; the manifest; `_SUCCESS`
+    last, created only if absent. Parts the tasks wrote to the store are not moved:
+    the audit read them there."""
     manifest = json.loads((stage / MANIFEST).read_text())
     sums = {f"{part['path']}/{name}": digest for t in manifest.get("tables", []) for part in t.get("parts", {}).values() for name, digest in part.get("sha256", {}).items()}  # fmt: skip
-    files = sorted(str(p.relative_to(stage)) for p in stage.rglob("*") if p.is_file())
+    files = _local_files(stage)
     todo = pd.DataFrame({"file": [f for f in files if f in sums]})
     put = _put(str(stage), uri, sums)
-    done = put(todo) if engine is None else engine.map_rows(todo, put, pa.schema([("file", pa.string()), ("differs", pa.bool_())]), 0)  # fmt: skip
+    done = put(todo) if engine is None or todo.empty else engine.map_rows(todo, put, pa.schema([("file", pa.string()), ("differs", pa.bool_())]), 0)  # fmt: skip
     if len(done) != len(todo) or done["differs"].any():
         raise StorageError(f"{uri}: an uploaded object differs from the audited file; nothing was committed")  # fmt: skip
     put(pd.DataFrame({"file": [f for f in files if f not in sums and f not in (MANIFEST, SUCCESS)] + [MANIFEST]}))  # fmt: skip
@@ -335,38 +372,69 @@ def _upload(stage: Path, uri: str, engine=None) -> None:
         raise VpubError(f"{uri} was committed by another run meanwhile; this run's upload is not committed")  # fmt: skip
 
 
+def _replace(uri: str, staged: str, engine=None) -> None:
+    """Overwrite: the old release leaves first (`_SUCCESS`, then its objects), then the
+    staged parts are copied into place in the engine's tasks."""
+    delete(join(uri, SUCCESS))
+    delete_all(uri, keep=(LOCK, STAGING + "/"))
+    todo = pd.DataFrame({"file": listing(staged)})
+    copy = _copy(staged, uri)
+    if not todo.empty:
+        copy(todo) if engine is None else engine.map_rows(todo, copy, pa.schema([("file", pa.string()), ("differs", pa.bool_())]), 0)  # fmt: skip
+
+
 @contextmanager
 def remote_stage(uri: str, overwrite: bool = False, wait_s: float | None = None, engine=None) -> Iterator[Path]:  # fmt: skip
-    """Publish to `uri` with the module's protocol: yield a local staging directory; on
-    success upload it and commit; on failure the remote release is left as it was (a
-    committed one untouched, an uncommitted one cleaned by the next run)."""
-    body = _take_lock(uri, wait_s)
-    local = _scratch()
+    """Publish to `uri` with the module's protocol: yield a local staging directory whose
+    marker sends the tasks' parts to the store (the release's own prefix, or `_staging/`
+    under it when a committed release is overwritten); on success commit. On failure
+    this run's parts are deleted and a committed release is left as it was."""
+    body, broken = _take_lock(uri, wait_s)
+    local, root = _scratch(), None
     try:
         committed = exists(join(uri, SUCCESS))
         if committed and not overwrite:
             raise VpubError(
                 f"{uri} already exists and is not empty; pass --overwrite to replace it"
             )
-        if not committed:
-            delete_all(uri, keep=(LOCK,))  # an aborted run's parts
+        if committed:
+            delete_all(join(uri, STAGING))  # a killed overwrite's parts
+        else:
+            _claim(uri, broken, overwrite)
+        root = join(uri, STAGING) if committed else uri
         stage = local / "release"
         stage.mkdir()
+        mark(stage, root)
         yield stage
-        if committed:  # overwrite: readers stop seeing it first
-            delete(join(uri, SUCCESS))
-            delete_all(uri, keep=(LOCK,))
+        if committed:
+            _replace(uri, root, engine)
         _upload(stage, uri, engine)
+        if committed:
+            delete_all(root)
+    except BaseException:
+        if root is not None:
+            _forget(uri, root)
+        raise
     finally:
         shutil.rmtree(local, ignore_errors=True)
         _release_lock(uri, body)
+
+
+def _forget(uri: str, root: str) -> None:
+    """A failed run's own objects: its staged parts, and everything but the lock if no
+    release is committed any more (a failed overwrite's copy). Best effort: what a
+    broken connection leaves is refused by the next run, naming it."""
+    try:
+        delete_all(uri if not exists(join(uri, SUCCESS)) else root, keep=(LOCK,))
+    except VpubError:
+        pass
 
 
 # --- private directories (stores) ------------------------------------------------------
 
 
 def _digests(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in root.rglob("*") if p.is_file()}  # fmt: skip
+    return {f: hashlib.sha256((root / f).read_bytes()).hexdigest() for f in _local_files(root)}
 
 
 def _sync(local: Path, uri: str, before: dict[str, str], index: str) -> None:
@@ -386,8 +454,8 @@ def mirrored(uri: str, index: str, new: bool, wait_s: float | None = None) -> It
     """A private local working copy of the directory at `uri` (see the module docstring):
     `new`: it must not hold `index` yet (objects without it are an aborted run's, and
     deleted); otherwise it must. Synchronized back only if the block succeeds."""
-    body = _take_lock(uri, wait_s)
-    local = _scratch()  # mkdtemp: mode 700
+    body, broken = _take_lock(uri, wait_s)
+    local, claimed = _scratch(), False  # mkdtemp: mode 700
     try:
         has_index = exists(join(uri, index))
         if new and has_index:
@@ -397,12 +465,18 @@ def mirrored(uri: str, index: str, new: bool, wait_s: float | None = None) -> It
         copy = local / "copy"
         copy.mkdir(mode=0o700)
         if new:
-            delete_all(uri, keep=(LOCK,))
+            _claim(uri, broken, False)
+            claimed = True
+            mark(copy, uri)  # the tasks write the store's part files straight to it
         else:
             _download(uri, [f for f in listing(uri) if f != LOCK], copy)
         before = _digests(copy)
         yield copy
         _sync(copy, uri, before, index)
+    except BaseException:
+        if claimed:
+            _forget(uri, uri)  # a new store's objects, which no index names
+        raise
     finally:
         shutil.rmtree(local, ignore_errors=True)
         _release_lock(uri, body)

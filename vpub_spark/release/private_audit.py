@@ -35,7 +35,8 @@ def _signature(frame: pd.DataFrame, key: str, value: str) -> pd.Series:
 
 def audit_store(state: str | Path) -> AuditReport:
     """The private audit; a store on an object store is read from a private local copy."""
-    from .objectstore import base_name, is_remote, local_input
+    from ..storage import is_remote
+    from .objectstore import base_name, local_input
 
     name = base_name(state)
     state = local_input(str(state)) if is_remote(state) else Path(state)
@@ -69,7 +70,7 @@ def audit_store(state: str | Path) -> AuditReport:
             rel.committed and rel.manifest.get("store", {}).get("store_id") == meta["store_id"],
             "store ids match" if rel.committed else "not committed",
         )
-        links = _links(group_dir(state, pub["release_id"], pub["table"]))
+        links = _links(Path(group_dir(state, pub["release_id"], pub["table"])))
         linked = links[ROW].is_unique and set(links[ROW]) == set(tuples[ROW])
         if check(f"{name}: every tuple in exactly one group", linked, f"{len(links)} links for {len(tuples)} tuples"):  # fmt: skip
             _published_checks(rel, pub, meta, tuples, labels.merge(links, on=ROW, how="left"), bucket_sig, check)  # fmt: skip

@@ -26,10 +26,18 @@ def read_manifest(path: str | Path) -> dict:
     return m
 
 
+CACHE = ".remote-cache"  # where a release with `remote` parts keeps the files it read
+
+
 @dataclass(frozen=True)
 class Release:
+    """A release's manifest and files. `remote`: an object-store root holding its parts
+    (a stage whose tasks wrote there, or a committed release audited in place); they
+    are listed there and downloaded one file at a time, when read."""
+
     path: Path
     manifest: dict
+    remote: str | None = None
 
     @property
     def committed(self) -> bool:
@@ -50,14 +58,47 @@ class Release:
     def part_dir(self, table: str, part: str) -> Path:
         return table_dir(self.path, table, part)
 
+    def table_names(self) -> set[str]:
+        """The tables present (directories under `tables/`, here or on the store)."""
+        root = self.path / "tables"
+        names = {d.name for d in root.iterdir() if d.is_dir()} if root.is_dir() else set()
+        if self.remote is not None:
+            from ..storage import children
+            from .objectstore import join
+
+            names |= set(children(join(self.remote, "tables")))
+        return names
+
+    def part_files(self, table: str, part: str) -> list[str]:
+        """The names of one part's Parquet files."""
+        names = {f.name for f in self.part_dir(table, part).glob("*.parquet")}
+        if self.remote is not None:
+            from .objectstore import join, listing
+
+            found = listing(join(self.remote, "tables", table, part))
+            names |= {f for f in found if f.endswith(".parquet") and "/" not in f}
+        return sorted(names)
+
+    def local_file(self, table: str, part: str, name: str) -> Path:
+        """A local path of one file of a part (downloaded from `remote` on first use;
+        a path that does not exist when the file is nowhere)."""
+        local = self.part_dir(table, part) / name
+        if self.remote is None or local.is_file():
+            return local
+        from .objectstore import download, join
+
+        cached = table_dir(self.path / CACHE, table, part) / name
+        if not cached.is_file():
+            download(join(self.remote, "tables", table, part, name), cached)
+        return cached if cached.is_file() else local
+
     def read(self, table: str, part: str, columns: list[str] | None = None) -> pa.Table:
         """One part of one table; string columns come back dictionary-encoded (compact)."""
-        d = self.part_dir(table, part)
-        if not d.is_dir():
-            raise DataError(f"{d.relative_to(self.path)}: missing")
-        files = sorted(str(f) for f in d.glob("*.parquet"))
-        if not files:
-            raise DataError(f"{d.relative_to(self.path)}: no Parquet files")
+        where = f"tables/{table}/{part}"
+        names = self.part_files(table, part)
+        if not names:
+            raise DataError(f"{where}: missing or no Parquet files")
+        files = [str(self.local_file(table, part, n)) for n in names]
         schema = pq.read_schema(files[0])
         strings = [
             f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
@@ -66,17 +107,23 @@ class Release:
         try:
             return pa.concat_tables(tables).unify_dictionaries()
         except pa.ArrowInvalid as e:
-            raise DataError(
-                f"{d.relative_to(self.path)}: files disagree on their columns ({e})"
-            ) from None
+            raise DataError(f"{where}: files disagree on their columns ({e})") from None
 
 
-def open_release(path: str | Path) -> Release:
-    """The release at a local path, or a committed one on an object store (`s3://`,
-    read from a local copy: `objectstore.fetched`)."""
-    from .objectstore import fetched, is_remote
+def open_release(path: str | Path, in_place: bool = False) -> Release:
+    """The release at a local path (a stage whose parts are on an object store reads
+    them there), or a committed one on an object store: read from a local copy
+    (`objectstore.fetched`), or with `in_place` from a local copy of everything but
+    its parts, which are read from the store when needed (the distributed audit)."""
+    from ..storage import is_remote
+    from .objectstore import fetched, fetched_header, remote_root
 
-    p = fetched(str(path)) if is_remote(path) else Path(path)
+    if is_remote(path):
+        if in_place:
+            header = fetched_header(str(path))
+            return Release(header, read_manifest(header), str(path))
+        path = fetched(str(path))
+    p = Path(path)
     if not p.is_dir():
         raise DataError(f"{p}: no such release directory")
-    return Release(p, read_manifest(p))
+    return Release(p, read_manifest(p), remote_root(p))

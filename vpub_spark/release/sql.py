@@ -7,8 +7,10 @@ one row per tuple and sensitive value of its group, with `weight` = c_g(s) / |g|
 same rows as `vpub export --layout long`).
 
 Re-registering a release replaces its tables. The tables point at the release's files,
-so the release must be on a path Spark can read (a local or shared path; `s3://`
-releases would need Hadoop's S3 connector, which this project does not ship).
+so a metastore table needs a path Spark itself can read (local or shared). A release
+on an object store (`s3://`, opened in place) is registered as temporary views of the
+same names instead, read by Spark's tasks through `pyarrow.fs` (no Hadoop S3
+connector): they live as long as the session, so query them in the same run (`--sql`).
 """
 
 from __future__ import annotations
@@ -25,13 +27,13 @@ def sql_name(*parts: str) -> str:
     return f"r_{name}" if name[:1].isdigit() else name
 
 
-def anatomy_view(release_id: str, entry: dict) -> str:
+def anatomy_view(release_id: str, entry: dict, temporary: bool = False) -> str:
     """The view joining an anatomy table's QIT and ST."""
     qit, st = sql_name(release_id, entry["name"], "qit"), sql_name(release_id, entry["name"], "st")
     s = entry["sensitive"]
     qi = ", ".join(f"q.`{a}`" for a in entry["attributes"] if a != s)
     return (
-        f"CREATE OR REPLACE VIEW {sql_name(release_id, entry['name'])} AS "
+        f"CREATE OR REPLACE {'TEMPORARY ' if temporary else ''}VIEW {sql_name(release_id, entry['name'])} AS "
         f"SELECT {qi}, q.`{GROUP}`, s.`{s}`, s.`{COUNT}` / g.size AS weight "
         f"FROM {qit} q JOIN {st} s ON q.`{GROUP}` = s.`{GROUP}` "
         f"JOIN (SELECT `{GROUP}`, SUM(`{COUNT}`) AS size FROM {st} GROUP BY `{GROUP}`) g ON q.`{GROUP}` = g.`{GROUP}`"
@@ -40,18 +42,28 @@ def anatomy_view(release_id: str, entry: dict) -> str:
 
 def register(spark, rel: Release) -> list[str]:
     """Create (or replace) the release's tables and views; their names."""
-    from .objectstore import is_remote
-
-    if is_remote(str(rel.path)) or not rel.committed:
-        raise DataError(f"{rel.path}: only a committed release on a local or shared path can be registered")  # fmt: skip
+    if not rel.committed:
+        raise DataError(f"{rel.path}: only a committed release can be registered")
     rid, names = str(rel.manifest["release_id"]), []
     for entry in rel.tables:
         for part in entry["parts"]:
             name = sql_name(rid, entry["name"], part)
-            spark.sql(f"DROP TABLE IF EXISTS {name}")
-            spark.catalog.createTable(name, path=str(rel.part_dir(entry["name"], part).resolve()), source="parquet")  # fmt: skip
+            _table(spark, rel, entry["name"], part, name)
             names.append(name)
         if entry.get("kind") == "anatomy":
-            spark.sql(anatomy_view(rid, entry))
+            spark.sql(anatomy_view(rid, entry, temporary=rel.remote is not None))
             names.append(sql_name(rid, entry["name"]))
     return names
+
+
+def _table(spark, rel: Release, table: str, part: str, name: str) -> None:
+    """One part as an external table, or as a temporary view of a release on a store."""
+    if rel.remote is None:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
+        spark.catalog.createTable(name, path=str(rel.part_dir(table, part).resolve()), source="parquet")  # fmt: skip
+        return
+    from ..engines.spark.engine import store_frame
+    from .objectstore import join
+
+    files = [join(rel.remote, "tables", table, part, f) for f in rel.part_files(table, part)]
+    store_frame(spark, files).createOrReplaceTempView(name)

@@ -30,7 +30,8 @@ STORE_FORMAT = 1
 def check_store_location(state: str | Path, output: str | Path, new: bool = True) -> None:
     """A store must not lie inside the (public) output root; a `new` one must not exist
     yet. Either may be an `s3://` URI (compared as prefixes)."""
-    from .objectstore import base_name, exists, is_remote, join
+    from ..storage import is_remote
+    from .objectstore import base_name, exists, join
 
     if is_remote(state) or is_remote(output):
         a, b = str(state).rstrip("/"), str(output).rstrip("/")
@@ -50,7 +51,7 @@ def check_store_location(state: str | Path, output: str | Path, new: bool = True
 
 def release_location(target: str | Path) -> str:
     """How a store names a release it published: the URI, or the absolute local path."""
-    from .objectstore import is_remote
+    from ..storage import is_remote
 
     return str(target) if is_remote(str(target)) else str(Path(target).resolve())
 
@@ -87,8 +88,15 @@ def bucket_files(state: str | Path) -> list[Path]:
     return sorted((Path(state) / BUCKETS).glob("part-*.parquet"))
 
 
-def group_dir(state: str | Path, release_id: str, table: str) -> Path:
-    return Path(state) / GROUPS / release_id / table
+def store_location(state: str | Path, *parts: str) -> str | Path:
+    """A place in the store; a URI when tasks write straight to a store on an object store."""
+    if str(state).startswith("s3://"):
+        return "/".join([str(state).rstrip("/"), *parts])
+    return Path(state).joinpath(*parts)
+
+
+def group_dir(state: str | Path, release_id: str, table: str) -> str | Path:
+    return store_location(state, GROUPS, release_id, table)
 
 
 def restrict(state: str | Path) -> None:

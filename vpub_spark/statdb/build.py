@@ -24,7 +24,6 @@ from ..kernels.partitioning import fingerprint
 from ..publish.marginals import MarginalsJob, plan_marginal_chunks, qi_of
 from ..publish.method import Plan, covered, sizes_of, source_entry
 from ..release.commit import Steps, staged_directory
-from ..release.objectstore import is_remote
 from ..release.store import (
     BUCKET,
     STORE_FILE,
@@ -36,6 +35,7 @@ from ..release.store import (
     restrict,
     write_store,
 )
+from ..storage import is_remote
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ...encoding import EncodingPlan, encode_batch
 from ...errors import DataError, SpecError, VpubError
@@ -156,6 +158,52 @@ def csv_header(path: Path, encoding: str) -> list[str] | None:
     return list(names)
 
 
+def _frame(spark, files: list[str], read, schema: pa.Schema):
+    """A DataFrame of the objects `files`, one task per file running `read`."""
+    names = spark.createDataFrame(spark.sparkContext.parallelize([(f,) for f in files], len(files)), "file string")  # fmt: skip
+    return names.mapInArrow(read, struct_type(schema))
+
+
+def store_frame(spark, files: list[str], columns: list[str] | None = None, check=None):
+    """Parquet objects on an object store as a DataFrame, read by the tasks through
+    `pyarrow.fs`: no Hadoop S3 connector. The schema is the first file's footer (`check`
+    sees its column names first)."""
+    from ...storage import filesystem
+
+    with spark_errors(files[0]):
+        schema = pq.read_schema(files[0][len("s3://") :], filesystem=filesystem())
+    if check is not None:
+        check(schema.names)
+    cols = columns or schema.names
+    schema = pa.schema([schema.field(c) for c in cols])
+    return _frame(spark, files, partial(read_object, kind="parquet", spec=None, cols=cols, schema=schema), schema)  # fmt: skip
+
+
+def read_object(batches, kind: str, spec: TableSpec | None, cols: list[str], schema: pa.Schema):
+    """In a task: the data files named in `batches` read from the object store."""
+    import tempfile
+
+    from ...storage import filesystem, read_bytes
+    from ..inprocess import read_arrow
+
+    for b in batches:
+        for uri in b.column(0).to_pylist():
+            if kind == "parquet":
+                with filesystem().open_input_file(uri[len("s3://") :]) as f:
+                    for batch in pq.ParquetFile(f).iter_batches(columns=cols):
+                        yield from pa.Table.from_batches([batch]).select(cols).cast(schema).to_batches()  # fmt: skip
+                continue
+            assert spec is not None  # CSV needs the table spec (its encoding)
+            with tempfile.TemporaryDirectory(prefix="vpub-in-") as tmp:
+                local = Path(tmp) / uri.rsplit("/", 1)[-1]
+                local.write_bytes(read_bytes(uri))
+                try:
+                    table = read_arrow(str(local), spec, "csv")
+                except DataError as e:
+                    raise DataError(str(e).replace(str(local), uri)) from None
+            yield from table.select(cols).cast(schema).to_batches()
+
+
 class SparkEngine:
     name = "spark"
 
@@ -177,6 +225,8 @@ class SparkEngine:
 
     def read(self, path: str, spec: TableSpec, fmt: str | None = None):
         """The spec's source columns as stored (CSV: strings); the kernels normalize them."""
+        if path.startswith("s3://"):
+            return self._read_store(path, spec, fmt)
         kind = detect_format(path, fmt)
         p = str(Path(path))
         reader = self.spark.read
@@ -195,6 +245,20 @@ class SparkEngine:
                 df = reader.parquet(p)
         check_columns(df.columns, spec, path)
         return df.select(*sorted({a.column for a in spec.attributes}))
+
+    def _read_store(self, uri: str, spec: TableSpec, fmt: str | None):
+        """An input on an object store, read by the tasks (`store_frame`): Parquet as
+        stored, CSV by the in-process engine's reader (strings), so both engines see the
+        same values."""
+        from ...storage import data_objects
+
+        files = data_objects(uri, fmt)
+        kind = fmt or ("parquet" if files[0].endswith(".parquet") else "csv")
+        cols = sorted({a.column for a in spec.attributes})
+        if kind == "parquet":
+            return store_frame(self.spark, files, cols, lambda names: check_columns(names, spec, uri))  # fmt: skip
+        schema = pa.schema([(c, pa.string()) for c in cols])
+        return _frame(self.spark, files, partial(read_object, kind=kind, spec=spec, cols=cols, schema=schema), schema)  # fmt: skip
 
     def load(self, path: str, spec: TableSpec, fmt: str | None = None) -> LoadedTable:
         """One pass counts the raw values (the shared pyarrow kernel per batch, summed by
@@ -216,7 +280,7 @@ class SparkEngine:
                 .agg(F.sum("count").alias("count"))
                 .collect()  # small: one row per distinct raw value of each attribute
             )
-        if any("\ufffd" in (r["value"] or "") for r in sums):
+        if any("\ufffd" in (r["value"] or "") for r in sums) and not path.startswith("s3://"):
             _check_decoded(df, spec)
         raw, rows, missing_rows = raw_counts_from(
             ((r["attr"], r["value"], r["count"]) for r in sums), spec
@@ -445,23 +509,11 @@ class SparkEngine:
             df = self.spark.createDataFrame(records, shape)  # spread without a shuffle: one job
             return df.mapInPandas(task, struct_type(schema)).toPandas()
 
-    def write_projection(self, loaded: LoadedTable, attributes, directory: Path) -> None:
-        """A duplicate-preserving projection, aggregated (`count`), decoded and written by Spark."""
-        from pyspark.sql import types as T
+    def write_projection(self, loaded: LoadedTable, attributes, directory: str | Path) -> None:
+        """A duplicate-preserving projection, aggregated (`count`) by Spark: as small as its
+        distinct combinations, so it is written here as one file, like the in-process
+        engine's, and the same bytes (also to an object store: no Hadoop writer)."""
+        from ...encoding import write_decoded
 
-        from ...encoding import decode_batch
-
-        dictionaries = loaded.dictionaries
-        attrs = list(attributes)
-        counts = loaded.data.groupBy(*attrs).count()
-
-        def decode(batches):
-            for b in batches:
-                yield decode_batch(b, dictionaries)
-
-        schema = T.StructType(
-            [T.StructField(a, T.StringType()) for a in attrs]
-            + [T.StructField("count", T.LongType())]
-        )
-        with spark_errors(f"writing {directory}"):
-            counts.mapInArrow(decode, schema).write.parquet(str(directory))
+        counts = self.combination_counts(loaded, attributes)
+        write_decoded(counts, loaded.dictionaries, directory, "part-00000.parquet")

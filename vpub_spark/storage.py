@@ -1,0 +1,162 @@
+"""Object-store I/O (issue 19): `s3://bucket/key` URIs on any S3-compatible store (AWS,
+MinIO, Ceph, R2) through `pyarrow.fs`, and boto3 for the one call pyarrow cannot send
+(a conditional create). Where to connect comes from the standard environment only
+(`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`,
+`AWS_ENDPOINT_URL`), read by pyarrow and boto3 themselves, so no credential is ever in a
+config, a manifest or a log. Low in the package (imports only `errors`): the engines'
+tasks read inputs and write parts through it; the release's commit protocol on top of
+it is `release/objectstore.py`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .errors import DataError, StorageError, VpubError
+
+SCHEME = "s3://"
+
+
+def is_remote(path: str | Path | None) -> bool:
+    return isinstance(path, str) and path.startswith(SCHEME)
+
+
+def base_name(path: str | Path) -> str:
+    """The last component of a local path or an `s3://` URI."""
+    return str(path).rstrip("/").rsplit("/", 1)[-1]
+
+
+def split(uri: str) -> tuple[str, str]:
+    """`s3://bucket/key/...` -> (bucket, key without slashes at the ends)."""
+    rest = uri[len(SCHEME) :].strip("/")
+    bucket, _, key = rest.partition("/")
+    if not bucket:
+        raise VpubError(f"{uri}: no bucket; expected s3://bucket/prefix")
+    return bucket, key
+
+
+def join(uri: str, *parts: str) -> str:
+    return "/".join([uri.rstrip("/"), *(p.strip("/") for p in parts)])
+
+
+def filesystem():
+    """A pyarrow S3 filesystem configured from the standard environment."""
+    from pyarrow import fs
+
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    options: dict = {"region": os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"}  # fmt: skip
+    if endpoint:
+        scheme, _, host = endpoint.partition("://")
+        options |= {"endpoint_override": host or scheme, "scheme": scheme if host else "https"}
+    return fs.S3FileSystem(**options)
+
+
+def _client():
+    import boto3
+
+    return boto3.client("s3")  # endpoint, region and credentials from the environment
+
+
+def fs_path(uri: str) -> str:
+    bucket, key = split(uri)
+    return f"{bucket}/{key}" if key else bucket
+
+
+def storage_error(what: str, uri: str, e: Exception) -> StorageError:
+    return StorageError(f"{what} {uri}: {getattr(e, 'response', {}).get('Error', {}).get('Message') or e}")  # fmt: skip
+
+
+def exists(uri: str) -> bool:
+    from pyarrow import fs
+
+    try:
+        return filesystem().get_file_info(fs_path(uri)).type != fs.FileType.NotFound
+    except OSError as e:
+        raise storage_error("cannot reach", uri, e) from None
+
+
+def read_bytes(uri: str) -> bytes:
+    try:
+        with filesystem().open_input_stream(fs_path(uri)) as f:
+            return f.read()
+    except OSError as e:
+        raise storage_error("cannot read", uri, e) from None
+
+
+def write_bytes(uri: str, data: bytes) -> None:
+    try:
+        with filesystem().open_output_stream(fs_path(uri)) as f:
+            f.write(data)
+    except OSError as e:
+        raise storage_error("cannot write", uri, e) from None
+
+
+def create_once(uri: str, data: bytes) -> bool:
+    """Create `uri` only if no object has that key (If-None-Match: *): False if one has."""
+    from botocore.exceptions import ClientError
+
+    bucket, key = split(uri)
+    try:
+        _client().put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
+    except ClientError as e:
+        if e.response.get("Error", {}).get("Code") in ("PreconditionFailed", "ConditionalRequestConflict"):  # fmt: skip
+            return False
+        raise storage_error("cannot create", uri, e) from None
+    return True
+
+
+def delete(uri: str) -> None:
+    """Delete the object at `uri`."""
+    try:
+        filesystem().delete_file(fs_path(uri))
+    except OSError as e:
+        raise storage_error("cannot delete", uri, e) from None
+
+
+def listing(uri: str) -> list[str]:
+    """Every object under `uri` (recursively), as paths relative to it."""
+    from pyarrow import fs
+
+    base = fs_path(uri)
+    try:
+        infos = filesystem().get_file_info(fs.FileSelector(base, recursive=True, allow_not_found=True))  # fmt: skip
+    except OSError as e:
+        raise storage_error("cannot list", uri, e) from None
+    return sorted(i.path[len(base) + 1 :] for i in infos if i.type == fs.FileType.File)
+
+
+def children(uri: str) -> list[str]:
+    """The names directly under `uri` (one level)."""
+    from pyarrow import fs
+
+    base = fs_path(uri)
+    try:
+        infos = filesystem().get_file_info(fs.FileSelector(base, allow_not_found=True))
+    except OSError as e:
+        raise storage_error("cannot list", uri, e) from None
+    return sorted(i.base_name for i in infos)
+
+
+def delete_all(uri: str, keep: tuple[str, ...] = ()) -> int:
+    """Delete every object under `uri` but `keep` (names, or prefixes ending in `/`);
+    how many were deleted."""
+    files = [f for f in listing(uri) if f not in keep and not f.startswith(tuple(k for k in keep if k.endswith("/")))]  # fmt: skip
+    system = filesystem()
+    for f in files:
+        system.delete_file(f"{fs_path(uri)}/{f}")
+    return len(files)
+
+
+DATA_SUFFIXES = (".parquet", ".csv", ".csv.gz")
+
+
+def data_objects(uri: str, kind: str | None = None) -> list[str]:
+    """The data files of an input on the store (the object itself, or the `.parquet` /
+    `.csv` / `.csv.gz` objects under the prefix, `_` and `.` names left out), sorted URIs."""
+    ext = DATA_SUFFIXES if kind is None else ((".parquet",) if kind == "parquet" else (".csv", ".csv.gz"))  # fmt: skip
+    found = [f for f in listing(uri) if f.endswith(ext) and not base_name(f).startswith(("_", "."))]  # fmt: skip
+    if found:
+        return [join(uri, f) for f in found]
+    if exists(uri) and uri.endswith(ext):
+        return [uri]
+    raise DataError(f"{uri}: no {kind or 'data'} files on the store")
