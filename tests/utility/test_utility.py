@@ -273,3 +273,28 @@ def test_workload_by_cubes_equals_drawing_and_counting_one_at_a_time(case, qd, p
     expected, redrawn = _one_at_a_time(frame, domains, qd, p, 25, seed)
     assert list(zip(wl.queries, wl.actual.tolist(), strict=True)) == expected and wl.redrawn == redrawn  # fmt: skip
     assert all(exact_count(frame, q) == a for q, a in zip(wl.queries, wl.actual, strict=True))
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 10**6), cols=st.sampled_from([("a", "b", "s"), ("a", "s"), ("s",), ("a",), ("a", "b"), ("b", "s")]))  # fmt: skip
+def test_anatomy_marginal_is_its_definition(seed, cols):
+    """est(x) = sum_g n_g(x_Q) * c_g(x_S) / |g| (000 §5.1), computed row by row here;
+    `AnatomyModel.marginal` answers by sorted packed keys (issue 18). Keys include
+    codes no group holds and repeat."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 80))
+    qit = pd.DataFrame({"group_id": rng.integers(0, 6, n) * 3 + 5, "a": rng.integers(0, 4, n), "b": rng.integers(0, 3, n)})  # fmt: skip
+    counts = {(g, v): c for g in sorted(set(qit["group_id"])) for v, c in zip(*np.unique(rng.integers(0, 5, int((qit["group_id"] == g).sum())), return_counts=True), strict=True)}  # fmt: skip
+    st_ = pd.DataFrame([(g, v, c) for (g, v), c in counts.items()], columns=["group_id", "s", "count"])  # fmt: skip
+    model = AnatomyModel("t", ("a", "b", "s"), "s", qit, st_)
+    k = int(rng.integers(0, 40))
+    keys = pd.DataFrame({c: rng.integers(0, 6, k) for c in cols})
+    size = st_.groupby("group_id")["count"].sum()
+    q = [c for c in cols if c != "s"]
+    want = []
+    for _, x in keys.iterrows():
+        inside = qit[(qit[q] == x[q]).all(axis=1)] if q else qit
+        n_g = inside.groupby("group_id").size()
+        share = [counts.get((g, int(x["s"])), 0) / size[g] if "s" in cols else 1.0 for g in n_g.index]  # fmt: skip
+        want.append(float(np.dot(n_g.to_numpy(), share)))
+    assert np.allclose(model.marginal(keys), want)

@@ -8,6 +8,7 @@ pyarrow kernel; only per-term sums reach the driver."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -15,6 +16,7 @@ import pyarrow.compute as pc
 from ..release.layout import COUNT, GROUP
 from ..release.reader import Release
 from .junction import junction_tree
+from .models import EstimateModel
 
 EST = "__est"
 
@@ -143,6 +145,16 @@ CHUNK_ROWS = 2_000_000
 release table), so Arrow's batches are gathered into chunks of about this many rows."""
 
 
+def per_core(df):
+    """`df` in at most one partition per core of the session (`coalesce`: no shuffle), so
+    a task's fixed cost (building the release's models, allocating the cubes) is paid
+    once per core, not once per input split (issue 18: a 1M-row source in 8 splits on 2
+    cores built the models 8 times). A task then evaluates its rows in `CHUNK_ROWS`
+    chunks, so its memory does not grow with them."""
+    cores = df.sparkSession.sparkContext.defaultParallelism
+    return df.coalesce(cores) if df.rdd.getNumPartitions() > cores else df
+
+
 def chunks(batches, rows: int):
     """`batches` gathered into tables of at least `rows` rows (the last one smaller)."""
     held: list = []
@@ -157,22 +169,48 @@ def chunks(batches, rows: int):
         yield pa.Table.from_batches(held)
 
 
+def log_terms(models: Sequence[EstimateModel]) -> list[tuple[EstimateModel, list[str], float]]:
+    """(model, columns, sign) of every term of log p~(x) (`kl.py`'s decomposition): +1
+    per table, -1 per separator (its marginal from its own clique)."""
+    out: list[tuple[EstimateModel, list[str], float]] = []
+    for i, _, sep in junction_tree([m.attributes for m in models]):
+        out.append((models[i], list(models[i].attributes), 1.0))
+        if sep:
+            out.append((models[i], list(sep), -1.0))
+    return out
+
+
 def _log_estimate_sums(path: str, labels: dict[str, list[str]], n: int):
-    """mapInArrow over the encoded source: per batch, the sum of log p~(row) and whether
-    some row has p~ = 0, with the release's models built once per task."""
+    """mapInArrow over the encoded source: per task, sum over its rows of log p~(row) (a
+    single row, -inf if some row has p~ = 0). log p~ is a sum of per-term logs, so the
+    task counts its rows' distinct keys of each term (chunk by chunk, vectorized) and
+    evaluates each term's marginal once, at those keys: the model's fixed cost (grouping
+    the release's tables) is paid once per term and task, not once per chunk."""
 
     def run(batches):
         import numpy as np
 
         from ..release.reader import open_release
-        from .junction import log_estimate_rows
         from .release_models import release_models
 
         models, _ = release_models(open_release(path), labels)  # in source codes
+        terms, rows = log_terms(models), 0
+        counts: list = [None] * len(terms)
         for chunk in chunks(batches, CHUNK_ROWS):
-            log_p, zero = log_estimate_rows(models, chunk.to_pandas(), n, labels)
-            total = -np.inf if zero.any() else float(log_p.sum())
-            yield pa.RecordBatch.from_pydict({"log_p": [total]}, schema=pa.schema([("log_p", pa.float64())]))  # fmt: skip
+            frame = chunk.to_pandas()
+            rows += len(frame)
+            for i, (_, cols, _) in enumerate(terms):
+                c = frame.groupby(cols, sort=False).size()
+                counts[i] = c if counts[i] is None else counts[i].add(c, fill_value=0)
+        total, zero = 0.0, False
+        for (model, _, sign), c in zip(terms, counts, strict=True):
+            if c is not None:
+                est = model.marginal(c.index.to_frame(index=False))
+                zero |= bool((est == 0).any())
+                total += sign * float(np.sum(c.to_numpy(float) * np.log(np.where(est > 0, est, 1.0) / n)))  # fmt: skip
+        covered = {a for m in models for a in m.attributes}
+        total -= rows * sum(float(np.log(len(v))) for a, v in labels.items() if a not in covered)
+        yield pa.RecordBatch.from_pydict({"log_p": [-np.inf if zero else total]}, schema=pa.schema([("log_p", pa.float64())]))  # fmt: skip
 
     return run
 
@@ -188,7 +226,7 @@ def broadcast_kl(engine, release: Release, loaded) -> float:
     n = float(loaded.rows)
     labels = {a: list(loaded.dictionaries[a].labels) for a in loaded.names}
     counts = loaded.data.groupBy(*loaded.names).count()
-    sums = loaded.data.mapInArrow(_log_estimate_sums(str(release.path), labels, loaded.rows), "log_p double")  # fmt: skip
+    sums = per_core(loaded.data).mapInArrow(_log_estimate_sums(str(release.path), labels, loaded.rows), "log_p double")  # fmt: skip
     with spark_errors("KL divergence"):
         entropy = counts.agg(F.sum(F.col("count") / n * F.log(F.col("count") / n))).collect()[0][0]
         log_sum = sums.agg(F.sum("log_p")).collect()[0][0]

@@ -19,7 +19,7 @@ from .codes import Query, recoding
 from .evaluate import Utility
 from .queries import CubeCounts, cube, draw_workload, relative_errors
 from .release_models import release_models
-from .spark_kl import CHUNK_ROWS, chunks, spark_kl
+from .spark_kl import CHUNK_ROWS, chunks, per_core, spark_kl
 
 CELLS = pa.schema([("set", pa.int32()), ("cell", pa.int64()), ("n", pa.int64())])
 
@@ -45,7 +45,7 @@ def spark_counts(loaded, luts: dict[str, np.ndarray], sizes: dict[str, int]) -> 
     from ..engines.spark.engine import spark_errors, struct_type
 
     def cubes(sets: list[tuple[str, ...]]) -> dict[tuple[str, ...], np.ndarray]:
-        cells = loaded.data.mapInArrow(_cube_cells(sets, luts, sizes), struct_type(CELLS))
+        cells = per_core(loaded.data).mapInArrow(_cube_cells(sets, luts, sizes), struct_type(CELLS))
         with spark_errors("workload counts"):
             # the cells are bounded by the domains, not the rows: summed here rather than
             # by a Spark aggregation, which adds a shuffle and a stage (README, issue 18)
