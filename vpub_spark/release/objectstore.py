@@ -1,10 +1,6 @@
 """Releases on an S3-compatible object store (issue 19): `s3://bucket/prefix` outputs and
-inputs through `pyarrow.fs` (AWS, MinIO, Ceph, R2), and a commit protocol that needs no
-rename.
-
-Where to connect comes from the standard environment only (`AWS_ACCESS_KEY_ID`,
-`AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`, `AWS_ENDPOINT_URL`), read by
-pyarrow and boto3 themselves, so no credential is ever in a config, a manifest or a log.
+inputs (the I/O, and where to connect, in `storage.py`), and a commit protocol that
+needs no rename.
 
 Publishing to `s3://.../<release_id>` (`remote_stage`):
 1. **Lock.** The run creates `<release_id>/_LOCK` (host, process, run id) with a
