@@ -265,9 +265,9 @@ def write_decoded(
     rename): a retried task rewrites the same file, a killed one leaves only a hidden
     temporary file. An `s3://` directory gets one PUT of the whole file (atomic too)."""
     batch = decode_batch(pa.Table.from_pandas(frame, preserve_index=False), dictionaries)
-    if isinstance(directory, str) and directory.startswith("s3://"):
-        from .storage import join, write_bytes
+    from .storage import is_remote, join, write_bytes
 
+    if is_remote(directory):
         sink = pa.BufferOutputStream()
         pq.write_table(pa.Table.from_batches([batch]), sink)
         write_bytes(join(directory, name), sink.getvalue().to_pybytes())

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TypeGuard
 
 from .errors import DataError, StorageError, VpubError
 
 SCHEME = "s3://"
 
 
-def is_remote(path: str | Path | None) -> bool:
+def is_remote(path: str | Path | None) -> TypeGuard[str]:
+    """Whether `path` is an `s3://` URI (a `Path` never is: it would collapse the `//`)."""
     return isinstance(path, str) and path.startswith(SCHEME)
 
 

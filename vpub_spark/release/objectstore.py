@@ -106,6 +106,13 @@ def _scratch() -> Path:
     return Path(tempfile.mkdtemp(prefix="vpub-", dir=root))
 
 
+def _scratch_until_exit() -> Path:
+    """A private scratch directory that lives until the process exits (local copies)."""
+    local = _scratch()
+    atexit.register(shutil.rmtree, local, True)
+    return local
+
+
 def _download(uri: str, files: list[str], into: Path) -> None:
     system = filesystem()
     for f in files:
@@ -127,32 +134,33 @@ def download(uri: str, local: Path) -> None:
         local.write_bytes(read_bytes(uri))
 
 
-def _committed_files(uri: str) -> list[str]:
+def _committed(uri: str) -> None:
     if not exists(join(uri, SUCCESS)):
         raise DataError(f"{uri}: no {SUCCESS}: not a committed release (readers ignore it)")
+
+
+def _release_files(uri: str) -> list[str]:
     return [f for f in listing(uri) if f != LOCK and not f.startswith(STAGING + "/")]
 
 
 def fetched_header(uri: str) -> Path:
     """A fresh local copy of everything of the committed release at `uri` but its parts
     (`tables/`), which readers then fetch one file at a time (`Release.remote`)."""
-    files = [f for f in _committed_files(uri) if not f.startswith("tables/")]
-    local = _scratch()
-    atexit.register(shutil.rmtree, local, True)
-    _download(uri, files, local / "release")
-    return local / "release"
+    _committed(uri)
+    local = _scratch_until_exit() / "release"
+    _download(uri, [f for f in _release_files(uri) if not f.startswith("tables/")], local)
+    return local
 
 
 def fetched(uri: str) -> Path:
     """A local copy of the committed release at `uri` (downloaded once per process and
     manifest, removed at exit); an uncommitted one is refused, as readers must ignore it."""
-    files = _committed_files(uri)
+    _committed(uri)
     key = f"{uri}#{hashlib.sha256(read_bytes(join(uri, MANIFEST))).hexdigest()}"
     if key not in _FETCHED:  # a release overwritten meanwhile has another manifest
-        local = _scratch()
-        atexit.register(shutil.rmtree, local, True)
-        _download(uri, files, local / "release")
-        _FETCHED[key] = local / "release"
+        local = _scratch_until_exit() / "release"
+        _download(uri, _release_files(uri), local)
+        _FETCHED[key] = local  # only once complete
     return _FETCHED[key]
 
 
@@ -160,8 +168,7 @@ def local_input(uri: str) -> Path:
     """A local copy of an input table (a file or a directory of files) at `uri`."""
     if uri not in _FETCHED:
         files = listing(uri)
-        local = _scratch()
-        atexit.register(shutil.rmtree, local, True)
+        local = _scratch_until_exit()
         name = base_name(uri)
         if files:
             _download(uri, files, local / name)
@@ -176,8 +183,7 @@ def local_input(uri: str) -> Path:
 def input_outline(uri: str) -> Path:
     """A local copy of an input's files but its data (its table.yaml), to resolve the
     table spec while Spark's tasks read the data on the store (`on_store` maps back)."""
-    local = _scratch() / base_name(uri)
-    atexit.register(shutil.rmtree, local.parent, True)
+    local = _scratch_until_exit() / base_name(uri)
     local.mkdir()
     _download(uri, [f for f in listing(uri) if not f.endswith(DATA_SUFFIXES)], local)
     return local
@@ -303,8 +309,7 @@ def record_parts(stage: Path, engine) -> None:
         return
     root = marker["root"]
     files = [f for f in listing(root) if f.startswith("tables/") and f.endswith(".parquet")]
-    todo = pd.DataFrame({"file": files})
-    got = engine.map_rows(todo, _receipts(root), RECEIPT, 0) if files else todo.reindex(columns=RECEIPT.names)  # fmt: skip
+    got = _in_tasks(pd.DataFrame({"file": files}), _receipts(root), RECEIPT, engine)
     marker["files"] = {f: {"sha256": d, "rows": int(r)} for f, d, r in zip(got["file"], got["sha256"], got["rows"], strict=True)}  # fmt: skip
     (stage / REMOTE).write_text(json.dumps(marker))
 
@@ -313,6 +318,15 @@ def remote_files(stage: Path) -> dict[str, dict]:
     """The part files `record_parts` found: relative path -> SHA-256 and rows."""
     marker = _marker(stage)
     return {} if marker is None else dict(marker.get("files", {}))
+
+
+DONE = pa.schema([("file", pa.string()), ("differs", pa.bool_())])
+
+
+def _in_tasks(todo: pd.DataFrame, run, schema: pa.Schema, engine=None) -> pd.DataFrame:
+    """`run` over the rows of `todo` in the engine's tasks (on Spark the executors do the
+    I/O, the driver moves no data), or here without an engine."""
+    return run(todo) if engine is None else engine.map_rows(todo, run, schema, 0)
 
 
 def _put(stage: str, uri: str, sums: dict[str, str]):
@@ -339,7 +353,7 @@ def _copy(src: str, dst: str):
                 system.copy_file(fs_path(join(src, f)), fs_path(join(dst, f)))
             except OSError as e:
                 raise storage_error("cannot copy", join(src, f), e) from None
-        return pd.DataFrame({"file": list(chunk["file"]), "differs": False})
+        return pd.DataFrame({"file": list(chunk["file"]), "differs": False})  # copied as is
 
     return run
 
@@ -360,7 +374,7 @@ def _upload(stage: Path, uri: str, engine=None) -> None:
     files = _local_files(stage)
     todo = pd.DataFrame({"file": [f for f in files if f in sums]})
     put = _put(str(stage), uri, sums)
-    done = put(todo) if engine is None or todo.empty else engine.map_rows(todo, put, pa.schema([("file", pa.string()), ("differs", pa.bool_())]), 0)  # fmt: skip
+    done = _in_tasks(todo, put, DONE, engine)
     if len(done) != len(todo) or done["differs"].any():
         raise StorageError(f"{uri}: an uploaded object differs from the audited file; nothing was committed")  # fmt: skip
     put(pd.DataFrame({"file": [f for f in files if f not in sums and f not in (MANIFEST, SUCCESS)] + [MANIFEST]}))  # fmt: skip
@@ -373,10 +387,7 @@ def _replace(uri: str, staged: str, engine=None) -> None:
     staged parts are copied into place in the engine's tasks."""
     delete(join(uri, SUCCESS))
     delete_all(uri, keep=(LOCK, STAGING + "/"))
-    todo = pd.DataFrame({"file": listing(staged)})
-    copy = _copy(staged, uri)
-    if not todo.empty:
-        copy(todo) if engine is None else engine.map_rows(todo, copy, pa.schema([("file", pa.string()), ("differs", pa.bool_())]), 0)  # fmt: skip
+    _in_tasks(pd.DataFrame({"file": listing(staged)}), _copy(staged, uri), DONE, engine)
 
 
 @contextmanager

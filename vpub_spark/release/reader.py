@@ -63,8 +63,7 @@ class Release:
         root = self.path / "tables"
         names = {d.name for d in root.iterdir() if d.is_dir()} if root.is_dir() else set()
         if self.remote is not None:
-            from ..storage import children
-            from .objectstore import join
+            from ..storage import children, join
 
             names |= set(children(join(self.remote, "tables")))
         return names
@@ -73,7 +72,7 @@ class Release:
         """The names of one part's Parquet files."""
         names = {f.name for f in self.part_dir(table, part).glob("*.parquet")}
         if self.remote is not None:
-            from .objectstore import join, listing
+            from ..storage import join, listing
 
             found = listing(join(self.remote, "tables", table, part))
             names |= {f for f in found if f.endswith(".parquet") and "/" not in f}
@@ -85,7 +84,8 @@ class Release:
         local = self.part_dir(table, part) / name
         if self.remote is None or local.is_file():
             return local
-        from .objectstore import download, join
+        from ..storage import join
+        from .objectstore import download
 
         cached = table_dir(self.path / CACHE, table, part) / name
         if not cached.is_file():

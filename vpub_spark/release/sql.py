@@ -63,7 +63,7 @@ def _table(spark, rel: Release, table: str, part: str, name: str) -> None:
         spark.catalog.createTable(name, path=str(rel.part_dir(table, part).resolve()), source="parquet")  # fmt: skip
         return
     from ..engines.spark.engine import store_frame
-    from .objectstore import join
+    from ..storage import join
 
     files = [join(rel.remote, "tables", table, part, f) for f in rel.part_files(table, part)]
     store_frame(spark, files).createOrReplaceTempView(name)

@@ -30,8 +30,7 @@ STORE_FORMAT = 1
 def check_store_location(state: str | Path, output: str | Path, new: bool = True) -> None:
     """A store must not lie inside the (public) output root; a `new` one must not exist
     yet. Either may be an `s3://` URI (compared as prefixes)."""
-    from ..storage import is_remote
-    from .objectstore import base_name, exists, join
+    from ..storage import base_name, exists, is_remote, join
 
     if is_remote(state) or is_remote(output):
         a, b = str(state).rstrip("/"), str(output).rstrip("/")
@@ -90,9 +89,9 @@ def bucket_files(state: str | Path) -> list[Path]:
 
 def store_location(state: str | Path, *parts: str) -> str | Path:
     """A place in the store; a URI when tasks write straight to a store on an object store."""
-    if str(state).startswith("s3://"):
-        return "/".join([str(state).rstrip("/"), *parts])
-    return Path(state).joinpath(*parts)
+    from ..storage import is_remote, join
+
+    return join(str(state), *parts) if is_remote(state) else Path(state).joinpath(*parts)
 
 
 def group_dir(state: str | Path, release_id: str, table: str) -> str | Path:

@@ -46,6 +46,18 @@ def junction_tree(
     return order
 
 
+def log_terms(cliques: Sequence[Sequence[str]]) -> list[tuple[int, list[str], float]]:
+    """The terms of log p~(x) = sum_T log p~_T(x_T) - sum_S log p~_S(x_S): (clique index,
+    columns, sign), +1 per table and -1 per separator (its marginal from its own clique),
+    in the junction tree's order; what KL and the row estimates sum."""
+    out: list[tuple[int, list[str], float]] = []
+    for i, _, sep in junction_tree(cliques):
+        out.append((i, list(cliques[i]), 1.0))
+        if sep:
+            out.append((i, list(sep), -1.0))
+    return out
+
+
 def log_estimate_rows(
     models: Sequence[EstimateModel],
     rows: pd.DataFrame,
@@ -56,16 +68,12 @@ def log_estimate_rows(
     (a clique marginal of 0; its log is then left at a finite placeholder)."""
     log_p = np.zeros(len(rows))
     zero = np.zeros(len(rows), dtype=bool)
-    covered: set[str] = set()
-    for i, _, sep in junction_tree([m.attributes for m in models]):
-        m = models[i]
-        clique = m.marginal(rows[list(m.attributes)])
-        zero |= clique == 0
-        log_p += np.log(np.where(clique > 0, clique, 1.0) / n)
-        if sep:
-            s = m.marginal(rows[list(sep)])
-            log_p -= np.log(np.where(s > 0, s, 1.0) / n)
-        covered |= set(m.attributes)
+    for i, cols, sign in log_terms([m.attributes for m in models]):
+        est = models[i].marginal(rows[cols])
+        if sign > 0:  # a separator's 0 is its clique's 0 too
+            zero |= est == 0
+        log_p += sign * np.log(np.where(est > 0, est, 1.0) / n)
+    covered = {a for m in models for a in m.attributes}
     for a in rows.columns:
         if a not in covered:  # unpublished: uniform over its domain
             log_p -= np.log(len(domains[a]))

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .junction import junction_tree
+from .junction import log_terms
 from .models import EstimateModel
 
 
@@ -40,12 +40,8 @@ def kl_divergence(
     n = len(source)
     p = source.groupby(list(source.columns), sort=False).size().to_numpy(float) / n
     kl = float(np.sum(p * np.log(p)))
-    covered: set[str] = set()
-    for i, _, sep in junction_tree([m.attributes for m in models]):
-        m = models[i]
-        kl -= _expected_log(source, list(m.attributes), m, n)
-        if sep:
-            kl += _expected_log(source, list(sep), m, n)
-        covered |= set(m.attributes)
+    for i, cols, sign in log_terms([m.attributes for m in models]):
+        kl -= sign * _expected_log(source, cols, models[i], n)
+    covered = {a for m in models for a in m.attributes}
     kl += sum(float(np.log(len(domains[a]))) for a in source.columns if a not in covered)
     return kl

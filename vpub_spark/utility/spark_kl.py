@@ -8,15 +8,13 @@ pyarrow kernel; only per-term sums reach the driver."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..release.layout import COUNT, GROUP
 from ..release.reader import Release
-from .junction import junction_tree
-from .models import EstimateModel
+from .junction import log_terms
 
 EST = "__est"
 
@@ -127,12 +125,9 @@ def per_term_kl(engine, release: Release, loaded) -> float:
     tables = [_Table(spark, release, e, loaded.dictionaries) for e in release.tables]
 
     kl = expected_log(list(loaded.names), None)
-    covered: set[str] = set()
-    for i, _, sep in junction_tree([t.attributes for t in tables]):
-        kl -= expected_log(tables[i].attributes, tables[i])
-        if sep:
-            kl += expected_log(list(sep), tables[i])
-        covered |= set(tables[i].attributes)
+    for i, cols, sign in log_terms([t.attributes for t in tables]):
+        kl -= sign * expected_log(cols, tables[i])
+    covered = {a for t in tables for a in t.attributes}
     data.unpersist()
     for t in tables:
         for df in t.parts.values():
@@ -148,9 +143,9 @@ release table), so Arrow's batches are gathered into chunks of about this many r
 def per_core(df):
     """`df` in at most one partition per core of the session (`coalesce`: no shuffle), so
     a task's fixed cost (building the release's models, allocating the cubes) is paid
-    once per core, not once per input split (issue 18: a 1M-row source in 8 splits on 2
-    cores built the models 8 times). A task then evaluates its rows in `CHUNK_ROWS`
-    chunks, so its memory does not grow with them."""
+    once per core, not once per input split (a source of many small files has many
+    splits; the benchmark sources here have 2, so it changed nothing there). A task
+    then reads its rows in `CHUNK_ROWS` chunks, so its memory does not grow with them."""
     cores = df.sparkSession.sparkContext.defaultParallelism
     return df.coalesce(cores) if df.rdd.getNumPartitions() > cores else df
 
@@ -169,17 +164,6 @@ def chunks(batches, rows: int):
         yield pa.Table.from_batches(held)
 
 
-def log_terms(models: Sequence[EstimateModel]) -> list[tuple[EstimateModel, list[str], float]]:
-    """(model, columns, sign) of every term of log p~(x) (`kl.py`'s decomposition): +1
-    per table, -1 per separator (its marginal from its own clique)."""
-    out: list[tuple[EstimateModel, list[str], float]] = []
-    for i, _, sep in junction_tree([m.attributes for m in models]):
-        out.append((models[i], list(models[i].attributes), 1.0))
-        if sep:
-            out.append((models[i], list(sep), -1.0))
-    return out
-
-
 def _log_estimate_sums(path: str, labels: dict[str, list[str]], n: int):
     """mapInArrow over the encoded source: per task, sum over its rows of log p~(row) (a
     single row, -inf if some row has p~ = 0). log p~ is a sum of per-term logs, so the
@@ -194,7 +178,7 @@ def _log_estimate_sums(path: str, labels: dict[str, list[str]], n: int):
         from .release_models import release_models
 
         models, _ = release_models(open_release(path), labels)  # in source codes
-        terms, rows = log_terms(models), 0
+        terms, rows = log_terms([m.attributes for m in models]), 0
         counts: list = [None] * len(terms)
         for chunk in chunks(batches, CHUNK_ROWS):
             frame = chunk.to_pandas()
@@ -203,9 +187,9 @@ def _log_estimate_sums(path: str, labels: dict[str, list[str]], n: int):
                 c = frame.groupby(cols, sort=False).size()
                 counts[i] = c if counts[i] is None else counts[i].add(c, fill_value=0)
         total, zero = 0.0, False
-        for (model, _, sign), c in zip(terms, counts, strict=True):
+        for (i, _, sign), c in zip(terms, counts, strict=True):
             if c is not None:
-                est = model.marginal(c.index.to_frame(index=False))
+                est = models[i].marginal(c.index.to_frame(index=False))
                 zero |= bool((est == 0).any())
                 total += sign * float(np.sum(c.to_numpy(float) * np.log(np.where(est > 0, est, 1.0) / n)))  # fmt: skip
         covered = {a for m in models for a in m.attributes}

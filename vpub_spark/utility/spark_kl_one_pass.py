@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from ..release.kinds import table_kind
 from ..release.reader import Release
 from .codes import EST
-from .junction import junction_tree
+from .junction import log_terms
 from .models import AnatomyModel, ProjectionModel
 
 SCHEMA = pa.schema([("term", pa.int32()), ("key", pa.int64()), ("src", pa.int64()), ("est", pa.float64())])  # fmt: skip
@@ -62,10 +62,8 @@ def one_pass_terms(release: Release, loaded) -> list[Term] | None:
     if any(a not in sizes for cols in attrs for a in cols):
         return None
     maybe = [_term(1, list(loaded.names), None, sizes)]
-    for i, _, sep in junction_tree(attrs):
-        maybe.append(_term(-1, attrs[i], i, sizes))
-        if sep:
-            maybe.append(_term(1, list(sep), i, sizes))
+    for i, cols, sign in log_terms(attrs):  # KL subtracts each term of log p~
+        maybe.append(_term(int(-sign), cols, i, sizes))
     terms = [t for t in maybe if t is not None]
     return terms if len(terms) == len(maybe) else None
 

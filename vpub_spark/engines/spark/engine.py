@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 from ...encoding import EncodingPlan, encode_batch
 from ...errors import DataError, SpecError, VpubError
 from ...model import TableSpec
+from ...storage import is_remote
 from ..base import LoadedTable, check_columns, detect_format, encoding_error, plan_encoding
 from .session import SparkSettings, get_session
 
@@ -168,10 +169,10 @@ def store_frame(spark, files: list[str], columns: list[str] | None = None, check
     """Parquet objects on an object store as a DataFrame, read by the tasks through
     `pyarrow.fs`: no Hadoop S3 connector. The schema is the first file's footer (`check`
     sees its column names first)."""
-    from ...storage import filesystem
+    from ...storage import filesystem, fs_path
 
     with spark_errors(files[0]):
-        schema = pq.read_schema(files[0][len("s3://") :], filesystem=filesystem())
+        schema = pq.read_schema(fs_path(files[0]), filesystem=filesystem())
     if check is not None:
         check(schema.names)
     cols = columns or schema.names
@@ -183,13 +184,13 @@ def read_object(batches, kind: str, spec: TableSpec | None, cols: list[str], sch
     """In a task: the data files named in `batches` read from the object store."""
     import tempfile
 
-    from ...storage import filesystem, read_bytes
+    from ...storage import filesystem, fs_path, read_bytes
     from ..inprocess import read_arrow
 
     for b in batches:
         for uri in b.column(0).to_pylist():
             if kind == "parquet":
-                with filesystem().open_input_file(uri[len("s3://") :]) as f:
+                with filesystem().open_input_file(fs_path(uri)) as f:
                     for batch in pq.ParquetFile(f).iter_batches(columns=cols):
                         yield from pa.Table.from_batches([batch]).select(cols).cast(schema).to_batches()  # fmt: skip
                 continue
@@ -225,7 +226,7 @@ class SparkEngine:
 
     def read(self, path: str, spec: TableSpec, fmt: str | None = None):
         """The spec's source columns as stored (CSV: strings); the kernels normalize them."""
-        if path.startswith("s3://"):
+        if is_remote(path):
             return self._read_store(path, spec, fmt)
         kind = detect_format(path, fmt)
         p = str(Path(path))
@@ -280,7 +281,7 @@ class SparkEngine:
                 .agg(F.sum("count").alias("count"))
                 .collect()  # small: one row per distinct raw value of each attribute
             )
-        if any("\ufffd" in (r["value"] or "") for r in sums) and not path.startswith("s3://"):
+        if any("\ufffd" in (r["value"] or "") for r in sums) and not is_remote(path):
             _check_decoded(df, spec)
         raw, rows, missing_rows = raw_counts_from(
             ((r["attr"], r["value"], r["count"]) for r in sums), spec
