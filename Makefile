@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 PY      = $(BIN)/python
 
-.PHONY: demo test lint bench-generate bench-publish bench-publish-10m bench-texas bench-utility bench-multi-sa bench-marginals compare-marginals bench-bip-adult bench-cluster clean check-java
+.PHONY: demo test lint bench-generate bench-publish bench-publish-10m bench-texas bench-utility bench-multi-sa bench-marginals compare-marginals bench-bip-adult bench-cluster bench-cold spark-archive clean check-java
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,15 @@ bench-publish: check-java $(VENV)/.installed
 
 bench-publish-10m: check-java $(VENV)/.installed
 	$(BIN)/vpub bench publish --rows 10000000 --repeat 2 --out out/bench-10m
+
+# issue 18: a cold Spark publish of Adult (a new process each), with and without the
+# driver's class-data archive, and in process; paired rounds, medians
+bench-cold: check-java $(VENV)/.installed
+	$(BIN)/vpub bench cold --config conf/adult_uad.yaml --repeat 5
+
+# the Spark driver's class-data archive (~/.cache/vpub): Spark then starts 2-3 s faster
+spark-archive: check-java $(VENV)/.installed
+	$(BIN)/vpub spark-archive
 
 bench-texas: check-java $(VENV)/.installed
 	$(BIN)/vpub bench publish --name texas --rows 177148 --repeat 3 --out out/bench-texas

@@ -172,6 +172,7 @@ def test_every_feature_registers_its_commands():
     assert set(sub.choices) == {
         "datasets", "profile", "rules", "gnf", "publish", "marginals", "audit",
         "keys", "query", "utility", "statdb", "serve", "compare", "bench", "demo", "releases", "export", "check",
+        "spark-archive",
     }  # fmt: skip
     bench = next(a for a in sub.choices["bench"]._actions if a.dest == "what")
     assert set(bench.choices) == {
@@ -185,4 +186,5 @@ def test_every_feature_registers_its_commands():
         "streamliner",
         "serve",
         "peers",
+        "cold",
     }

@@ -59,3 +59,15 @@ def test_publish_defaults_to_auto_and_prints_the_choice(table, tmp_path, capsys)
     assert "on the inprocess engine (auto:" in " ".join(out.split())
     manifest = yaml.safe_load((tmp_path / "out" / "r" / "manifest.json").read_text())
     assert manifest["engine"] == "inprocess"
+
+
+def test_a_spark_run_on_a_small_input_compiles_with_c1_only(table, monkeypatch):
+    from vpub_spark.engines.spark.session import SparkSettings, driver_java_options
+
+    engine, _ = engine_for("spark", None, str(table / "data"))
+    assert engine.settings.small_input  # type: ignore[attr-defined]
+    assert "-XX:TieredStopAtLevel=1" in driver_java_options(engine.settings)  # type: ignore[attr-defined]
+    assert "TieredStopAtLevel" not in driver_java_options(SparkSettings())
+    monkeypatch.setattr(auto, "SMALL_BYTES", 0)  # the same input, counted as large
+    assert not engine_for("spark", None, str(table / "data"))[0].settings.small_input  # type: ignore[attr-defined]
+    assert not auto.small_input(str(table / "missing"))  # the read reports that, not the sizing

@@ -126,3 +126,20 @@ def test_spark_tasks_give_the_same_audit(releases, spark_engine):
         spark = audit_release(releases[name], engine=spark_engine, distributed=True)
         local = audit_release(releases[name], engine=InProcessEngine(), distributed=True)
         assert spark.passed and [(c.name, c.ok) for c in spark.checks] == [(c.name, c.ok) for c in local.checks]  # fmt: skip
+
+
+def test_a_small_local_stage_is_audited_in_the_driver(releases, monkeypatch):
+    from vpub_spark.release import commit
+    from vpub_spark.release.layout import REMOTE
+
+    stage, engine = releases["uad"], InProcessEngine()
+    assert not commit.audit_in_tasks(stage, None)
+    assert not commit.audit_in_tasks(stage, engine)  # a few KB: one Spark job costs more
+    monkeypatch.setattr(commit, "IN_DRIVER_BYTES", 0)
+    assert commit.audit_in_tasks(stage, engine)  # larger than the bound: in the tasks
+    monkeypatch.undo()
+    (stage / REMOTE).write_text("{}")
+    try:
+        assert commit.audit_in_tasks(stage, engine)  # parts on an object store: in the tasks
+    finally:
+        (stage / REMOTE).unlink()

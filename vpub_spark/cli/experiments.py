@@ -17,6 +17,7 @@ from ..experiments.bench import (
     bench_streamliner,
     bench_utility,
 )
+from ..experiments.bench_cold import BenchCold, bench_cold
 from ..experiments.bench_peers import BenchPeers, bench_peers
 from ..experiments.bench_scale import BenchKl, BenchScale, bench_kl, bench_scale
 from ..experiments.bench_statdb import BenchServe, BenchStatdb, bench_serve, bench_statdb
@@ -66,6 +67,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         "scale": (BenchScale, bench_scale),
         "kl": (BenchKl, bench_kl),
         "peers": (BenchPeers, bench_peers),
+        "cold": (BenchCold, bench_cold),
     }[args.what]
     given = {"engines": engines(args.engines)} if hasattr(args, "engines") else {}
     if args.what == "peers":
@@ -180,6 +182,10 @@ def _bench_scale(bn) -> None:
     bs.add_argument("--executors", type=int, default=100)
     bs.add_argument("--spark-conf", default=None)
     bs.add_argument("--out", default="out/bench-scale")
+    bc = bn.add_parser("cold", help="whole vpub publish commands in new processes: Spark with and without the class-data archive, in process")  # fmt: skip
+    bc.add_argument("--config", default="conf/adult_uad.yaml")
+    bc.add_argument("--repeat", type=int, default=5)
+    bc.add_argument("--out", default="out/bench-cold")
     bk = bn.add_parser("kl", help="a release's KL divergence and a workload's exact answers, in process and on Spark")  # fmt: skip
     bk.add_argument("release")
     bk.add_argument("--source", required=True)

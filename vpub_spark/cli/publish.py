@@ -105,9 +105,23 @@ def cmd_keys_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_spark_archive(args: argparse.Namespace) -> int:
+    from ..publish.class_archive import build_archive
+
+    with console.status("building the Spark driver's class-data archive (a small publish on Spark) ..."):  # fmt: skip
+        path, took = build_archive(args.force)
+    size = path.stat().st_size / 2**20
+    said = f"built in {took:.0f} s" if took else "already built (--force rebuilds it)"
+    console.print(f"class-data archive {path} ({size:,.0f} MiB), {said}; Spark runs on this machine now start from it")  # fmt: skip
+    return 0
+
+
 def register(sub) -> None:
     _register_publish(sub)
     _register_marginals_and_audit(sub)
+    sa = sub.add_parser("spark-archive", help="build the Spark driver's class-data archive: Spark starts 2-3 s faster")  # fmt: skip
+    sa.add_argument("--force", action="store_true", help="rebuild it even if it exists")
+    sa.set_defaults(func=cmd_spark_archive)
 
 
 def _register_publish(sub) -> None:

@@ -29,14 +29,21 @@ def make_engine(name: str, spark_conf: SparkSettings | None = None) -> Engine:
 
 def engine_for(name: str, spark_conf: SparkSettings | None, input_path: str) -> tuple[Engine, str]:
     """The engine for a run on `input_path`, and why it was chosen (`auto` decides by the
-    input's size and the Spark master; a named engine is taken as named)."""
-    if name != "auto":
-        return make_engine(name, spark_conf), "as configured"
-    from .auto import choose_engine
+    input's size and the Spark master; a named engine is taken as named). A Spark run on
+    a small input gets the small-input JVM settings (`auto.small_input`)."""
+    from dataclasses import replace
+
+    from .auto import choose_engine, small_input
     from .spark.session import SparkSettings
 
-    choice = choose_engine(input_path, (spark_conf or SparkSettings()).master)
-    return make_engine(choice.engine, spark_conf), choice.reason
+    settings = spark_conf or SparkSettings()
+    chosen, why = (name, "as configured")
+    if name == "auto":
+        choice = choose_engine(input_path, settings.master)
+        chosen, why = choice.engine, choice.reason
+    if chosen == "spark" and small_input(input_path):
+        settings = replace(settings, small_input=True)
+    return make_engine(chosen, settings), why
 
 
 __all__ = ["Engine", "LoadedTable", "engine_for", "make_engine"]

@@ -23,6 +23,10 @@ BASE_BYTES = 300 * 2**20  # the interpreter with its libraries
 BYTES_PER_CELL = 30.0  # measured peak RSS per Parquet cell, in process (README)
 CSV_FACTOR = 15.0  # measured peak RSS per CSV byte, in process (README)
 SHARE = 0.5  # of the available memory
+# A Spark run on an input whose in-process estimate, less the interpreter, is at most this
+# is "small" (C1-only JIT in the driver, `spark/session.py`): measured faster with C1 at
+# Adult (an estimated 80 MB) and at 100k `sal` rows (24 MB), slower at 1M rows (240 MB).
+SMALL_BYTES = 100 * 2**20
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,17 @@ def estimated_peak(path: str | Path) -> tuple[int, str]:
         return BASE_BYTES + int(cells * BYTES_PER_CELL), f"{cells:,} Parquet cells"
     size = sum(Path(f).stat().st_size for f in files)
     return BASE_BYTES + int(size * CSV_FACTOR), f"{size / 1e6:,.0f} MB of CSV"
+
+
+def small_input(path: str | Path) -> bool:
+    """Whether a Spark run on this input counts as small (`SMALL_BYTES`); False when the
+    input cannot be sized here (the read reports what is wrong with it)."""
+    from ..errors import VpubError
+
+    try:
+        return estimated_peak(path)[0] - BASE_BYTES <= SMALL_BYTES
+    except (VpubError, OSError, ValueError):
+        return False
 
 
 def _cluster(master: str) -> bool:

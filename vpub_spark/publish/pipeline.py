@@ -100,7 +100,7 @@ def _staged(method: Method, cfg: PublishConfig, engine: Engine, loaded: LoadedTa
     if suppression is not None:
         manifest["suppression"] = suppression
     manifest["tables"] = method.table_entries(stage, design, loaded, summary)
-    audit_engine = engine if engine.name == "spark" else None  # Spark: in its tasks
+    audit_engine = engine if engine.name == "spark" else None  # Spark: in its tasks (unless small)
     report = audit_and_commit(stage, manifest, step, cfg.sign_key, audit_engine)
     return manifest, report, summary
 
