@@ -40,3 +40,12 @@ def test_the_archive_is_built_once_and_the_driver_maps_sparks_classes_from_it(tm
     lines = [x for x in log.read_text().splitlines() if " org.apache.spark." in x and "$$Lambda" not in x]  # fmt: skip
     mapped = [x for x in lines if "source: shared objects file (top)" in x]
     assert len(lines) > 1000 and len(mapped) >= 0.95 * len(lines)
+
+
+def test_an_unwritable_cache_is_one_clear_error(tmp_path, monkeypatch):
+    from vpub_spark.errors import StorageError
+
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("VPUB_CACHE", str(tmp_path / "file" / "cache"))  # under a file
+    with pytest.raises(StorageError, match="set VPUB_CACHE to a writable directory"):
+        build_archive()

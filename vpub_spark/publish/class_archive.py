@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from ..engines import make_engine
 from ..engines.spark.session import SparkSettings, class_archive, get_session
-from ..errors import VpubError
+from ..errors import StorageError, VpubError
 
 ROWS = 20_000  # enough rows for every job of a publish, few enough to take seconds
 
@@ -36,7 +36,10 @@ def build_archive(force: bool = False) -> tuple[Path, float]:
     target = class_archive()
     if target.is_file() and not force:
         return target, 0.0
-    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise StorageError(f"cannot write the class-data archive under {target.parent} ({e.strerror or e}); set VPUB_CACHE to a writable directory") from None  # fmt: skip
     tmp = target.parent / f".{target.name}.{os.getpid()}.tmp"
     t0 = time.perf_counter()
     try:

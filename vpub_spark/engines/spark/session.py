@@ -7,11 +7,11 @@ memory is always set explicitly: the JVM default of 1 GiB can hang a job.
 The driver JVM's start-up (issue 18, measured in the README "Scale"):
 - it maps Spark's classes from a class-data archive (JEP 350) when `vpub spark-archive`
   has built one for this Java and this Spark (`class_archive()`), instead of loading and
-  verifying them from the jars: Adult's cold publish 17 -> 13 s;
+  verifying them from the jars (the session starts in 2.0 s instead of 5.0 s);
 - for a small input (`SparkSettings.small_input`) it compiles with C1 only
   (`-XX:TieredStopAtLevel=1`): the optimizing compiler's threads then no longer compete
   with the job for this machine's cores, which costs more than it gains on a short run.
-  Measured faster at 45k and 100k rows, 7% slower at 1M rows (`engines.SMALL_INPUT`).
+  Measured faster at 45k and 100k rows, 7% slower at 1M rows (`auto.SMALL_BYTES`).
 """
 
 from __future__ import annotations
