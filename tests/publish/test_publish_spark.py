@@ -69,6 +69,25 @@ def test_spark_kl_equals_inprocess_kl(spark_engine, sal, tmp_path):
         assert got == pytest.approx([expected] * 3, rel=1e-9, abs=1e-9)
 
 
+def test_the_source_entropy_is_the_same_packed_or_by_columns(spark_engine, sal, monkeypatch):
+    import numpy as np
+    import pandas as pd
+
+    from vpub_spark.datasets.presets import resolve_input
+    from vpub_spark.utility import spark_kl_one_pass
+    from vpub_spark.utility.spark_kl import source_entropy
+
+    path, spec = resolve_input(sal, None)
+    loaded = spark_engine.load(path, spec)
+    frame = pd.read_parquet(sal / "data")
+    p = frame.value_counts().to_numpy(float) / len(frame)
+    packed = source_entropy(loaded.data, loaded)
+    monkeypatch.setattr(spark_kl_one_pass, "term_of", lambda *a: None)  # keys too wide to pack
+    by_columns = source_entropy(loaded.data, loaded)
+    assert packed == pytest.approx(float(np.sum(p * np.log(p))), rel=1e-12)
+    assert by_columns == pytest.approx(packed, rel=1e-12)
+
+
 def test_spark_utility_equals_inprocess_utility(spark_engine, sal, tmp_path):
     """`vpub utility --engine spark`: the same KL, workload and errors as in process."""
     from vpub_spark.utility.evaluate import evaluate

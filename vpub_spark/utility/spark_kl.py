@@ -113,18 +113,14 @@ def per_term_kl(engine, release: Release, loaded) -> float:
     spark, n = engine.spark, float(loaded.rows)
     data = loaded.data.persist()  # the source is projected once per term
 
-    def expected_log(cols: list[str], table: _Table | None) -> float:
-        proj = data.groupBy(*cols).agg(F.count(F.lit(1)).alias("__c"))
-        if table is None:  # the entropy term: p log p over distinct rows
-            term = F.col("__c") / n * F.log(F.col("__c") / n)
-        else:
-            proj = table.marginal(proj, cols)
-            term = F.col("__c") / n * F.log(F.col(EST) / n)
+    def expected_log(cols: list[str], table: _Table) -> float:
+        proj = table.marginal(data.groupBy(*cols).agg(F.count(F.lit(1)).alias("__c")), cols)
+        term = F.col("__c") / n * F.log(F.col(EST) / n)
         return float(proj.agg(F.sum(term)).collect()[0][0] or 0.0)
 
     tables = [_Table(spark, release, e, loaded.dictionaries) for e in release.tables]
 
-    kl = expected_log(list(loaded.names), None)
+    kl = source_entropy(data, loaded)
     for i, cols, sign in log_terms([t.attributes for t in tables]):
         kl -= sign * expected_log(cols, tables[i])
     covered = {a for t in tables for a in t.attributes}
@@ -209,9 +205,30 @@ def broadcast_kl(engine, release: Release, loaded) -> float:
 
     n = float(loaded.rows)
     labels = {a: list(loaded.dictionaries[a].labels) for a in loaded.names}
-    counts = loaded.data.groupBy(*loaded.names).count()
     sums = per_core(loaded.data).mapInArrow(_log_estimate_sums(str(release.path), labels, loaded.rows), "log_p double")  # fmt: skip
     with spark_errors("KL divergence"):
-        entropy = counts.agg(F.sum(F.col("count") / n * F.log(F.col("count") / n))).collect()[0][0]
+        entropy = source_entropy(loaded.data, loaded)
         log_sum = sums.agg(F.sum("log_p")).collect()[0][0]
-    return float(entropy or 0.0) - float(log_sum or 0.0) / n
+    return entropy - float(log_sum or 0.0) / n
+
+
+def source_entropy(data, loaded) -> float:
+    """sum_x p log p over the source's distinct rows, by one Spark aggregate: grouped by
+    the row packed into one bigint (`term_of`'s strides) when the domains allow, else by
+    the columns. Measured on the 1M `sal` source: 1.4-1.9 s packed, 2.0-2.4 s by its 8
+    columns (medians of 3, two rounds)."""
+    from pyspark.sql import functions as F
+
+    from .spark_kl_one_pass import term_of
+
+    n, names = float(loaded.rows), list(loaded.names)
+    term = term_of(1, names, None, {a: loaded.dictionaries[a].size for a in names})
+    if term is None:
+        grouped = data.groupBy(*names)
+    else:
+        key = F.lit(0).cast("long")
+        for c, stride in zip(term.cols, term.strides, strict=True):
+            key = key + F.col(c).cast("long") * F.lit(stride).cast("long")
+        grouped = data.select(key.alias("__key")).groupBy("__key")
+    p = F.col("count") / n
+    return float(grouped.count().agg(F.sum(p * F.log(p))).collect()[0][0] or 0.0)

@@ -43,7 +43,9 @@ class Term:
     table: int | None
 
 
-def _term(sign: int, cols, table: int | None, sizes: dict[str, int]) -> Term | None:
+def term_of(sign: int, cols, table: int | None, sizes: dict[str, int]) -> Term | None:
+    """The term over `cols` with its packing strides (mixed radix over `sizes`), or None
+    when its keys do not fit in 62 bits."""
     strides, width = [], 1
     for c in reversed(cols):
         strides.append(width)
@@ -61,9 +63,9 @@ def one_pass_terms(release: Release, loaded) -> list[Term] | None:
     attrs = [list(t["attributes"]) for t in release.tables]
     if any(a not in sizes for cols in attrs for a in cols):
         return None
-    maybe = [_term(1, list(loaded.names), None, sizes)]
+    maybe = [term_of(1, list(loaded.names), None, sizes)]
     for i, cols, sign in log_terms(attrs):  # KL subtracts each term of log p~
-        maybe.append(_term(int(-sign), cols, i, sizes))
+        maybe.append(term_of(int(-sign), cols, i, sizes))
     terms = [t for t in maybe if t is not None]
     return terms if len(terms) == len(maybe) else None
 
