@@ -81,9 +81,9 @@ def test_the_source_entropy_is_the_same_packed_or_by_columns(spark_engine, sal, 
     loaded = spark_engine.load(path, spec)
     frame = pd.read_parquet(sal / "data")
     p = frame.value_counts().to_numpy(float) / len(frame)
-    packed = source_entropy(loaded.data, loaded)
+    packed = source_entropy(loaded)
     monkeypatch.setattr(spark_kl_one_pass, "term_of", lambda *a: None)  # keys too wide to pack
-    by_columns = source_entropy(loaded.data, loaded)
+    by_columns = source_entropy(loaded)
     assert packed == pytest.approx(float(np.sum(p * np.log(p))), rel=1e-12)
     assert by_columns == pytest.approx(packed, rel=1e-12)
 

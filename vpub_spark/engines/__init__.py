@@ -37,11 +37,9 @@ def engine_for(name: str, spark_conf: SparkSettings | None, input_path: str) -> 
     from .spark.session import SparkSettings
 
     settings = spark_conf or SparkSettings()
-    chosen, why = (name, "as configured")
-    if name == "auto":
-        choice = choose_engine(input_path, settings.master)
-        chosen, why = choice.engine, choice.reason
-    if chosen == "spark" and small_input(input_path):
+    choice = choose_engine(input_path, settings.master) if name == "auto" else None
+    chosen, why = (choice.engine, choice.reason) if choice else (name, "as configured")
+    if chosen == "spark" and small_input(input_path, choice.peak if choice else None):
         settings = replace(settings, small_input=True)
     return make_engine(chosen, settings), why
 

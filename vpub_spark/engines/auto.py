@@ -33,6 +33,7 @@ SMALL_BYTES = 100 * 2**20
 class Choice:
     engine: str  # "inprocess" | "spark"
     reason: str
+    peak: int | None = None  # the in-process estimate, when the choice needed it
 
 
 def available_memory() -> int:
@@ -72,15 +73,17 @@ def estimated_peak(path: str | Path) -> tuple[int, str]:
     return BASE_BYTES + int(size * CSV_FACTOR), f"{size / 1e6:,.0f} MB of CSV"
 
 
-def small_input(path: str | Path) -> bool:
-    """Whether a Spark run on this input counts as small (`SMALL_BYTES`); False when the
-    input cannot be sized here (the read reports what is wrong with it)."""
+def small_input(path: str | Path, peak: int | None = None) -> bool:
+    """Whether a Spark run on this input counts as small (`SMALL_BYTES`), from its
+    estimate (`peak`, else read here); False when the input cannot be sized here (the read
+    reports what is wrong with it)."""
     from ..errors import VpubError
 
     try:
-        return estimated_peak(path)[0] - BASE_BYTES <= SMALL_BYTES
+        peak = estimated_peak(path)[0] if peak is None else peak
     except (VpubError, OSError, ValueError):
         return False
+    return peak - BASE_BYTES <= SMALL_BYTES
 
 
 def _cluster(master: str) -> bool:
@@ -98,4 +101,4 @@ def choose_engine(input_path: str, master: str) -> Choice:
     fits = peak <= SHARE * avail
     verdict = "fits" if fits else "does not fit"
     reason = f"auto: {what}, an estimated {peak / 2**30:,.1f} GiB in process, {verdict} in {SHARE:.0%} of the {avail / 2**30:,.1f} GiB available"  # fmt: skip
-    return Choice("inprocess" if fits else "spark", reason)
+    return Choice("inprocess" if fits else "spark", reason, peak)

@@ -131,10 +131,11 @@ def driver_java_options(settings: SparkSettings, dump_archive: Path | None = Non
     archive to write at exit), and C1-only compilation for a small input."""
     log4j = Path(__file__).with_name("log4j2.properties")
     options = [f"-Dlog4j2.configurationFile={log4j.as_uri()}", "-Xlog:cds*=off"]
+    archive = class_archive()
     if dump_archive is not None:
         options.append(f"-XX:ArchiveClassesAtExit={dump_archive}")
-    elif class_archive().is_file():
-        options += ["-Xshare:auto", f"-XX:SharedArchiveFile={class_archive()}"]
+    elif archive.is_file():
+        options += ["-Xshare:auto", f"-XX:SharedArchiveFile={archive}"]
     if settings.small_input:
         options.append("-XX:TieredStopAtLevel=1")
     return " ".join(options)
