@@ -88,8 +88,14 @@ def test_the_source_entropy_is_the_same_packed_or_by_columns(spark_engine, sal, 
     assert by_columns == pytest.approx(packed, rel=1e-12)
 
 
-def test_spark_utility_equals_inprocess_utility(spark_engine, sal, tmp_path):
-    """`vpub utility --engine spark`: the same KL, workload and errors as in process."""
+@pytest.mark.parametrize("packed", [True, False])
+def test_spark_utility_equals_inprocess_utility(spark_engine, sal, tmp_path, monkeypatch, packed):
+    """`vpub utility --engine spark`: the same KL, workload and errors as in process,
+    with the source's rows packed into one key or passed column by column."""
+    from vpub_spark.utility import spark_kl_one_pass
+
+    if not packed:  # domains too wide to pack
+        monkeypatch.setattr(spark_kl_one_pass, "term_of", lambda *a: None)
     from vpub_spark.utility.evaluate import evaluate
     from vpub_spark.utility.spark_workload import spark_utility
 

@@ -11,7 +11,7 @@ from release_helpers import RULES_1_3, TABLE1, publish_inprocess, write_table
 
 from vpub_spark.kernels.anatomy import anatomize
 from vpub_spark.release.reader import open_release
-from vpub_spark.utility import queries
+from vpub_spark.utility import models, queries
 from vpub_spark.utility.codes import to_codes
 from vpub_spark.utility.junction import estimate_rows
 from vpub_spark.utility.kl import kl_divergence
@@ -298,3 +298,6 @@ def test_anatomy_marginal_is_its_definition(seed, cols):
         share = [counts.get((g, int(x["s"])), 0) / size[g] if "s" in cols else 1.0 for g in n_g.index]  # fmt: skip
         want.append(float(np.dot(n_g.to_numpy(), share)))
     assert np.allclose(model.marginal(keys), want)
+    with pytest.MonkeyPatch.context() as patch:  # (key, group) pairs a few at a time
+        patch.setattr(models, "PAIRS", int(rng.integers(1, 5)))
+        assert np.allclose(AnatomyModel("t", ("a", "b", "s"), "s", qit, st_).marginal(keys), want)

@@ -72,6 +72,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     given = {"engines": engines(args.engines)} if hasattr(args, "engines") else {}
     if args.what == "peers":
         given = {"qi": engines(args.qi)}
+    if args.what == "kl":
+        given["forms"] = engines(args.forms)
     run(config_of(kind, args, **given))  # type: ignore[operator]
     return 0
 
@@ -191,6 +193,7 @@ def _bench_scale(bn) -> None:
     bk.add_argument("--source", required=True)
     bk.add_argument("--repeat", type=int, default=3)
     bk.add_argument("--engines", default="inprocess,spark")
+    bk.add_argument("--forms", default="every-task,one-shuffle,per-term", help="Spark KL forms to time: the release in every task, one shuffle, one aggregate per term")  # fmt: skip
     bk.add_argument("--queries", type=int, default=1000)
     bk.add_argument("--qd", type=int, default=3)
     bk.add_argument("--p", type=float, default=0.4)

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ..config import PublishConfig, RandomRules
+from ..errors import SpecError
 from ..model import PrivacySpec
 from ..publish.pipeline import publish
 from ..report import console
@@ -202,6 +203,7 @@ class BenchKl:
     source: str
     repeat: int = 3
     engines: tuple[str, ...] = ("inprocess", "spark")
+    forms: tuple[str, ...] = ("every-task", "one-shuffle", "per-term")
     queries: int = 1000
     qd: int = 3
     p: float = 0.4
@@ -268,11 +270,16 @@ def _spark_kl_runs(bench: BenchKl) -> dict:
     loaded.data.count()  # read and cached outside the timed runs
     _, domains, luts, sizes = release_space(rel, loaded)
     terms = one_pass_terms(rel, loaded)
+    forms = {
+        "every-task": ("kl spark, release in every task", partial(broadcast_kl, engine, rel, loaded)),
+        "one-shuffle": ("kl spark, one shuffle", None if terms is None else partial(one_pass_kl, engine, rel, loaded, terms)),
+        "per-term": ("kl spark, per term", partial(per_term_kl, engine, rel, loaded)),
+    }  # fmt: skip
+    unknown = set(bench.forms) - set(forms)
+    if unknown:
+        raise SpecError(f"unknown KL forms {sorted(unknown)}; known: {sorted(forms)}")
     runs: dict[str, Callable[[], object]] = {
-        "kl spark, release in every task": partial(broadcast_kl, engine, rel, loaded)
+        name: run for f, (name, run) in forms.items() if f in bench.forms and run is not None
     }
-    if terms is not None:
-        runs["kl spark, one shuffle"] = partial(one_pass_kl, engine, rel, loaded, terms)
-    runs["kl spark, per term"] = partial(per_term_kl, engine, rel, loaded)
     runs["workload spark"] = lambda: _answers(draw_workload(list(loaded.names), domains, bench.qd, bench.p, bench.queries, bench.seed, spark_counts(loaded, luts, sizes)))  # fmt: skip
     return {name: _median([timed(run) for _ in range(bench.repeat)]) for name, run in runs.items()}

@@ -43,9 +43,17 @@ def to_codes(frame: pd.DataFrame, domains: Mapping[str, Sequence[str]]) -> pd.Da
     out = frame.copy()
     for a in frame.columns:
         if a in domains:
-            labels = frame[a].astype(str).where(frame[a].notna(), None)  # null (suppressed) -> -1
-            out[a] = pd.Categorical(labels, categories=list(domains[a])).codes.astype(np.int32)
+            out[a] = _label_codes(frame[a], domains[a])
     return out
+
+
+def _label_codes(column: pd.Series, domain: Sequence[str]) -> np.ndarray:
+    """One column's labels -> codes of `domain`: each distinct value is looked up once
+    (a release's columns have few distinct values and come as categoricals), then one
+    gather; a null (suppressed) value or a label outside `domain` is -1."""
+    seen, values = pd.factorize(column)  # nulls -> -1, the lookup's last entry
+    lut = pd.Categorical([str(v) for v in values], categories=list(domain)).codes
+    return np.append(lut.astype(np.int32), np.int32(-1))[seen]
 
 
 def recoding(loaded, domains: Mapping[str, Sequence[str]]) -> dict[str, np.ndarray]:

@@ -19,21 +19,29 @@ from .codes import Query, recoding
 from .evaluate import Utility
 from .queries import CubeCounts, cube, draw_workload, relative_errors
 from .release_models import release_models
-from .spark_kl import CHUNK_ROWS, chunks, per_core, spark_kl
+from .spark_kl import CHUNK_ROWS, KEY, Packing, chunks, packed_rows, per_core, spark_kl, unpacked
 
-CELLS = pa.schema([("set", pa.int32()), ("cell", pa.int64()), ("n", pa.int64())])
+CELLS = pa.schema([("set", pa.int32()), ("cells", pa.binary()), ("n", pa.binary())])
 
 
-def _cube_cells(sets: list[tuple[str, ...]], luts: dict[str, np.ndarray], sizes: dict[str, int]):
-    """mapInArrow over the encoded source: each chunk's non-zero cells of every cube."""
+def _cube_cells(sets: list[tuple[str, ...]], luts: dict[str, np.ndarray], sizes: dict[str, int], packing: Packing | None):  # fmt: skip
+    """mapInArrow over the encoded source: each chunk's non-zero cells of every cube, one
+    row per cube with the cells' indexes (int64) and counts (int64) as bytes. One row
+    per cell moved a million rows back into the JVM at 1M source rows: 1.58 s for the
+    pass against 0.12 s for the 56 cubes themselves (README, issue 18)."""
 
     def run(batches):
         for chunk in chunks(batches, CHUNK_ROWS):
-            frame = pd.DataFrame({a: lut[chunk.column(a).to_numpy()] for a, lut in luts.items()})
+            codes = {a: chunk.column(a).to_numpy() for a in luts} if packing is None else unpacked(chunk.column(KEY).to_numpy(), packing)  # fmt: skip
+            frame = pd.DataFrame({a: lut[codes[a]] for a, lut in luts.items()})
+            rows: dict[str, list] = {"set": [], "cells": [], "n": []}
             for i, cols in enumerate(sets):
                 counts = cube(frame, cols, sizes).ravel()
                 cells = np.flatnonzero(counts)
-                yield pa.RecordBatch.from_arrays([pa.array(np.full(len(cells), i, np.int32)), pa.array(cells), pa.array(counts[cells])], schema=CELLS)  # fmt: skip
+                rows["set"].append(i)
+                rows["cells"].append(cells.astype(np.int64).tobytes())
+                rows["n"].append(counts[cells].astype(np.int64).tobytes())
+            yield pa.RecordBatch.from_pydict(rows, schema=CELLS)
 
     return run
 
@@ -45,18 +53,16 @@ def spark_counts(loaded, luts: dict[str, np.ndarray], sizes: dict[str, int]) -> 
     from ..engines.spark.engine import spark_errors, struct_type
 
     def cubes(sets: list[tuple[str, ...]]) -> dict[tuple[str, ...], np.ndarray]:
-        cells = per_core(loaded.data).mapInArrow(_cube_cells(sets, luts, sizes), struct_type(CELLS))
+        packed = packed_rows(loaded)
+        rows, packing = packed if packed is not None else (loaded.data, None)
+        cells = per_core(rows).mapInArrow(_cube_cells(sets, luts, sizes, packing), struct_type(CELLS))  # fmt: skip
+        out = {cols: np.zeros(int(np.prod([sizes[c] for c in cols])), dtype=np.int64) for cols in sets}  # fmt: skip
         with spark_errors("workload counts"):
             # the cells are bounded by the domains, not the rows: summed here rather than
             # by a Spark aggregation, which adds a shuffle and a stage (README, issue 18)
-            got = cells.toPandas().groupby(["set", "cell"], as_index=False)["n"].sum()
-        out = {}
-        for i, cols in enumerate(sets):
-            dense = np.zeros(int(np.prod([sizes[c] for c in cols])), dtype=np.int64)
-            mine = got[got["set"] == i]
-            dense[mine["cell"].to_numpy()] = mine["n"].to_numpy()
-            out[cols] = dense.reshape([sizes[c] for c in cols])
-        return out
+            for i, at, n in cells.collect():
+                out[sets[i]][np.frombuffer(at, np.int64)] += np.frombuffer(n, np.int64)
+        return {cols: dense.reshape([sizes[c] for c in cols]) for cols, dense in out.items()}
 
     def exact(q: Query) -> int:  # a set too large for a cube: one filter per query
         cond = F.lit(True)

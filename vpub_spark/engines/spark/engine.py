@@ -23,7 +23,8 @@ from .session import SparkSettings, get_session
 
 
 def struct_type(schema):
-    """A pyspark StructType for a pyarrow schema (int32/int64/float64/string/bool columns)."""
+    """A pyspark StructType for a pyarrow schema (int32/int64/float64/string/bool/binary
+    columns)."""
     from pyspark.sql import types as T
 
     kinds = {
@@ -32,6 +33,7 @@ def struct_type(schema):
         "double": T.DoubleType(),
         "string": T.StringType(),
         "bool": T.BooleanType(),
+        "binary": T.BinaryType(),
     }
     return T.StructType([T.StructField(f.name, kinds[str(f.type)], True) for f in schema])
 
