@@ -50,7 +50,7 @@ class MultiSaSettings:
     chunk_rows: int = 20_000
 
     def __post_init__(self) -> None:
-        from .kernels.bip import SOLVERS
+        from .kernels.solvers import SOLVERS
 
         if self.mode not in BIP_MODES:
             raise SpecError(

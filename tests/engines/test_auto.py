@@ -71,3 +71,56 @@ def test_a_spark_run_on_a_small_input_compiles_with_c1_only(table, monkeypatch):
     monkeypatch.setattr(auto, "SMALL_BYTES", 0)  # the same input, counted as large
     assert not engine_for("spark", None, str(table / "data"))[0].settings.small_input  # type: ignore[attr-defined]
     assert not auto.small_input(str(table / "missing"))  # the read reports that, not the sizing
+
+
+def _publish_config(table, tmp_path, engine: str) -> str:
+    cfg = {
+        "input": {"path": str(table / "data"), "table": str(table / "table.yaml")},
+        "privacy": {"l": 2}, "rules": [{"lhs": ["a", "b"], "rhs": "c"}], "method": "uad",
+        "output": {"path": str(tmp_path / "out"), "release_id": "r"}, "seed": 1, "engine": engine,
+    }  # fmt: skip
+    (tmp_path / f"{engine}.yaml").write_text(yaml.safe_dump(cfg))
+    return str(tmp_path / f"{engine}.yaml")
+
+
+def test_spark_starts_early_only_for_a_publish_that_will_run_on_it(table, tmp_path, monkeypatch):
+    """`cli/early.py`: the session's settings are `choose`'s, as `cmd_publish` will use."""
+    from vpub_spark.cli import early
+    from vpub_spark.engines import choose
+    from vpub_spark.engines.spark import session
+
+    started: list = []
+    monkeypatch.setattr(session, "start_early", started.append)
+    spark, auto_ = (
+        _publish_config(table, tmp_path, "spark"),
+        _publish_config(table, tmp_path, "auto"),
+    )
+    early.start_spark_early(["publish", "--config", spark])
+    assert started == [choose("spark", None, str(table / "data"))[1]] and started[0].small_input
+    for argv in (
+        ["publish", "--config", auto_],  # auto: in process for this input
+        ["publish", "--config", spark, "--engine", "inprocess"],
+        ["publish", "--config", spark, "--help"],
+        ["publish", "--config", str(tmp_path / "missing.yaml")],  # left for the command to report
+        ["audit", "--config", spark],
+        [],
+    ):
+        early.start_spark_early(argv)
+    assert len(started) == 1
+    early.start_spark_early(["publish", "--config", auto_, "--engine", "spark"])
+    assert len(started) == 2
+
+
+def test_a_publish_on_spark_started_early_commits(table, tmp_path):
+    """The whole command in a new process: its session is built by the early thread and
+    the command waits for it."""
+    import subprocess
+
+    from release_helpers import vpub
+
+    from vpub_spark.release.audit import audit_release
+
+    run = subprocess.run(vpub("publish", "--config", _publish_config(table, tmp_path, "spark")), capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "on the spark engine (as configured" in " ".join(run.stdout.split())
+    assert audit_release(tmp_path / "out" / "r").passed

@@ -5,14 +5,18 @@ the work. User errors print one clear line and exit 2, never a traceback."""
 from __future__ import annotations
 
 import argparse
+import atexit
+import os
 import sys
 
 from .. import __version__
 from ..errors import VpubError
-from . import analyze, data, experiments, publish, releases, rules
+from .early import start_spark_early
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import analyze, data, experiments, publish, releases, rules
+
     p = argparse.ArgumentParser(
         prog="vpub", description="Privacy-preserving publication of microdata on Spark."
     )
@@ -24,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    start_spark_early(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
@@ -37,3 +42,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("vpub: interrupted", file=sys.stderr)
         return 130
+
+
+def run() -> None:
+    """The `vpub` command: `main`, then a prompt exit. Output is flushed and the exit
+    handlers run, but the interpreter's teardown (freeing every module's objects, 0.2 s
+    after a Spark publish, measured against 0.01 s) is skipped. An uncaught error still
+    leaves through the usual path, with its traceback."""
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    atexit._run_exitfuncs()
+    os._exit(code)

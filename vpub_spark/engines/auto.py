@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .base import data_files, detect_format
+from .files import data_files, detect_format
 
 BASE_BYTES = 300 * 2**20  # the interpreter with its libraries
 BYTES_PER_CELL = 30.0  # measured peak RSS per Parquet cell, in process (README)

@@ -11,15 +11,8 @@ import pyarrow.dataset as ds
 from ..encoding import encode_batch, raw_value_counts
 from ..errors import DataError
 from ..model import TableSpec
-from .base import (
-    LoadedTable,
-    check_columns,
-    data_files,
-    detect_format,
-    encoding_error,
-    plan_encoding,
-    unreadable,
-)
+from .base import LoadedTable, check_columns, encoding_error, plan_encoding, unreadable
+from .files import data_files, detect_format
 
 
 def read_arrow(path: str, spec: TableSpec, fmt: str | None = None) -> pa.Table:

@@ -2,7 +2,9 @@
 process, so every Spark run pays its JVM start (issue 18's target: Adult on Spark in 8 s
 with start-up). Variants run in turn within each round (paired): Spark with the
 class-data archive (`vpub spark-archive`, built first and not timed), Spark without one
-(an empty `VPUB_CACHE`), and in process for reference.
+(an empty `VPUB_CACHE`), Spark with the archive but its JVM started only after the
+data libraries are imported (`VPUB_SPARK_EARLY=0`, `cli/early.py`), and in process for
+reference.
 """
 
 from __future__ import annotations
@@ -60,6 +62,10 @@ def bench_cold(bench: BenchCold) -> dict:
     with tempfile.TemporaryDirectory(prefix="vpub-no-archive-") as empty:
         variants = {
             "spark, class-data archive": ("spark", dict(os.environ)),
+            "spark, class-data archive, JVM started after the imports": (
+                "spark",
+                dict(os.environ) | {"VPUB_SPARK_EARLY": "0"},
+            ),  # fmt: skip
             "spark, no archive": ("spark", dict(os.environ) | {"VPUB_CACHE": empty}),
             "inprocess": ("inprocess", dict(os.environ)),
         }

@@ -35,8 +35,7 @@ import pandas as pd
 import pulp
 
 from .anatomy import COUNT, GROUP
-
-SOLVERS = ("cbc", "highs")
+from .solvers import SOLVERS
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ from ...encoding import EncodingPlan, encode_batch
 from ...errors import DataError, SpecError, VpubError
 from ...model import TableSpec
 from ...storage import is_remote
-from ..base import LoadedTable, check_columns, detect_format, encoding_error, plan_encoding
+from ..base import LoadedTable, check_columns, encoding_error, plan_encoding
+from ..files import detect_format
 from .session import SparkSettings, get_session
 
 

@@ -22,6 +22,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,9 +142,37 @@ def driver_java_options(settings: SparkSettings, dump_archive: Path | None = Non
     return " ".join(options)
 
 
+_EARLY: list[threading.Thread] = []
+
+
+def start_early(settings: SparkSettings) -> None:
+    """Build the session for `settings` in a background thread, now: the driver JVM
+    boots (its own process) while this one imports the data libraries, which it would
+    otherwise do first. `get_session` waits for it; if it failed, `get_session` builds
+    again and reports the error. Nothing happens under spark-submit or the second time.
+    (Starting the Python workers' daemon from that thread too, with a one-task job while
+    the caller plans its first query, measured no gain: 7.82 against 7.70 s, medians of 5
+    paired Adult runs.)"""
+    if _EARLY or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return
+    thread = threading.Thread(target=_build_quietly, args=(settings,), name="vpub-spark-start", daemon=True)  # fmt: skip
+    _EARLY.append(thread)
+    thread.start()
+
+
+def _build_quietly(settings: SparkSettings) -> None:
+    try:
+        get_session(settings)
+    except Exception:  # the caller's own get_session reports it
+        pass
+
+
 def get_session(settings: SparkSettings | None = None, dump_archive: Path | None = None):
     """The active session, or a new one built from `settings` (`dump_archive`: the JVM
-    writes its class-data archive there when it exits; see `class_archive`)."""
+    writes its class-data archive there when it exits; see `class_archive`). A session
+    `start_early` is building is waited for, whatever `settings` say."""
+    if _EARLY and threading.current_thread() is not _EARLY[0]:
+        _EARLY[0].join()
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
