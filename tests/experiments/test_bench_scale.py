@@ -28,7 +28,18 @@ def test_bench_kl_agrees_across_engines(tmp_path, spark_engine):
     only = bench_kl(BenchKl(rel, src, repeat=1, queries=200, engines=("inprocess",), out=str(tmp_path / "kl")))  # fmt: skip
     assert not any("spark" in k for k in only) and only["kl in process"]["value"] == pytest.approx(r["kl in process"]["value"])  # fmt: skip
     kls = [r[k]["value"] for k in r if k.startswith("kl")]
-    assert len(kls) == 4 and kls == pytest.approx([kls[0]] * 4, rel=1e-9)
+    assert len(kls) == 5 and kls == pytest.approx([kls[0]] * 5, rel=1e-9)
     # the same 200 queries with the same exact answers, drawn and counted on either engine
     assert r["workload spark"]["value"] == r["workload in process"]["value"] and len(r["workload spark"]["value"]) == 200  # fmt: skip
     assert all(r[k]["median_s"] > 0 for k in r if k.startswith(("kl", "workload")))
+
+
+def test_bench_kl_refuses_results_that_disagree():
+    from vpub_spark.errors import VpubError
+    from vpub_spark.experiments.bench_scale import _check_agreement
+
+    _check_agreement({"kl a": {"value": 2.0}, "kl b": {"value": 2.0 + 1e-12}, "workload x": {"value": [3]}})  # fmt: skip
+    with pytest.raises(VpubError, match="KL runs disagree"):
+        _check_agreement({"kl a": {"value": 2.0}, "kl b": {"value": 2.1}})
+    with pytest.raises(VpubError, match="workload answers disagree"):
+        _check_agreement({"workload a": {"value": [3, 4]}, "workload b": {"value": [3, 5]}})

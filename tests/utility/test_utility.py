@@ -298,6 +298,7 @@ def test_anatomy_marginal_is_its_definition(seed, cols):
         share = [counts.get((g, int(x["s"])), 0) / size[g] if "s" in cols else 1.0 for g in n_g.index]  # fmt: skip
         want.append(float(np.dot(n_g.to_numpy(), share)))
     assert np.allclose(model.marginal(keys), want)
-    with pytest.MonkeyPatch.context() as patch:  # (key, group) pairs a few at a time
+    with pytest.MonkeyPatch.context() as patch:  # a few pairs at a time; shares searched
         patch.setattr(models, "PAIRS", int(rng.integers(1, 5)))
+        patch.setattr(models, "DENSE_SHARES", 0)
         assert np.allclose(AnatomyModel("t", ("a", "b", "s"), "s", qit, st_).marginal(keys), want)

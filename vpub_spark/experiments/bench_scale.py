@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ..config import PublishConfig, RandomRules
-from ..errors import SpecError
+from ..errors import SpecError, VpubError
 from ..model import PrivacySpec
 from ..publish.pipeline import publish
 from ..report import console
@@ -220,16 +220,25 @@ def _median(runs) -> dict:
 
 def bench_kl(bench: BenchKl) -> dict:
     """The source is read once per engine, outside the timed runs; the workloads of both
-    engines are checked equal."""
+    engines are checked equal. In process, the KL is timed with the release's models
+    built before (as `vpub utility` times it) and with the release read inside the
+    timer, as every Spark task reads it."""
+    from ..release.reader import open_release
     from ..utility.evaluate import load_release_and_source
     from ..utility.kl import kl_divergence
     from ..utility.queries import workload
+    from ..utility.release_models import release_models
     from .common import timed
 
     _, models, domains, src = load_release_and_source(bench.release, bench.source)
     results: dict = {"release": Path(bench.release).name, "rows": len(src), "repeat": bench.repeat}
+
+    def kl_reading_the_release() -> float:  # as each Spark task does
+        return kl_divergence(release_models(open_release(bench.release))[0], src, domains)
+
     runs: dict[str, Callable[[], object]] = {
-        "kl in process": lambda: kl_divergence(models, src, domains)
+        "kl in process": lambda: kl_divergence(models, src, domains),
+        "kl in process, release read too": kl_reading_the_release,
     }
     runs["workload in process"] = lambda: _answers(workload(src, domains, bench.qd, bench.p, bench.queries, bench.seed))  # fmt: skip
     if "inprocess" in bench.engines:
@@ -238,6 +247,7 @@ def bench_kl(bench: BenchKl) -> dict:
         }
     if "spark" in bench.engines:
         results |= _spark_kl_runs(bench)
+    _check_agreement(results)
     for name in [k for k in results if k.startswith(("kl", "workload"))]:
         value = results[name]["value"]
         shown = f"KL {value:.6f} nats" if name.startswith("kl") else f"{len(value):,} answers summing to {sum(value):,}"  # fmt: skip
@@ -248,6 +258,17 @@ def bench_kl(bench: BenchKl) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{results['release']}.json").write_text(json.dumps(results, indent=2))
     return results
+
+
+def _check_agreement(results: dict) -> None:
+    """Every way of computing the KL gives the same value (to 1e-9), and every engine the
+    same workload answers: a benchmark of wrong results is no benchmark."""
+    kls = [r["value"] for k, r in results.items() if k.startswith("kl")]
+    answers = [r["value"] for k, r in results.items() if k.startswith("workload")]
+    if kls and max(kls) - min(kls) > 1e-9 * max(1.0, abs(kls[0])):
+        raise VpubError(f"the KL runs disagree: {sorted(kls)}")
+    if any(a != answers[0] for a in answers):
+        raise VpubError("the engines' workload answers disagree")
 
 
 def _answers(wl) -> list[int]:
