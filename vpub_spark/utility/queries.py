@@ -233,10 +233,16 @@ query instead of by a contingency cube."""
 
 
 def cube(frame: pd.DataFrame, cols: tuple[str, ...], sizes: Mapping[str, int]) -> np.ndarray:
-    """The contingency table of `frame` on `cols` (codes), as a dense array."""
-    key = np.zeros(len(frame), dtype=np.int64)
-    for c in cols:
-        key = key * sizes[c] + frame[c].to_numpy(np.int64)
+    """The contingency table of `frame` on `cols` (codes), as a dense array. The cell key
+    is built in place in one int64 array: a new array per step (and a converted copy of
+    each column) made 56 cubes of 2M rows take 2.59 s against 0.31 s (issue 18)."""
+    if cols:
+        key = frame[cols[0]].to_numpy().astype(np.int64)  # a copy, built on in place
+        for c in cols[1:]:
+            key *= sizes[c]
+            key += frame[c].to_numpy()
+    else:
+        key = np.zeros(len(frame), dtype=np.int64)
     shape = tuple(sizes[c] for c in cols)
     return np.bincount(key, minlength=int(np.prod(shape))).reshape(shape)
 
