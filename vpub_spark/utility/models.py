@@ -68,11 +68,11 @@ def _pack(codes: Sequence[np.ndarray], radix: Sequence[int], rows: int) -> np.nd
 
 
 PAIRS = 1 << 22
+"""At most about this many (key, group) pairs are expanded at once by
+`AnatomyModel.marginal` (a few arrays of this length: ~200 MB at most)."""
 DENSE_SHARES = 1 << 23
 """An anatomy table's shares are held densely (`AnatomyModel._dense_shares`, 8 bytes a
 cell: 64 MB at most) when groups x sensitive values is at most this many cells."""
-"""At most about this many (key, group) pairs are expanded at once by
-`AnatomyModel.marginal` (a few arrays of this length: ~200 MB at most)."""
 
 
 def _spans(sizes: np.ndarray, limit: int) -> list[tuple[int, int]]:
@@ -256,25 +256,29 @@ class AnatomyModel:
         return est[back]
 
     @cached_property
+    def _st_shares(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per ST row: its sensitive code s and c_g(s) / |g|."""
+        g = self.groups
+        return self.st[self.sensitive].to_numpy(np.int64), self.st[COUNT].to_numpy(float) / g.size[g.st]  # fmt: skip
+
+    @cached_property
     def _shares(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """c_g(s) / |g| sorted by (dense group, s), with each group's first position."""
-        g = self.groups
-        s = self.st[self.sensitive].to_numpy(np.int64)
+        g, (s, w) = self.groups, self._st_shares
         order = np.lexsort((s, g.st))
         first = np.searchsorted(g.st[order], np.arange(g.count + 1))
-        return first, s[order], (self.st[COUNT].to_numpy(float) / g.size[g.st])[order]
+        return first, s[order], w[order]
 
     @cached_property
     def _dense_shares(self) -> tuple[np.ndarray, int] | None:
         """c_g(s) / |g| as one dense array indexed by group x (max s + 1), when that has at
         most `DENSE_SHARES` cells; else None."""
-        g = self.groups
-        s = self.st[self.sensitive].to_numpy(np.int64)
+        g, (s, w) = self.groups, self._st_shares
         top = int(s.max(initial=-1)) + 1
         if g.count * top > DENSE_SHARES:
             return None
         table = np.zeros(g.count * top)
-        table[g.st * top + s] = self.st[COUNT].to_numpy(float) / g.size[g.st]
+        table[g.st * top + s] = w
         return table, top
 
     def _share_at(self, group: np.ndarray, s: np.ndarray) -> np.ndarray:

@@ -21,7 +21,6 @@ from .junction import log_terms
 EST = "__est"
 KEY = "__key"
 SUMS = pa.schema([("entropy", pa.float64()), ("log_p", pa.float64())])
-SUMS_DDL = "entropy double, log_p double"
 
 
 def _encoded(spark, rel: Release, table: str, part: str, dictionaries):
@@ -227,11 +226,11 @@ def broadcast_kl(engine, release: Release, loaded) -> float:
     `distinct_rows`' shuffle of packed keys (README, issue 18)."""
     from pyspark.sql import functions as F
 
-    from ..engines.spark.engine import spark_errors
+    from ..engines.spark.engine import spark_errors, struct_type
 
     labels = {a: list(loaded.dictionaries[a].labels) for a in loaded.names}
     rows, packing = distinct_rows(loaded)
-    sums = rows.mapInArrow(_distinct_sums(str(release.path), labels, loaded.rows, packing), SUMS_DDL)  # fmt: skip
+    sums = rows.mapInArrow(_distinct_sums(str(release.path), labels, loaded.rows, packing), struct_type(SUMS))  # fmt: skip
     with spark_errors("KL divergence"):
         entropy, log_sum = sums.agg(F.sum("entropy"), F.sum("log_p")).collect()[0]
     return float(entropy or 0.0) - float(log_sum or 0.0) / float(loaded.rows)
