@@ -4,7 +4,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vpub_spark.encoding import EncodingPlan, build_dictionary, decode_batch, encode_batch
+from vpub_spark.encoding import (
+    ColumnCodes,
+    EncodingPlan,
+    build_dictionary,
+    decode_batch,
+    encode_batch,
+)
 from vpub_spark.errors import DataError, SpecError
 from vpub_spark.model import Attribute, CategoryGroup, NumericBin, TableSpec
 from vpub_spark.tablespec import table_spec_from_dict, table_spec_to_dict
@@ -74,3 +80,28 @@ def test_encode_decode_round_trip_drops_missing(values):
     assert out.num_rows == len(present)
     assert decode_batch(out, {"x": d}).column(0).to_pylist() == present
     assert np.all(np.diff([d.labels.index(v) for v in sorted(set(present))]) > 0)
+
+
+@given(
+    st.lists(st.one_of(st.integers(-(2**31), 2**31 - 1), st.none()), min_size=1, max_size=40),
+    st.lists(
+        st.one_of(
+            st.integers(-(2**40), 2**40).map(str),
+            st.sampled_from(["007", "-0", "+5", " 5", "5 ", "1e3", "x", "٣"]),
+        ),
+        max_size=10,
+    ),
+    st.sampled_from([pa.int8(), pa.int32(), pa.int64(), pa.uint16()]),
+)
+@settings(max_examples=150, deadline=None)
+def test_integer_columns_encode_as_their_strings(values, extra_raw, kind):
+    """`encode_batch`'s integer path gives the codes of the values' strings: the same raw
+    values match (canonical decimals only, within the column type's range)."""
+    info = np.iinfo(kind.to_pandas_dtype())
+    values = [v if v is None or info.min <= v <= info.max else None for v in values]
+    raw = sorted({str(v) for v in values if v is not None} | set(extra_raw))
+    cc = ColumnCodes("x", "x", tuple(raw), tuple(range(len(raw))))
+    as_int = pa.RecordBatch.from_arrays([pa.array(values, kind)], names=["x"])
+    as_text = pa.RecordBatch.from_arrays([pa.array(values, kind).cast(pa.string())], names=["x"])
+    plan = EncodingPlan((cc,))
+    assert encode_batch(as_int, plan).equals(encode_batch(as_text, plan))

@@ -220,13 +220,39 @@ def raw_counts_from(rows_of_sums, spec: TableSpec) -> tuple[dict[str, dict[str, 
     return raw, rows, missing
 
 
+def _integer_raw(c: ColumnCodes, column_type: pa.DataType) -> tuple[list[int], list[int]]:
+    """The raw values of `c` that an integer column can hold, as integers, with their
+    codes: an integer's string (`normalized`) is its canonical decimal, so it equals a
+    raw value r exactly when r is canonical and int(r) is the integer. Comparing the
+    integers skips the cast of every row to a string: the 1M `sal` source's 8 columns
+    read and encoded in 0.2 s rather than 0.4 s (issue 18)."""
+    low, high = _bounds(column_type)
+    pairs = [(int(r), code) for r, code in zip(c.raw, c.codes, strict=True) if _canonical_int(r)]
+    pairs = [(r, code) for r, code in pairs if low <= r <= high]  # others cannot occur
+    return [r for r, _ in pairs], [code for _, code in pairs]
+
+
+def _bounds(column_type: pa.DataType) -> tuple[int, int]:
+    info = np.iinfo(column_type.to_pandas_dtype())
+    return int(info.min), int(info.max)
+
+
+def _canonical_int(text: str) -> bool:
+    digits = text[1:] if text.startswith("-") else text
+    return digits.isascii() and digits.isdigit() and (digits == "0" or not digits.startswith("0")) and text != "-0"  # fmt: skip
+
+
 def encode_batch(batch: pa.RecordBatch | pa.Table, plan: EncodingPlan) -> pa.RecordBatch:
     """Encode the attributes of one batch to int32 codes; rows with a missing value are dropped."""
     arrays = []
     for c in plan.columns:
-        col = normalized(batch.column(c.column))
-        idx = pc.index_in(col, value_set=pa.array(c.raw, pa.string()))
-        arrays.append(pc.take(pa.array(c.codes, CODE_TYPE), idx))
+        col = batch.column(c.column)
+        if pa.types.is_integer(col.type):
+            raw, codes = _integer_raw(c, col.type)
+            idx = pc.index_in(col, value_set=pa.array(raw, col.type))
+        else:
+            codes, idx = list(c.codes), pc.index_in(normalized(col), value_set=pa.array(c.raw, pa.string()))  # fmt: skip
+        arrays.append(pc.take(pa.array(codes, CODE_TYPE), idx))
     if isinstance(arrays[0], pa.ChunkedArray):
         arrays = [a.combine_chunks() for a in arrays]
     out = pa.RecordBatch.from_arrays(arrays, schema=plan.schema)

@@ -65,6 +65,7 @@ def test_spark_kl_equals_inprocess_kl(spark_engine, sal, tmp_path):
         rel, loaded = open_release(result.path), spark_engine.load(path, spec)
         terms = one_pass_terms(rel, loaded)
         assert terms is not None  # the one-shuffle form applies
+        assert loaded.direct is not None  # broadcast_kl's tasks read the source themselves
         got = [one_pass_kl(spark_engine, rel, loaded, terms)] + [kl(spark_engine, rel, loaded) for kl in (broadcast_kl, per_term_kl)]  # fmt: skip
         assert got == pytest.approx([expected] * 3, rel=1e-9, abs=1e-9)
 
@@ -88,13 +89,17 @@ def test_the_source_entropy_is_the_same_packed_or_by_columns(spark_engine, sal, 
     assert by_columns == pytest.approx(packed, rel=1e-12)
 
 
-@pytest.mark.parametrize("packed", [True, False])
-def test_spark_utility_equals_inprocess_utility(spark_engine, sal, tmp_path, monkeypatch, packed):
+@pytest.mark.parametrize("rows", ["direct", "packed", "columns"])
+def test_spark_utility_equals_inprocess_utility(spark_engine, sal, tmp_path, monkeypatch, rows):
     """`vpub utility --engine spark`: the same KL, workload and errors as in process,
-    with the source's rows packed into one key or passed column by column."""
+    with the source read by the tasks themselves (`engines/spark/direct.py`), or from
+    Spark's rows packed into one key or passed column by column."""
+    from vpub_spark.engines.spark import engine
     from vpub_spark.utility import spark_kl_one_pass
 
-    if not packed:  # domains too wide to pack
+    if rows != "direct":
+        monkeypatch.setattr(engine, "direct_source", lambda *a: None)
+    if rows == "columns":  # domains too wide to pack
         monkeypatch.setattr(spark_kl_one_pass, "term_of", lambda *a: None)
     from vpub_spark.utility.evaluate import evaluate
     from vpub_spark.utility.spark_workload import spark_utility

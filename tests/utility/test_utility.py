@@ -300,5 +300,5 @@ def test_anatomy_marginal_is_its_definition(seed, cols):
     assert np.allclose(model.marginal(keys), want)
     with pytest.MonkeyPatch.context() as patch:  # a few pairs at a time; shares searched
         patch.setattr(models, "PAIRS", int(rng.integers(1, 5)))
-        patch.setattr(models, "DENSE_SHARES", 0)
+        patch.setattr(models, "DENSE_SHARES", 0)  # the search within groups
         assert np.allclose(AnatomyModel("t", ("a", "b", "s"), "s", qit, st_).marginal(keys), want)

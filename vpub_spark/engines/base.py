@@ -30,6 +30,9 @@ class LoadedTable:
     rows_dropped: int
     data: Any = field(repr=False)
     source: str = ""
+    direct: Any = field(default=None, repr=False)
+    """The source as a Spark engine's tasks read it themselves (`spark/direct.py`), when
+    `data` is exactly its rows encoded; None otherwise (a sample, a suppressed table)."""
 
     @property
     def rows(self) -> int:

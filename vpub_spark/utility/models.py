@@ -70,9 +70,10 @@ def _pack(codes: Sequence[np.ndarray], radix: Sequence[int], rows: int) -> np.nd
 PAIRS = 1 << 22
 """At most about this many (key, group) pairs are expanded at once by
 `AnatomyModel.marginal` (a few arrays of this length: ~200 MB at most)."""
-DENSE_SHARES = 1 << 23
-"""An anatomy table's shares are held densely (`AnatomyModel._dense_shares`, 8 bytes a
-cell: 64 MB at most) when groups x sensitive values is at most this many cells."""
+DENSE_SHARES = 1 << 28
+"""An anatomy table's shares are found through a dense table of slots
+(`AnatomyModel._share_slots`, one byte a cell when groups hold at most 127 sensitive
+values: 256 MB at most) when groups x sensitive values is at most this many cells."""
 
 
 def _spans(sizes: np.ndarray, limit: int) -> list[tuple[int, int]]:
@@ -256,43 +257,44 @@ class AnatomyModel:
         return est[back]
 
     @cached_property
-    def _st_shares(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per ST row: its sensitive code s and c_g(s) / |g|."""
-        g = self.groups
-        return self.st[self.sensitive].to_numpy(np.int64), self.st[COUNT].to_numpy(float) / g.size[g.st]  # fmt: skip
-
-    @cached_property
     def _shares(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """c_g(s) / |g| sorted by (dense group, s), with each group's first position."""
-        g, (s, w) = self.groups, self._st_shares
+        g = self.groups
+        s, w = self.st[self.sensitive].to_numpy(np.int64), self.st[COUNT].to_numpy(float) / g.size[g.st]  # fmt: skip
         order = np.lexsort((s, g.st))
         first = np.searchsorted(g.st[order], np.arange(g.count + 1))
         return first, s[order], w[order]
 
     @cached_property
-    def _dense_shares(self) -> tuple[np.ndarray, int] | None:
-        """c_g(s) / |g| as one dense array indexed by group x (max s + 1), when that has at
-        most `DENSE_SHARES` cells; else None."""
-        g, (s, w) = self.groups, self._st_shares
-        top = int(s.max(initial=-1)) + 1
-        if g.count * top > DENSE_SHARES:
+    def _share_slots(self) -> tuple[np.ndarray, int] | None:
+        """Per group x (max s + 1) cell, where c_g(s) / |g| sits among `_shares`' values
+        of group g (-1: g does not hold s), in the smallest integer type (groups hold few
+        values), when that has at most `DENSE_SHARES` cells; else None."""
+        g, (first, values, _) = self.groups, self._shares
+        top = int(values.max(initial=-1)) + 1
+        if g.count * top > DENSE_SHARES or top == 0:
             return None
-        table = np.zeros(g.count * top)
-        table[g.st * top + s] = w
+        held = np.diff(first)
+        kind = np.int8 if held.max(initial=0) <= 127 else np.int32
+        group = np.repeat(np.arange(g.count), held)
+        table = np.full(g.count * top, -1, kind)
+        table[group * top + values] = np.arange(len(values)) - first[group]
         return table, top
 
     def _share_at(self, group: np.ndarray, s: np.ndarray) -> np.ndarray:
-        """c_g(s) / |g| for each (group, s) pair (0 where g does not hold s): one gather
-        from `_dense_shares` when it is small enough, else a binary search within each
-        group's few values, all pairs at once. One search over all (group, s) keys took
-        22 s for 67M pairs at 10M rows (~12 cache misses a pair), the search within
-        groups 10 s; at 1M (500k keys a task) the dense table took 0.16 s against 0.48 s
-        for the search within groups (issue 18)."""
-        dense = self._dense_shares
-        if dense is not None:
-            table, top = dense
-            return np.where(s < top, table[group * top + np.minimum(s, top - 1)], 0.0)
+        """c_g(s) / |g| for each (group, s) pair (0 where g does not hold s): its slot
+        in `_share_slots` when that table is small enough, else a binary search within
+        each group's few values, all pairs at once. At 10M rows (1M groups of 10, 50
+        sensitive values: a 50 MB table) one task's 34M pairs took 1.8 s by the slots
+        and 12.6 s by the search; one search over all (group, s) keys took 22 s for
+        67M pairs (~12 cache misses a pair; issue 18)."""
         first, values, share = self._shares
+        slots = self._share_slots
+        if slots is not None:
+            table, top = slots
+            slot = table[group * top + np.minimum(s, top - 1)].astype(np.int64)
+            held = (s < top) & (slot >= 0)
+            return np.where(held, share[np.where(held, first[group] + slot, 0)], 0.0)
         lo, end = first[group], first[group + 1]
         hi = end.copy()
         while True:

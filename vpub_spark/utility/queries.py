@@ -232,17 +232,18 @@ CUBE_CELLS = 1 << 22
 query instead of by a contingency cube."""
 
 
-def cube(frame: pd.DataFrame, cols: tuple[str, ...], sizes: Mapping[str, int]) -> np.ndarray:
-    """The contingency table of `frame` on `cols` (codes), as a dense array. The cell key
+def cube(frame: pd.DataFrame | Mapping[str, np.ndarray], cols: tuple[str, ...], sizes: Mapping[str, int]) -> np.ndarray:  # fmt: skip
+    """The contingency table of `frame` (a frame, or columns as arrays) on `cols`
+    (codes), as a dense array. The cell key
     is built in place in one int64 array: a new array per step (and a converted copy of
     each column) made 56 cubes of 2M rows take 2.59 s against 0.31 s (issue 18)."""
     if cols:
-        key = frame[cols[0]].to_numpy().astype(np.int64)  # a copy, built on in place
+        key = np.asarray(frame[cols[0]]).astype(np.int64)  # a copy, built on in place
         for c in cols[1:]:
             key *= sizes[c]
-            key += frame[c].to_numpy()
+            key += np.asarray(frame[c])
     else:
-        key = np.zeros(len(frame), dtype=np.int64)
+        key = np.zeros(len(next(iter(frame.values()))) if isinstance(frame, Mapping) else len(frame), dtype=np.int64)  # fmt: skip
     shape = tuple(sizes[c] for c in cols)
     return np.bincount(key, minlength=int(np.prod(shape))).reshape(shape)
 

@@ -8,7 +8,9 @@ pyarrow kernel; only per-term sums reach the driver."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -180,14 +182,14 @@ def _distinct_frames(batches, packing: Packing | None, names: list[str]):
     yield pd.DataFrame(unpacked(key, packing) | {COUNT: count})[names + [COUNT]]
 
 
-def _distinct_sums(path: str, labels: dict[str, list[str]], n: int, packing: Packing | None):
+def _distinct_sums(path: str, labels: dict[str, list[str]], n: int, frames: Callable):
     """mapInArrow over `distinct_rows` (each distinct source row in one task): per task,
     sum of p log p (p = c / n, c the row's count) and sum of c log p~(row) (-inf if some
     row has p~ = 0). log p~ is a sum of per-term logs, so the task adds up its counts per
     key of each term (vectorized) and evaluates each term's marginal once, at those keys:
     the model's fixed cost (grouping the release's tables) is paid once per term and
-    task, not once per chunk."""
-    names = list(labels)
+    task, not once per chunk. `frames` turns the task's input into frames of the
+    source's columns and COUNT (`_distinct_frames`, `_merged_frames`)."""
 
     def run(batches):
         import numpy as np
@@ -198,7 +200,7 @@ def _distinct_sums(path: str, labels: dict[str, list[str]], n: int, packing: Pac
         models, _ = release_models(open_release(path), labels)  # in source codes
         terms, rows, entropy = log_terms([m.attributes for m in models]), 0, 0.0
         counts: list = [None] * len(terms)
-        for frame in _distinct_frames(batches, packing, names):
+        for frame in frames(batches):
             p = frame[COUNT].to_numpy(float) / n
             rows, entropy = rows + int(frame[COUNT].sum()), entropy + float(np.sum(p * np.log(p)))  # fmt: skip
             for i, (_, cols, _) in enumerate(terms):
@@ -229,8 +231,14 @@ def broadcast_kl(engine, release: Release, loaded) -> float:
     from ..engines.spark.engine import spark_errors, struct_type
 
     labels = {a: list(loaded.dictionaries[a].labels) for a in loaded.names}
-    rows, packing = distinct_rows(loaded)
-    sums = rows.mapInArrow(_distinct_sums(str(release.path), labels, loaded.rows, packing), struct_type(SUMS))  # fmt: skip
+    packing, names = packing_of(loaded), list(loaded.names)
+    if loaded.direct is not None and packing is not None:
+        rows = direct_keys(engine, loaded, packing)
+        frames = partial(_merged_frames, packing=packing, names=names)
+    else:
+        rows, packing = distinct_rows(loaded)
+        frames = partial(_distinct_frames, packing=packing, names=names)
+    sums = rows.mapInArrow(_distinct_sums(str(release.path), labels, loaded.rows, frames), struct_type(SUMS))  # fmt: skip
     with spark_errors("KL divergence"):
         entropy, log_sum = sums.agg(F.sum("entropy"), F.sum("log_p")).collect()[0]
     return float(entropy or 0.0) - float(log_sum or 0.0) / float(loaded.rows)
@@ -250,25 +258,42 @@ KEYS_PER_TASK = 8_000_000
 `distinct_rows`: a task holds its keys at once to count them."""
 
 
+def packing_of(loaded) -> Packing | None:
+    """How a source row packs into one bigint (`term_of`'s strides), or None when the
+    domains do not fit in 62 bits."""
+    from .spark_kl_one_pass import term_of
+
+    sizes = {a: loaded.dictionaries[a].size for a in loaded.names}
+    term = term_of(1, list(loaded.names), None, sizes)
+    if term is None:
+        return None
+    return Packing(term.cols, term.strides, tuple(max(sizes[c], 1) for c in term.cols))
+
+
 def packed_rows(loaded) -> tuple[Any, Packing] | None:
-    """The source with each row packed into one bigint KEY (`term_of`'s strides), so a
-    Python pass over it moves 8 bytes per row out of the JVM rather than every column
+    """The source with each row packed into one bigint KEY (`packing_of`), so a Python
+    pass over it moves 8 bytes per row out of the JVM rather than every column
     (measured on the 1M `sal` source: 0.56 s for one int column against 1.03 s for its
     8); None when the domains do not pack into 62 bits."""
     from pyspark.sql import functions as F
 
-    from .spark_kl_one_pass import term_of
-
-    names = list(loaded.names)
-    sizes = {a: loaded.dictionaries[a].size for a in names}
-    term = term_of(1, names, None, sizes)
-    if term is None:
+    packing = packing_of(loaded)
+    if packing is None:
         return None
     key = F.lit(0).cast("long")
-    for c, stride in zip(term.cols, term.strides, strict=True):
+    for c, stride in zip(packing.cols, packing.strides, strict=True):
         key = key + F.col(c).cast("long") * F.lit(stride).cast("long")
-    packing = Packing(term.cols, term.strides, tuple(max(sizes[c], 1) for c in term.cols))
     return loaded.data.select(key.alias(KEY)), packing
+
+
+def packed(batch, packing: Packing):
+    """An encoded batch's rows packed as `packing` says (NumPy int64)."""
+    import numpy as np
+
+    key = np.zeros(batch.num_rows, dtype=np.int64)
+    for c, stride in zip(packing.cols, packing.strides, strict=True):
+        key += batch.column(c).to_numpy().astype(np.int64) * stride
+    return key
 
 
 def unpacked(key, packing: Packing) -> dict:
@@ -305,3 +330,54 @@ def source_entropy(loaded) -> float:
         rows = rows.groupBy(KEY).agg(F.count(F.lit(1)).alias(COUNT))
     p = F.col(COUNT) / float(loaded.rows)
     return float(rows.agg(F.sum(p * F.log(p))).collect()[0][0] or 0.0)
+
+
+BLOB = pa.schema([("part", pa.int64()), ("keys", pa.binary()), ("counts", pa.binary())])
+BLOB_KEYS = 1 << 20
+"""Keys per row of `direct_keys`' shuffle (8 MB of int64)."""
+
+
+def direct_keys(engine, loaded, packing: Packing):
+    """`distinct_rows` without JVM rows: each task reads its share of the source's files
+    (`engines/spark/direct.py`), packs and counts its keys with NumPy, and sends each
+    reduce partition its keys and counts as a few binary rows (hash of the key, Spark's
+    `partition_keys` so that partition p lands in task p). The shuffle moves a few rows
+    of bytes, not a row per key: Spark turns rows into Arrow batches at about a million
+    rows a second (README, issue 18)."""
+    from ..engines.spark.direct import direct_frame
+    from ..engines.spark.engine import struct_type
+
+    parts = max(engine.spark.sparkContext.defaultParallelism, -(-loaded.rows // KEYS_PER_TASK))
+    routes = engine.partition_keys(parts)
+    blobs = direct_frame(engine.spark, loaded.direct, partial(_key_blobs, packing=packing, routes=routes), struct_type(BLOB))  # fmt: skip
+    return blobs.repartition(parts, "part")
+
+
+def _key_blobs(batches, packing: Packing, routes: list[int]):
+    """In a task: its rows' distinct keys and counts, as BLOB rows per reduce partition."""
+    import numpy as np
+
+    held = [packed(b, packing) for b in batches]
+    keys, counts = np.unique(np.concatenate(held) if held else np.zeros(0, np.int64), return_counts=True)  # fmt: skip
+    with np.errstate(over="ignore"):  # a multiplicative hash, wrapping: the top bits mix all
+        part = ((keys.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(33)) % np.uint64(len(routes))  # fmt: skip
+    for p in np.unique(part):
+        at = np.flatnonzero(part == p)
+        for start in range(0, len(at), BLOB_KEYS):
+            chunk = at[start : start + BLOB_KEYS]
+            yield pa.RecordBatch.from_pydict({"part": [routes[int(p)]], "keys": [keys[chunk].tobytes()], "counts": [counts[chunk].astype(np.int64).tobytes()]}, schema=BLOB)  # fmt: skip
+
+
+def _merged_frames(batches, packing: Packing, names: list[str]):
+    """A reduce task of `direct_keys`: its partition's keys with their counts summed over
+    the map tasks, as one frame of the source's columns and COUNT."""
+    import numpy as np
+    import pandas as pd
+
+    keys, counts = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    for b in batches:
+        keys += [np.frombuffer(x, np.int64) for x in b.column("keys").to_pylist()]
+        counts += [np.frombuffer(x, np.int64) for x in b.column("counts").to_pylist()]
+    key, at = np.unique(np.concatenate(keys), return_inverse=True)
+    count = np.bincount(at, weights=np.concatenate(counts), minlength=len(key)).astype(np.int64)
+    yield pd.DataFrame(unpacked(key, packing) | {COUNT: count})[names + [COUNT]]

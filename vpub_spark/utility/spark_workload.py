@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from ..release.reader import open_release
@@ -25,23 +24,27 @@ CELLS = pa.schema([("set", pa.int32()), ("cells", pa.binary()), ("n", pa.binary(
 
 
 def _cube_cells(sets: list[tuple[str, ...]], luts: dict[str, np.ndarray], sizes: dict[str, int], packing: Packing | None):  # fmt: skip
-    """mapInArrow over the encoded source: each chunk's non-zero cells of every cube, one
-    row per cube with the cells' indexes (int64) and counts (int64) as bytes. One row
-    per cell moved a million rows back into the JVM at 1M source rows: 1.58 s for the
-    pass against 0.12 s for the 56 cubes themselves (README, issue 18)."""
+    """mapInArrow over the encoded source: the task's cubes, summed over its chunks of
+    rows, then each cube's non-zero cells as one row, with the cells' indexes (int64)
+    and counts (int64) as bytes. One row per cell moved a million rows back into the
+    JVM at 1M source rows: 1.58 s for the pass against 0.12 s for the 56 cubes
+    themselves; one row per cube and chunk sent a 10M task's cells three times (README,
+    issue 18)."""
 
     def run(batches):
+        held = {cols: np.zeros(int(np.prod([sizes[c] for c in cols])), np.int64) for cols in sets}  # fmt: skip
         for chunk in chunks(batches, CHUNK_ROWS):
             codes = {a: chunk.column(a).to_numpy() for a in luts} if packing is None else unpacked(chunk.column(KEY).to_numpy(), packing)  # fmt: skip
-            frame = pd.DataFrame({a: lut[codes[a]] for a, lut in luts.items()})
-            rows: dict[str, list] = {"set": [], "cells": [], "n": []}
-            for i, cols in enumerate(sets):
-                counts = cube(frame, cols, sizes).ravel()
-                cells = np.flatnonzero(counts)
-                rows["set"].append(i)
-                rows["cells"].append(cells.astype(np.int64).tobytes())
-                rows["n"].append(counts[cells].astype(np.int64).tobytes())
-            yield pa.RecordBatch.from_pydict(rows, schema=CELLS)
+            recoded = {a: lut[codes[a]] for a, lut in luts.items()}
+            for cols in sets:
+                held[cols] += cube(recoded, cols, sizes).ravel()
+        rows: dict[str, list] = {"set": [], "cells": [], "n": []}
+        for i, cols in enumerate(sets):
+            cells = np.flatnonzero(held[cols])
+            rows["set"].append(i)
+            rows["cells"].append(cells.astype(np.int64).tobytes())
+            rows["n"].append(held[cols][cells].tobytes())
+        yield pa.RecordBatch.from_pydict(rows, schema=CELLS)
 
     return run
 
@@ -50,12 +53,17 @@ def spark_counts(loaded, luts: dict[str, np.ndarray], sizes: dict[str, int]) -> 
     """`CubeCounts` over a Spark LoadedTable whose codes `luts` map to the release's."""
     from pyspark.sql import functions as F
 
+    from ..engines.spark.direct import direct_frame
     from ..engines.spark.engine import spark_errors, struct_type
 
     def cubes(sets: list[tuple[str, ...]]) -> dict[tuple[str, ...], np.ndarray]:
-        packed = packed_rows(loaded)
-        rows, packing = packed if packed is not None else (loaded.data, None)
-        cells = per_core(rows).mapInArrow(_cube_cells(sets, luts, sizes, packing), struct_type(CELLS))  # fmt: skip
+        if loaded.direct is not None:  # the tasks read the source: no JVM rows
+            run = _cube_cells(sets, luts, sizes, None)
+            cells = direct_frame(loaded.data.sparkSession, loaded.direct, run, struct_type(CELLS))
+        else:
+            packed = packed_rows(loaded)
+            rows, packing = packed if packed is not None else (loaded.data, None)
+            cells = per_core(rows).mapInArrow(_cube_cells(sets, luts, sizes, packing), struct_type(CELLS))  # fmt: skip
         out = {cols: np.zeros(int(np.prod([sizes[c] for c in cols])), dtype=np.int64) for cols in sets}  # fmt: skip
         with spark_errors("workload counts"):
             # the cells are bounded by the domains, not the rows: summed here rather than

@@ -20,6 +20,7 @@ from ...model import TableSpec
 from ...storage import is_remote
 from ..base import LoadedTable, check_columns, encoding_error, plan_encoding
 from ..files import detect_format
+from .direct import direct_source
 from .session import SparkSettings, get_session
 
 
@@ -291,9 +292,8 @@ class SparkEngine:
         )
         plan, dictionaries, counts = plan_encoding(spec, raw, rows, missing_rows)
         encoded = df.mapInArrow(_encoder(plan), struct_type(plan.schema))
-        return LoadedTable(
-            spec, dictionaries, counts, rows, missing_rows, encoded, source=str(path)
-        )
+        direct = direct_source(path, fmt, plan)
+        return LoadedTable(spec, dictionaries, counts, rows, missing_rows, encoded, str(path), direct)  # fmt: skip
 
     # --- data sets -------------------------------------------------------------
     def code_counts(self, df, dictionaries) -> dict:

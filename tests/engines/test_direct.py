@@ -1,0 +1,92 @@
+"""Tasks that read the source themselves (`engines/spark/direct.py`): the row-group
+splits cover every row group once, and the rows they encode are exactly the load's."""
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from test_engines import ROWS, SPEC, _sorted
+
+from vpub_spark.engines.spark import direct
+from vpub_spark.engines.spark.direct import DirectSource, direct_frame, direct_source
+from vpub_spark.tablespec import table_spec_from_dict
+
+
+def _files(tmp_path, groups_per_file=(3, 1, 4), rows=10) -> str:
+    d = tmp_path / "src"
+    d.mkdir()
+    for i, groups in enumerate(groups_per_file):
+        values = np.arange(groups * rows, dtype=np.int32) + 1000 * i
+        pq.write_table(pa.table({"x": values}), d / f"part-{i}.parquet", row_group_size=rows)
+    return str(d)
+
+
+@pytest.mark.parametrize(("cores", "task_rows"), [(1, 10**9), (2, 10**9), (3, 25), (16, 10**9)])
+def test_splits_cover_every_row_group_once(tmp_path, monkeypatch, cores, task_rows):
+    monkeypatch.setattr(direct, "TASK_ROWS", task_rows)
+    path = _files(tmp_path)
+    splits = DirectSource(path, None).splits(cores)  # type: ignore[arg-type]
+    covered = [(f, g) for f, first, end in splits for g in range(first, end)]
+    every = [(f, g) for f in sorted(str(p) for p in tmp_path.glob("src/*.parquet")) for g in range(pq.read_metadata(f).num_row_groups)]  # fmt: skip
+    assert covered == every  # each once, in order
+    assert len(splits) >= min(cores, len(every))
+    target = -(-80 // max(cores, -(-80 // task_rows)))
+    assert all((end - first) * 10 <= max(target, 10) for _, first, end in splits)
+
+
+@pytest.fixture
+def parquet_dir(tmp_path) -> str:
+    """test_engines' rows in two files, with missing values and untrimmed strings."""
+    d = tmp_path / "pq"
+    d.mkdir()
+    t = pa.Table.from_pandas(ROWS.assign(zipcode=ROWS.zipcode.astype(float)), preserve_index=False)
+    pq.write_table(t.slice(0, 4), d / "a.parquet")
+    pq.write_table(t.slice(4), d / "b.parquet", row_group_size=2)
+    return str(d)
+
+
+def test_only_plain_local_parquet_is_read_directly(tmp_path, parquet_dir):
+    from vpub_spark.encoding import ColumnCodes, EncodingPlan
+    from vpub_spark.engines.inprocess import InProcessEngine
+
+    assert InProcessEngine().load(parquet_dir, SPEC).direct is None  # it holds its rows
+    plan = EncodingPlan((ColumnCodes("t", "t", (), ()),))
+    ROWS.to_csv(tmp_path / "t.csv", index=False)
+    assert direct_source(str(tmp_path / "t.csv"), None, plan) is None
+    stamps = tmp_path / "ts.parquet"
+    pq.write_table(pa.table({"t": pa.array([0, 1], pa.timestamp("us"))}), stamps)
+    assert direct_source(str(stamps), None, plan) is None  # Spark would hand it over as UTC
+    assert direct_source("s3://bucket/data", "parquet", plan) is None
+
+
+@pytest.mark.spark
+def test_direct_rows_are_the_loaded_rows(spark_engine, parquet_dir):
+    """Trimmed strings, floats, and rows with a missing value dropped, as the load does."""
+    loaded = spark_engine.load(parquet_dir, SPEC)
+    assert loaded.direct is not None
+
+    def same(batches):
+        yield from batches
+
+    got = direct_frame(spark_engine.spark, loaded.direct, same, loaded.data.schema).toPandas()
+    assert _sorted(got).equals(_sorted(loaded.data.toPandas()))
+    assert len(got) == 6
+    sample = spark_engine.sample(loaded, 3, 1)
+    assert sample.direct is None  # new rows: read from `data`
+    assert spark_engine.persist(loaded).direct == loaded.direct
+
+
+@pytest.mark.spark
+def test_integer_parquet_reads_directly(spark_engine, tmp_path):
+    spec = table_spec_from_dict({"attributes": [{"name": "a", "kind": "numeric"}, {"name": "b"}]})
+    d = tmp_path / "ints"
+    d.mkdir()
+    frame = pd.DataFrame({"a": np.arange(50, dtype=np.int64) % 7 - 3, "b": np.arange(50) % 4})
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), d / "x.parquet", row_group_size=8)  # fmt: skip
+    loaded = spark_engine.load(str(d), spec)
+    got = direct_frame(
+        spark_engine.spark, loaded.direct, lambda b: b, loaded.data.schema
+    ).toPandas()
+    assert _sorted(got).equals(_sorted(loaded.data.toPandas()))
+    assert loaded.dictionaries["a"].labels == tuple(str(v) for v in range(-3, 4))
