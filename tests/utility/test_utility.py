@@ -280,11 +280,12 @@ def test_workload_by_cubes_equals_drawing_and_counting_one_at_a_time(case, qd, p
 def test_anatomy_marginal_is_its_definition(seed, cols):
     """est(x) = sum_g n_g(x_Q) * c_g(x_S) / |g| (000 §5.1), computed row by row here;
     `AnatomyModel.marginal` answers by sorted packed keys (issue 18). Keys include
-    codes no group holds and repeat."""
+    codes no group holds and repeat; the ST holds suppressed values (-1), which count in
+    |g| and are never asked for."""
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 80))
     qit = pd.DataFrame({"group_id": rng.integers(0, 6, n) * 3 + 5, "a": rng.integers(0, 4, n), "b": rng.integers(0, 3, n)})  # fmt: skip
-    counts = {(g, v): c for g in sorted(set(qit["group_id"])) for v, c in zip(*np.unique(rng.integers(0, 5, int((qit["group_id"] == g).sum())), return_counts=True), strict=True)}  # fmt: skip
+    counts = {(g, v): c for g in sorted(set(qit["group_id"])) for v, c in zip(*np.unique(rng.integers(-1, 5, int((qit["group_id"] == g).sum())), return_counts=True), strict=True)}  # fmt: skip
     st_ = pd.DataFrame([(g, v, c) for (g, v), c in counts.items()], columns=["group_id", "s", "count"])  # fmt: skip
     model = AnatomyModel("t", ("a", "b", "s"), "s", qit, st_)
     k = int(rng.integers(0, 40))

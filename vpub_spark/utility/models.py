@@ -63,7 +63,8 @@ def _pack(codes: Sequence[np.ndarray], radix: Sequence[int], rows: int) -> np.nd
     """Codes of several columns as one int64 per row (mixed radix; no columns: zeros)."""
     key = np.zeros(rows, dtype=np.int64)
     for c, r in zip(codes, radix, strict=True):
-        key = key * r + c
+        key *= r  # in place: no new array per column
+        key += c
     return key
 
 
@@ -125,6 +126,23 @@ class ProjectionModel:
     @classmethod
     def from_parts(cls, entry: dict, parts: Mapping[str, pd.DataFrame], domains) -> ProjectionModel:
         return cls(entry["name"], tuple(entry["attributes"]), to_codes(parts["counts"], domains))
+
+
+def _runs(key: np.ndarray, group: np.ndarray, groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """The distinct (key, group) pairs sorted by key then group, and each one's rows:
+    one sort of key * groups + group when that fits in int64 (10M rows: about 1 s
+    against 3 s for `np.lexsort` of the two), else the lexsort."""
+    if len(key) and float(key.max()) * groups + groups < 2.0**62:
+        both = key * groups + group
+        both.sort()
+        start = np.flatnonzero(np.r_[True, both[1:] != both[:-1]])
+        k, gs = np.divmod(both[start], groups)
+    else:
+        order = np.lexsort((group, key))
+        k, gs = key[order], group[order]
+        start = np.flatnonzero(np.r_[True, (k[1:] != k[:-1]) | (gs[1:] != gs[:-1])])
+        k, gs = k[start], gs[start]
+    return k, gs, np.diff(np.r_[start, len(key)]).astype(float)
 
 
 @dataclass(frozen=True)
@@ -215,13 +233,8 @@ class AnatomyModel:
             radix = [int(c.max()) + 1 for c in codes]
             if any(c.min() < 0 for c in codes) or float(np.prod(np.asarray(radix, float))) >= 2.0**62:  # fmt: skip
                 return None
-            key = _pack(codes, radix, self.rows())
-            g = self.groups.qit
-            order = np.lexsort((g, key))
-            k, gs = key[order], g[order]
-            start = np.flatnonzero(np.r_[True, (k[1:] != k[:-1]) | (gs[1:] != gs[:-1])])
-            n = np.diff(np.r_[start, len(k)]).astype(float)
-            self._sorted_held[tuple(q)] = (radix, k[start], gs[start], n)
+            key, g = _pack(codes, radix, self.rows()), self.groups
+            self._sorted_held[tuple(q)] = (radix, *_runs(key, g.qit, g.count))
         return self._sorted_held[tuple(q)]
 
     def _sorted_marginal(self, keys: pd.DataFrame, q: list[str]) -> np.ndarray | None:
@@ -261,7 +274,7 @@ class AnatomyModel:
         """c_g(s) / |g| sorted by (dense group, s), with each group's first position."""
         g = self.groups
         s, w = self.st[self.sensitive].to_numpy(np.int64), self.st[COUNT].to_numpy(float) / g.size[g.st]  # fmt: skip
-        order = np.lexsort((s, g.st))
+        order = np.argsort(g.st * (int(s.max(initial=0)) + 2) + s + 1, kind="stable")  # s >= -1
         first = np.searchsorted(g.st[order], np.arange(g.count + 1))
         return first, s[order], w[order]
 
@@ -278,7 +291,8 @@ class AnatomyModel:
         kind = np.int8 if held.max(initial=0) <= 127 else np.int32
         group = np.repeat(np.arange(g.count), held)
         table = np.full(g.count * top, -1, kind)
-        table[group * top + values] = np.arange(len(values)) - first[group]
+        known = values >= 0  # a suppressed value (-1) is never asked for
+        table[(group * top + values)[known]] = (np.arange(len(values)) - first[group])[known]
         return table, top
 
     def _share_at(self, group: np.ndarray, s: np.ndarray) -> np.ndarray:

@@ -378,6 +378,8 @@ def _merged_frames(batches, packing: Packing, names: list[str]):
     for b in batches:
         keys += [np.frombuffer(x, np.int64) for x in b.column("keys").to_pylist()]
         counts += [np.frombuffer(x, np.int64) for x in b.column("counts").to_pylist()]
-    key, at = np.unique(np.concatenate(keys), return_inverse=True)
-    count = np.bincount(at, weights=np.concatenate(counts), minlength=len(key)).astype(np.int64)
+    order = np.argsort(np.concatenate(keys), kind="stable")  # sorted runs: merged in O(n)
+    key, count = np.concatenate(keys)[order], np.concatenate(counts)[order]
+    start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, np.int64)  # fmt: skip
+    key, count = key[start], np.add.reduceat(count, start) if len(start) else count
     yield pd.DataFrame(unpacked(key, packing) | {COUNT: count})[names + [COUNT]]
