@@ -287,13 +287,11 @@ def packed_rows(loaded) -> tuple[Any, Packing] | None:
 
 
 def packed(batch, packing: Packing):
-    """An encoded batch's rows packed as `packing` says (NumPy int64)."""
-    import numpy as np
+    """An encoded batch's rows packed as `packing` says (NumPy int64): the mixed radix
+    of `models._pack` over the packing's sizes gives exactly its strides."""
+    from .models import _pack
 
-    key = np.zeros(batch.num_rows, dtype=np.int64)
-    for c, stride in zip(packing.cols, packing.strides, strict=True):
-        key += batch.column(c).to_numpy().astype(np.int64) * stride
-    return key
+    return _pack([batch.column(c).to_numpy() for c in packing.cols], packing.sizes, batch.num_rows)  # fmt: skip
 
 
 def unpacked(key, packing: Packing) -> dict:
