@@ -90,3 +90,33 @@ def test_integer_parquet_reads_directly(spark_engine, tmp_path):
     ).toPandas()
     assert _sorted(got).equals(_sorted(loaded.data.toPandas()))
     assert loaded.dictionaries["a"].labels == tuple(str(v) for v in range(-3, 4))
+
+
+@pytest.mark.parametrize("blob_keys", [1, 3, 1 << 20])
+def test_key_blobs_merge_to_the_distinct_rows(monkeypatch, blob_keys):
+    """`direct_keys`' two halves: every distinct row reaches one reduce partition, in
+    blobs of at most BLOB_KEYS keys, with its counts summed over the map tasks."""
+    from vpub_spark.utility import spark_kl
+    from vpub_spark.utility.spark_kl import Packing, _key_blobs, _merged_frames
+
+    monkeypatch.setattr(spark_kl, "BLOB_KEYS", blob_keys)
+    rng = np.random.default_rng(blob_keys)
+    rows = pd.DataFrame({"a": rng.integers(0, 5, 200), "b": rng.integers(0, 7, 200)}).astype(
+        "int32"
+    )
+    packing, routes = Packing(("a", "b"), (7, 1), (5, 7)), [11, 22, 33]
+    maps = [
+        pa.RecordBatch.from_pandas(half, preserve_index=False) for half in (rows[:120], rows[120:])
+    ]
+    blobs = [b for m in maps for b in _key_blobs(iter([m]), packing, routes)]
+    assert all(len(b.column("keys")[0].as_py()) <= 8 * blob_keys for b in blobs)
+    parts = {}
+    for b in blobs:
+        parts.setdefault(b.column("part")[0].as_py(), []).append(b)
+    assert set(parts) <= set(routes)
+    merged = pd.concat(
+        [f for p in parts.values() for f in _merged_frames(iter(p), packing, ["a", "b"])]
+    )
+    want = rows.value_counts().rename("count").reset_index()
+    got = merged.rename(columns={merged.columns[-1]: "count"}).astype("int64")
+    assert _sorted(got).equals(_sorted(want.astype("int64")))

@@ -171,7 +171,6 @@ def _distinct_frames(batches, packing: Packing | None, names: list[str]):
     packed keys counted here at once (np.unique over the task's keys), or Spark's
     grouped rows chunk by chunk."""
     import numpy as np
-    import pandas as pd
 
     if packing is None:
         for chunk in chunks(batches, CHUNK_ROWS):
@@ -179,7 +178,7 @@ def _distinct_frames(batches, packing: Packing | None, names: list[str]):
         return
     held = [b.column(0).to_numpy() for b in batches]
     key, count = np.unique(np.concatenate(held) if held else np.zeros(0, np.int64), return_counts=True)  # fmt: skip
-    yield pd.DataFrame(unpacked(key, packing) | {COUNT: count})[names + [COUNT]]
+    yield _keyed_frame(key, count, packing, names)
 
 
 def _distinct_sums(path: str, labels: dict[str, list[str]], n: int, frames: Callable):
@@ -359,25 +358,34 @@ def _key_blobs(batches, packing: Packing, routes: list[int]):
     keys, counts = np.unique(np.concatenate(held) if held else np.zeros(0, np.int64), return_counts=True)  # fmt: skip
     with np.errstate(over="ignore"):  # a multiplicative hash, wrapping: the top bits mix all
         part = ((keys.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(33)) % np.uint64(len(routes))  # fmt: skip
-    for p in np.unique(part):
-        at = np.flatnonzero(part == p)
-        for start in range(0, len(at), BLOB_KEYS):
-            chunk = at[start : start + BLOB_KEYS]
-            yield pa.RecordBatch.from_pydict({"part": [routes[int(p)]], "keys": [keys[chunk].tobytes()], "counts": [counts[chunk].astype(np.int64).tobytes()]}, schema=BLOB)  # fmt: skip
+    order = np.argsort(part, kind="stable")  # one pass, not one per partition; keys stay sorted
+    keys, counts = keys[order], counts[order].astype(np.int64)
+    bounds = np.searchsorted(part[order], np.arange(len(routes) + 1))
+    for p, route in enumerate(routes):
+        for start in range(bounds[p], bounds[p + 1], BLOB_KEYS):
+            chunk = slice(start, min(start + BLOB_KEYS, bounds[p + 1]))
+            yield pa.RecordBatch.from_pydict({"part": [route], "keys": [keys[chunk].tobytes()], "counts": [counts[chunk].tobytes()]}, schema=BLOB)  # fmt: skip
 
 
 def _merged_frames(batches, packing: Packing, names: list[str]):
     """A reduce task of `direct_keys`: its partition's keys with their counts summed over
     the map tasks, as one frame of the source's columns and COUNT."""
     import numpy as np
-    import pandas as pd
 
     keys, counts = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
     for b in batches:
         keys += [np.frombuffer(x, np.int64) for x in b.column("keys").to_pylist()]
         counts += [np.frombuffer(x, np.int64) for x in b.column("counts").to_pylist()]
-    order = np.argsort(np.concatenate(keys), kind="stable")  # sorted runs: merged in O(n)
-    key, count = np.concatenate(keys)[order], np.concatenate(counts)[order]
+    key = np.concatenate(keys)
+    order = np.argsort(key, kind="stable")  # sorted runs: merged in O(n)
+    key, count = key[order], np.concatenate(counts)[order]
     start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, np.int64)  # fmt: skip
     key, count = key[start], np.add.reduceat(count, start) if len(start) else count
-    yield pd.DataFrame(unpacked(key, packing) | {COUNT: count})[names + [COUNT]]
+    yield _keyed_frame(key, count, packing, names)
+
+
+def _keyed_frame(key, count, packing: Packing, names: list[str]):
+    """Packed keys and their counts as a frame of the source's columns and COUNT."""
+    import pandas as pd
+
+    return pd.DataFrame(unpacked(key, packing) | {COUNT: count})[names + [COUNT]]

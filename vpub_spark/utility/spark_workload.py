@@ -23,6 +23,11 @@ from .spark_kl import CHUNK_ROWS, KEY, Packing, chunks, packed_rows, per_core, s
 CELLS = pa.schema([("set", pa.int32()), ("cells", pa.binary()), ("n", pa.binary())])
 
 
+def _zero_cubes(sets: list[tuple[str, ...]], sizes: dict[str, int]) -> dict[tuple[str, ...], np.ndarray]:  # fmt: skip
+    """One flat int64 cube of zeros per attribute set."""
+    return {cols: np.zeros(int(np.prod([sizes[c] for c in cols])), np.int64) for cols in sets}
+
+
 def _cube_cells(sets: list[tuple[str, ...]], luts: dict[str, np.ndarray], sizes: dict[str, int], packing: Packing | None):  # fmt: skip
     """mapInArrow over the encoded source: the task's cubes, summed over its chunks of
     rows, then each cube's non-zero cells as one row, with the cells' indexes (int64)
@@ -32,7 +37,7 @@ def _cube_cells(sets: list[tuple[str, ...]], luts: dict[str, np.ndarray], sizes:
     issue 18)."""
 
     def run(batches):
-        held = {cols: np.zeros(int(np.prod([sizes[c] for c in cols])), np.int64) for cols in sets}  # fmt: skip
+        held = _zero_cubes(sets, sizes)
         for chunk in chunks(batches, CHUNK_ROWS):
             codes = {a: chunk.column(a).to_numpy() for a in luts} if packing is None else unpacked(chunk.column(KEY).to_numpy(), packing)  # fmt: skip
             recoded = {a: lut[codes[a]] for a, lut in luts.items()}
@@ -64,7 +69,7 @@ def spark_counts(loaded, luts: dict[str, np.ndarray], sizes: dict[str, int]) -> 
             packed = packed_rows(loaded)
             rows, packing = packed if packed is not None else (loaded.data, None)
             cells = per_core(rows).mapInArrow(_cube_cells(sets, luts, sizes, packing), struct_type(CELLS))  # fmt: skip
-        out = {cols: np.zeros(int(np.prod([sizes[c] for c in cols])), dtype=np.int64) for cols in sets}  # fmt: skip
+        out = _zero_cubes(sets, sizes)
         with spark_errors("workload counts"):
             # the cells are bounded by the domains, not the rows: summed here rather than
             # by a Spark aggregation, which adds a shuffle and a stage (README, issue 18)
