@@ -194,7 +194,9 @@ def test_query_and_utility_commands(tmp_path, capsys):
         )
         == 0
     )
-    assert "KL divergence" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    # engine auto by default: a six-row source fits in process, and the run says so
+    assert "on the inprocess engine (auto: " in out and "KL divergence" in out
     assert main(["query", str(result.path), "--where", "gender = X"]) == 2
 
 

@@ -35,16 +35,21 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def cmd_utility(args: argparse.Namespace) -> int:
-    if args.engine == "spark":  # the source read and counted by Spark
+    from ..engines import choose, make_engine
+    from ..engines.spark.session import SparkSettings
+
+    chosen, settings, why = choose(args.engine, SparkSettings.load(args.spark_conf), args.source)
+    console.print(f"on the {chosen} engine ({why})")
+    if chosen == "spark":  # the source read and counted by Spark
         from ..utility.spark_workload import spark_utility
 
-        engine = engine_of(args)
+        engine = make_engine(chosen, settings)
         with console.status("KL divergence and the workload's exact answers with Spark ..."):
             u = spark_utility(engine, args.release, args.source, args.qd, args.p, max(args.queries, 1), args.seed)  # fmt: skip
     else:
         with console.status("estimating KL divergence and the query workload ..."):
             u = evaluate(args.release, args.source, args.qd, args.p, max(args.queries, 1), args.seed)  # fmt: skip
-    console.print(f"KL divergence: [bold]{u.kl:.4f}[/bold] nats ({u.kl_seconds:.1f} s, {args.engine or 'inprocess'})")  # fmt: skip
+    console.print(f"KL divergence: [bold]{u.kl:.4f}[/bold] nats ({u.kl_seconds:.1f} s, {chosen})")  # fmt: skip
     console.print(
         f"relative error over {u.queries:,} queries (qd = {args.qd}, p = {args.p:.0%}, seed {args.seed}): "
         f"mean [bold]{u.mean_relative_error:.4f}[/bold], median {u.median_relative_error:.4f} "
@@ -212,5 +217,5 @@ def register(sub) -> None:
     ut.add_argument("--p", type=float, default=0.4, help="value percentage (default 0.4)")
     ut.add_argument("--queries", type=int, default=1000)
     ut.add_argument("--seed", type=int, default=0)
-    engine_options(ut)
-    ut.set_defaults(func=cmd_utility, engine="inprocess")
+    engine_options(ut, default="auto")
+    ut.set_defaults(func=cmd_utility)

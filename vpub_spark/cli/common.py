@@ -13,11 +13,13 @@ T = TypeVar("T")
 
 
 def engine_options(p: argparse.ArgumentParser, default: str = "spark") -> None:
+    """--engine and --spark-conf; `auto` is offered when it is the default (`engines.choose`)."""
+    auto = " (auto: in process when the input fits this machine's memory and no cluster is configured)"  # fmt: skip
     p.add_argument(
         "--engine",
-        choices=["spark", "inprocess"],
+        choices=(["auto"] if default == "auto" else []) + ["spark", "inprocess"],
         default=default,
-        help=f"execution engine (default: {default})",
+        help=f"execution engine (default: {default})" + (auto if default == "auto" else ""),
     )
     p.add_argument(
         "--spark-conf", default=None, help="Spark settings YAML (default: local[*], 4g driver)"

@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PrivacyError
+from .arrays import distinct
 
 
 def check_m_eligible(
@@ -207,11 +208,13 @@ def assign_buckets(
 
 
 def signatures(bucket: np.ndarray, sensitive: np.ndarray) -> dict[int, tuple[int, ...]]:
-    """Each bucket's (or group's) signature: its sorted distinct sensitive values."""
-    pairs = np.unique(np.stack([bucket, sensitive], axis=1), axis=0)
+    """Each bucket's (or group's) signature: its sorted distinct sensitive values
+    (codes >= 0; buckets may be negative)."""
+    width = int(np.max(sensitive, initial=0)) + 1
+    pairs = distinct(np.asarray(bucket, np.int64) * width + sensitive)  # (bucket, value) sorted
     out: dict[int, list[int]] = {}
-    for b, v in pairs:
-        out.setdefault(int(b), []).append(int(v))
+    for b, v in zip((pairs // width).tolist(), (pairs % width).tolist(), strict=True):
+        out.setdefault(b, []).append(v)
     return {b: tuple(v) for b, v in out.items()}
 
 
@@ -252,7 +255,7 @@ def place_leftovers(
         ids, lo, hi = _boxes(pts[members], bucket[members])
         b_sub = np.zeros(len(ids), dtype=np.int64)
         b_sub[np.searchsorted(ids, bucket[members])] = sub[members]
-        has = np.unique(bucket[members] * width + sensitive[members])
+        has = distinct(bucket[members] * width + sensitive[members])
         pair = pd.DataFrame({"i": np.arange(len(rows)), "sub": sub[rows]}).merge(
             pd.DataFrame({"b": np.arange(len(ids)), "sub": b_sub}), on="sub"
         )

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .arrays import distinct
+
 
 @dataclass(frozen=True)
 class Query:
@@ -103,7 +105,7 @@ def signature_buckets(bucket: np.ndarray, sensitive: np.ndarray) -> np.ndarray:
     _, b = np.unique(bucket, return_inverse=True)
     b = b.reshape(-1)
     width = int(sensitive.max(initial=0)) + 1
-    cells = np.unique(b.astype(np.int64) * width + sensitive)
+    cells = distinct(b.astype(np.int64) * width + sensitive)
     owner, value = cells // width, cells % width
     bits = np.zeros((int(b.max(initial=-1)) + 1, (width + 63) // 64), dtype=np.uint64)
     np.bitwise_or.at(bits, (owner, value // 64), np.left_shift(np.uint64(1), (value % 64).astype(np.uint64)))  # fmt: skip
@@ -211,7 +213,7 @@ def a_decompose(bucket: np.ndarray, sensitive: np.ndarray, qi_ok: np.ndarray) ->
     start = np.maximum.accumulate(np.where(first, np.arange(n), 0))
     rank = np.empty(n, dtype=np.int64)
     rank[order] = np.arange(n) - start  # the tuple's place among its bucket's tuples of v
-    values_per_bucket = np.bincount(np.unique(key) // width, minlength=b.max(initial=-1) + 1)  # |K|
+    values_per_bucket = np.bincount(distinct(key) // width, minlength=b.max(initial=-1) + 1)  # |K|
     groups = np.bincount(b) // np.maximum(values_per_bucket, 1)  # |B| / |K| (Lemma 5)
     offset = np.concatenate([[0], np.cumsum(groups)[:-1]])
     return offset[b] + rank

@@ -56,6 +56,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import SpecError
+from .arrays import distinct
 from .minvariance import assign_buckets, check_m_eligible
 
 ALGORITHMS = ("rda", "gda", "ria")
@@ -242,7 +243,7 @@ def _first_in_segment(left, s, seg, group, members, least) -> np.ndarray:
     who = np.repeat(np.arange(len(left)), count)
     pos = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count) + np.repeat(lo, count)
     g = order[pos]
-    cells = np.unique(group[group >= 0] * width + s[group >= 0])
+    cells = distinct(group[group >= 0] * width + s[group >= 0])
     ok = ~np.isin(g * width + s[left[who]], cells)
     score = np.where(ok, least[g], np.inf)
     best = np.full(len(left), -1, dtype=np.int64)

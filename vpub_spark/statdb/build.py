@@ -13,12 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pyarrow.parquet as pq
 
 from ..config import PublishConfig, resolve_table
 from ..engines.base import Engine
 from ..errors import SpecError
+from ..kernels.arrays import distinct
 from ..kernels.minvariance import check_m_eligible_counts
 from ..kernels.partitioning import fingerprint
 from ..publish.marginals import MarginalsJob, plan_marginal_chunks, qi_of
@@ -103,7 +103,7 @@ def build_store(cfg: PublishConfig, engine: Engine, observer=None) -> Built:
             ids = [
                 pq.read_table(f, columns=[BUCKET])[BUCKET].to_numpy() for f in bucket_files(store)
             ]
-            buckets = sum(len(np.unique(i)) for i in ids)
+            buckets = sum(len(distinct(i)) for i in ids)
         finally:
             engine.unpersist(loaded)
     return Built(state, loaded.rows, buckets, chunks.parts, dict(step.timings))

@@ -225,8 +225,6 @@ def broadcast_kl(engine, release: Release, loaded) -> float:
     1M `sal` source (998,808 distinct rows of 1M): 4.55 s as two jobs (Spark's entropy,
     then a Python pass over all rows), 2.5 s grouped by Spark's aggregate, less by
     `distinct_rows`' shuffle of packed keys (README, issue 18)."""
-    from pyspark.sql import functions as F
-
     from ..engines.spark.engine import spark_errors, struct_type
 
     labels = {a: list(loaded.dictionaries[a].labels) for a in loaded.names}
@@ -239,8 +237,10 @@ def broadcast_kl(engine, release: Release, loaded) -> float:
         frames = partial(_distinct_frames, packing=packing, names=names)
     sums = rows.mapInArrow(_distinct_sums(str(release.path), labels, loaded.rows, frames), struct_type(SUMS))  # fmt: skip
     with spark_errors("KL divergence"):
-        entropy, log_sum = sums.agg(F.sum("entropy"), F.sum("log_p")).collect()[0]
-    return float(entropy or 0.0) - float(log_sum or 0.0) / float(loaded.rows)
+        # one row per task, summed here: Spark's aggregate ran one more job (about 0.1 s)
+        parts = sums.collect()
+    entropy, log_sum = sum(r.entropy for r in parts), sum(r.log_p for r in parts)
+    return float(entropy) - float(log_sum) / float(loaded.rows)
 
 
 @dataclass(frozen=True)
@@ -388,4 +388,6 @@ def _keyed_frame(key, count, packing: Packing, names: list[str]):
     """Packed keys and their counts as a frame of the source's columns and COUNT."""
     import pandas as pd
 
-    return pd.DataFrame(unpacked(key, packing) | {COUNT: count})[names + [COUNT]]
+    cols = unpacked(key, packing)  # in the source's order (no reordering copy), and
+    # framed as they are (copy=False: not copied again into one block; 0.47 s for 5M rows)
+    return pd.DataFrame({n: cols[n] for n in names} | {COUNT: count}, copy=False)
