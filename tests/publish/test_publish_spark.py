@@ -66,7 +66,15 @@ def test_spark_kl_equals_inprocess_kl(spark_engine, sal, tmp_path):
         terms = one_pass_terms(rel, loaded)
         assert terms is not None  # the one-shuffle form applies
         assert loaded.direct is not None  # broadcast_kl's tasks read the source themselves
-        got = [one_pass_kl(spark_engine, rel, loaded, terms)] + [kl(spark_engine, rel, loaded) for kl in (broadcast_kl, per_term_kl)]  # fmt: skip
+        sc = spark_engine.spark.sparkContext
+        sc.setJobGroup(f"kl-{method}", "the KL's Spark jobs", False)
+        try:
+            broadcast = broadcast_kl(spark_engine, rel, loaded)
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", None)
+        # one pass: the map stage and the reduce stage (a job each under AQE), no more
+        assert 0 < len(sc.statusTracker().getJobIdsForGroup(f"kl-{method}")) <= 2
+        got = [one_pass_kl(spark_engine, rel, loaded, terms), broadcast, per_term_kl(spark_engine, rel, loaded)]  # fmt: skip
         assert got == pytest.approx([expected] * 3, rel=1e-9, abs=1e-9)
 
 
