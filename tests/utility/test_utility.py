@@ -305,3 +305,36 @@ def test_anatomy_marginal_is_its_definition(seed, cols):
         patch.setattr(models, "PAIRS", int(rng.integers(1, 5)))
         patch.setattr(models, "DENSE_SHARES", 0)  # the search within groups
         assert np.allclose(AnatomyModel("t", ("a", "b", "s"), "s", qit, st_).marginal(keys), want)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    sets=st.lists(
+        st.lists(st.sampled_from("abcde"), min_size=0, max_size=4, unique=True),
+        min_size=1,
+        max_size=8,
+    ),  # fmt: skip
+    budget=st.sampled_from([1, 8, 60, 10**6]),
+)
+def test_cubes_summed_down_from_covers_equal_each_sets_own_cube(seed, sets, budget):
+    """`queries.cubes` counts the rows into `covers`' larger cubes and sums them down;
+    each set's cube (in the set's own attribute order) equals `cube` counted directly,
+    and every set lies in exactly the cover that answers it, within the budget unless it
+    is over the budget itself."""
+    rng = np.random.default_rng(seed)
+    sizes = dict(zip("abcde", rng.integers(1, 5, 5).tolist(), strict=True))
+    n = int(rng.integers(0, 50))
+    frame = pd.DataFrame({a: rng.integers(0, d, n) for a, d in sizes.items()})
+    wanted = [tuple(s) for s in sets]
+    found = queries.covers(wanted, sizes, budget)
+    assert sorted(s for held in found.values() for s in held) == sorted(set(wanted))
+    for cover, held in found.items():
+        cells = int(np.prod([sizes[a] for a in cover]))
+        assert all(set(s) <= set(cover) for s in held)
+        assert cells <= budget or any(set(s) == set(cover) for s in held)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(queries.covers, "__defaults__", (budget,))
+        got = queries.cubes(frame, wanted, sizes)
+    for s in wanted:
+        np.testing.assert_array_equal(got[s], queries.cube(frame, s, sizes))

@@ -221,9 +221,14 @@ def _median(runs) -> dict:
 def bench_kl(bench: BenchKl) -> dict:
     """The source is read once per engine, outside the timed runs; the workloads of both
     engines are checked equal. In process, the KL is timed with the release's models
-    built before (as `vpub utility` times it) and with the release read inside the
-    timer, as every Spark task reads it."""
+    built before (as `vpub utility` times it), with the release read inside the timer,
+    as every Spark task reads it, and with the source read too; the workload with the
+    source held and read: the Spark tasks read the source themselves
+    (`engines/spark/direct.py`), so the runs that read it are their like."""
+    from ..engines.inprocess import InProcessEngine
     from ..release.reader import open_release
+    from ..tablespec import table_spec_from_dict
+    from ..utility.codes import source_codes
     from ..utility.evaluate import load_release_and_source
     from ..utility.kl import kl_divergence
     from ..utility.queries import workload
@@ -236,11 +241,24 @@ def bench_kl(bench: BenchKl) -> dict:
     def kl_reading_the_release() -> float:  # as each Spark task does
         return kl_divergence(release_models(open_release(bench.release))[0], src, domains)
 
+    def read_source():  # the source alone, read and coded
+        spec = table_spec_from_dict(open_release(bench.release).manifest["source"]["table_spec"])
+        return source_codes(InProcessEngine().load(bench.source, spec), domains)
+
+    def kl_reading_both() -> float:  # the whole of one `vpub utility` KL in process
+        _, fresh, _, source = load_release_and_source(bench.release, bench.source)
+        return kl_divergence(fresh, source, domains)
+
+    def answers(source) -> list[int]:
+        return _answers(workload(source, domains, bench.qd, bench.p, bench.queries, bench.seed))
+
     runs: dict[str, Callable[[], object]] = {
         "kl in process": lambda: kl_divergence(models, src, domains),
         "kl in process, release read too": kl_reading_the_release,
+        "kl in process, release and source read too": kl_reading_both,
+        "workload in process": lambda: answers(src),
+        "workload in process, source read too": lambda: answers(read_source()),
     }
-    runs["workload in process"] = lambda: _answers(workload(src, domains, bench.qd, bench.p, bench.queries, bench.seed))  # fmt: skip
     if "inprocess" in bench.engines:
         results |= {
             name: _median([timed(run) for _ in range(bench.repeat)]) for name, run in runs.items()

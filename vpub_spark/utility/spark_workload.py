@@ -16,7 +16,7 @@ from ..release.reader import open_release
 from ..tablespec import table_spec_from_dict
 from .codes import Query, recoding
 from .evaluate import Utility
-from .queries import CubeCounts, cube, draw_workload, relative_errors
+from .queries import CubeCounts, cubes, draw_workload, relative_errors
 from .release_models import release_models
 from .spark_kl import CHUNK_ROWS, KEY, Packing, chunks, packed_rows, per_core, spark_kl, unpacked
 
@@ -41,8 +41,8 @@ def _cube_cells(sets: list[tuple[str, ...]], luts: dict[str, np.ndarray], sizes:
         for chunk in chunks(batches, CHUNK_ROWS):
             codes = {a: chunk.column(a).to_numpy() for a in luts} if packing is None else unpacked(chunk.column(KEY).to_numpy(), packing)  # fmt: skip
             recoded = {a: lut[codes[a]] for a, lut in luts.items()}
-            for cols in sets:
-                held[cols] += cube(recoded, cols, sizes).ravel()
+            for cols, counted in cubes(recoded, sets, sizes).items():
+                held[cols] += counted.ravel()
         rows: dict[str, list] = {"set": [], "cells": [], "n": []}
         for i, cols in enumerate(sets):
             cells = np.flatnonzero(held[cols])
