@@ -105,3 +105,35 @@ def test_integer_columns_encode_as_their_strings(values, extra_raw, kind):
     as_text = pa.RecordBatch.from_arrays([pa.array(values, kind).cast(pa.string())], names=["x"])
     plan = EncodingPlan((cc,))
     assert encode_batch(as_int, plan).equals(encode_batch(as_text, plan))
+
+
+@given(
+    st.lists(
+        st.one_of(st.integers(-300, 300), st.integers(-(2**31), 2**31 - 1), st.none()),
+        min_size=1,
+        max_size=40,
+    ),
+    st.lists(
+        st.one_of(
+            st.integers(-300, 300).map(str),
+            st.sampled_from(["?", "", "007", "-0", "+5", " 5", "x"]),
+        ),
+        max_size=4,
+    ),  # fmt: skip
+    st.sampled_from([pa.int8(), pa.int32(), pa.int64(), pa.uint16()]),
+)
+@settings(max_examples=150, deadline=None)
+def test_integer_columns_count_as_their_strings(values, missing, kind):
+    """`raw_value_counts` counts an integer column as integers: the same raw values,
+    counts, rows and missing rows as the column cast to strings (missing-value tokens
+    that are integers' canonical decimals match those integers, no other token does)."""
+    from vpub_spark.encoding import raw_value_counts
+
+    info = np.iinfo(kind.to_pandas_dtype())
+    values = [v if v is None or info.min <= v <= info.max else None for v in values]
+    spec = TableSpec((Attribute("x"), Attribute("y")), missing_values=tuple(missing))
+    ints = pa.array(values, kind)
+    other = pa.array([str(i % 3) for i in range(len(values))], pa.string())
+    as_int = pa.table({"x": ints, "y": other})
+    as_text = pa.table({"x": ints.cast(pa.string()), "y": other})
+    assert raw_value_counts(as_int, spec) == raw_value_counts(as_text, spec)

@@ -71,7 +71,8 @@ def recoding(loaded, domains: Mapping[str, Sequence[str]]) -> dict[str, np.ndarr
 
 def source_codes(loaded, domains: Mapping[str, Sequence[str]]) -> pd.DataFrame:
     """A loaded source table (its own codes) recoded into a release's code space."""
-    return pd.DataFrame({a: lut[loaded.data[a].to_numpy()] for a, lut in recoding(loaded, domains).items()})  # fmt: skip
+    # new arrays, framed as they are (copy=False: not copied again into one block)
+    return pd.DataFrame({a: lut[loaded.data[a].to_numpy()] for a, lut in recoding(loaded, domains).items()}, copy=False)  # fmt: skip
 
 
 def mask(frame: pd.DataFrame, query: Query) -> np.ndarray:
