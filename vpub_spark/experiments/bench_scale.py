@@ -225,11 +225,8 @@ def bench_kl(bench: BenchKl) -> dict:
     as every Spark task reads it, and with the source read too; the workload with the
     source held and read: the Spark tasks read the source themselves
     (`engines/spark/direct.py`), so the runs that read it are their like."""
-    from ..engines.inprocess import InProcessEngine
     from ..release.reader import open_release
-    from ..tablespec import table_spec_from_dict
-    from ..utility.codes import source_codes
-    from ..utility.evaluate import load_release_and_source
+    from ..utility.evaluate import load_release_and_source, load_source
     from ..utility.kl import kl_divergence
     from ..utility.queries import workload
     from ..utility.release_models import release_models
@@ -242,8 +239,7 @@ def bench_kl(bench: BenchKl) -> dict:
         return kl_divergence(release_models(open_release(bench.release))[0], src, domains)
 
     def read_source():  # the source alone, read and coded
-        spec = table_spec_from_dict(open_release(bench.release).manifest["source"]["table_spec"])
-        return source_codes(InProcessEngine().load(bench.source, spec), domains)
+        return load_source(open_release(bench.release), bench.source, domains)[1]
 
     def kl_reading_both() -> float:  # the whole of one `vpub utility` KL in process
         _, fresh, _, source = load_release_and_source(bench.release, bench.source)

@@ -32,13 +32,20 @@ class Utility:
 def load_release_and_source(release: str, source: str):
     rel = open_release(release)
     models, domains = release_models(rel)
+    domains, codes = load_source(rel, source, domains)
+    return rel, models, domains, codes
+
+
+def load_source(rel, source: str, domains: dict[str, list[str]]):
+    """The source, loaded in process and coded in the release's code space (`domains`;
+    attributes no table publishes, in a marginal release, are uniform over the source's
+    labels, added to the domains returned)."""
     loaded = InProcessEngine().load(
         source, table_spec_from_dict(rel.manifest["source"]["table_spec"])
     )
-    # attributes no table publishes (a marginal release) are uniform over the source's domain
     unpublished = {a: list(loaded.dictionaries[a].labels) for a in loaded.names if a not in domains}
     domains = domains | unpublished
-    return rel, models, domains, source_codes(loaded, domains)
+    return domains, source_codes(loaded, domains)
 
 
 def evaluate(

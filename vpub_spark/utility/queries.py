@@ -265,11 +265,12 @@ def covers(sets: Sequence[tuple[str, ...]], sizes: Mapping[str, int], budget: in
             continue
         grown, open_ = set(s), [set(x) for x in order if not any(set(x) <= c for c in found)]
         while True:
-            gains = [(sum(x <= grown | {a} and not x <= grown for x in open_), -cells(grown | {a}), a) for a in sorted({a for x in open_ for a in x} - grown) if cells(grown | {a}) <= budget]  # fmt: skip
-            best = max(gains, default=None)
-            if best is None or best[0] == 0:
+            fits = [a for a in sorted({a for x in open_ for a in x} - grown) if cells(grown | {a}) <= budget]  # fmt: skip
+            gain = {a: sum(x <= grown | {a} and not x <= grown for x in open_) for a in fits}
+            best = max(fits, key=lambda a: (gain[a], -cells(grown | {a}), a), default=None)
+            if best is None or gain[best] == 0:
                 break
-            grown.add(best[2])
+            grown.add(best)
         found.append(grown)
     out: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
     for s in order:
@@ -281,7 +282,8 @@ def covers(sets: Sequence[tuple[str, ...]], sizes: Mapping[str, int], budget: in
 def cubes(frame: pd.DataFrame | Mapping[str, np.ndarray], sets: Sequence[tuple[str, ...]], sizes: Mapping[str, int]) -> dict[tuple[str, ...], np.ndarray]:  # fmt: skip
     """The contingency cube (`cube`) of each of `sets`: the rows are counted into
     `covers`' fewer, larger cubes, each then summed down to the sets it holds. On the
-    10M `sal` source, 1,000 queries of 3 attributes need 56 cubes: ... (issue 18)."""
+    10M `sal` source, 1,000 queries of 3 attributes need 56 cubes, held by 13 covers:
+    the in-process workload took 1.31 s against 3.64 s (README, issue 18)."""
     out: dict[tuple[str, ...], np.ndarray] = {}
     for cover, held in covers(sets, sizes).items():
         whole = cube(frame, cover, sizes)
