@@ -9,7 +9,8 @@ import pytest
 from test_engines import ROWS, SPEC, _sorted
 
 from vpub_spark.engines.spark import direct
-from vpub_spark.engines.spark.direct import DirectSource, direct_frame, direct_source
+from vpub_spark.engines.spark.direct import DirectSource, direct_frame, direct_source, item_frame
+from vpub_spark.engines.spark.engine import struct_type
 from vpub_spark.tablespec import table_spec_from_dict
 
 
@@ -96,6 +97,7 @@ def test_integer_parquet_reads_directly(spark_engine, tmp_path):
 def test_key_blobs_merge_to_the_distinct_rows(monkeypatch, blob_keys):
     """`direct_keys`' two halves: every distinct row reaches one reduce partition, in
     blobs of at most BLOB_KEYS keys, with its counts summed over the map tasks."""
+    from vpub_spark.kernels.arrays import unpack_sorted
     from vpub_spark.utility import spark_kl
     from vpub_spark.utility.spark_kl import Packing, _key_blobs, _merged_frames
 
@@ -109,7 +111,7 @@ def test_key_blobs_merge_to_the_distinct_rows(monkeypatch, blob_keys):
         pa.RecordBatch.from_pandas(half, preserve_index=False) for half in (rows[:120], rows[120:])
     ]
     blobs = [b for m in maps for b in _key_blobs(iter([m]), packing, routes)]
-    assert all(len(b.column("keys")[0].as_py()) <= 8 * blob_keys for b in blobs)
+    assert all(len(unpack_sorted(b.column("keys")[0].as_py())) <= blob_keys for b in blobs)
     parts = {}
     for b in blobs:
         parts.setdefault(b.column("part")[0].as_py(), []).append(b)
@@ -120,3 +122,23 @@ def test_key_blobs_merge_to_the_distinct_rows(monkeypatch, blob_keys):
     want = rows.value_counts().rename("count").reset_index()
     got = merged.rename(columns={merged.columns[-1]: "count"}).astype("int64")
     assert _sorted(got).equals(_sorted(want.astype("int64")))
+
+
+@pytest.mark.parametrize("items", [[("a", 1), ("b", 2), ("c", 3)], [("only", 7)], []])
+def test_item_frame_runs_one_task_per_item(spark_engine, items):
+    """Each item reaches exactly one task, alone and as one batch with its columns
+    named; no items, no rows."""
+    schema = pa.schema([("task", pa.int64()), ("name", pa.string()), ("n", pa.int64()), ("batches", pa.int64())])  # fmt: skip
+
+    def seen(batches):  # a task's items, one row each, with the task's partition id
+        from pyspark import TaskContext
+
+        got = list(batches)
+        rows = [{"name": b.column(0)[i].as_py(), "n": b.column(1)[i].as_py()} for b in got for i in range(b.num_rows)]  # fmt: skip
+        task = {"task": TaskContext.get().partitionId(), "batches": len(got)}
+        yield pa.RecordBatch.from_pylist([task | r for r in rows], schema=schema)
+
+    got = item_frame(spark_engine.spark, items, ("name", "n"), seen, struct_type(schema)).toPandas()
+    assert len(got) == len(items)
+    assert sorted(zip(got["name"], got["n"], strict=True)) == sorted(items)
+    assert got["task"].is_unique and set(got["batches"]) <= {1}

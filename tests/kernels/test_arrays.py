@@ -1,9 +1,16 @@
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from vpub_spark.kernels.arrays import distinct
+from vpub_spark.kernels.arrays import (
+    distinct,
+    pack_counts,
+    pack_sorted,
+    unpack_counts,
+    unpack_sorted,
+)
 from vpub_spark.kernels.minvariance import signatures
 
 
@@ -22,3 +29,31 @@ def test_signatures_are_each_buckets_sorted_values(pairs):
     for b, s in pairs:
         want.setdefault(b, set()).add(s)
     assert signatures(bucket, sensitive) == {b: tuple(sorted(v)) for b, v in want.items()}
+
+
+TOPS = st.sampled_from([1, 255, 256, 65_535, 65_536, 2**32 - 1, 2**32, 2**62])
+
+
+@given(st.data(), TOPS)
+def test_packed_counts_come_back_exactly(data, top):
+    """Every width: the values at each unsigned type's bounds come back, as int64."""
+    values = data.draw(hnp.arrays(np.int64, st.integers(0, 300), elements=st.integers(0, top)))
+    got = unpack_counts(pack_counts(values))
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, values)
+
+
+@given(st.data(), TOPS)
+def test_packed_sorted_keys_come_back_exactly(data, top):
+    keys = np.sort(data.draw(hnp.arrays(np.int64, st.integers(0, 300), elements=st.integers(0, top))))  # fmt: skip
+    np.testing.assert_array_equal(unpack_sorted(pack_sorted(keys)), keys)
+
+
+def test_packing_is_compact_and_refuses_what_it_cannot_hold():
+    counts = np.zeros(1_000_000, np.int64)
+    counts[::7] = 300  # two bytes each, mostly zeros
+    assert len(pack_counts(counts)) < counts.nbytes // 50
+    with pytest.raises(ValueError, match="non-negative"):
+        pack_counts(np.array([3, -1]))
+    with pytest.raises(ValueError, match="non-negative"):
+        pack_sorted(np.array([5, 2]))  # not sorted: a negative gap

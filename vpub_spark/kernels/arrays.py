@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
+import pyarrow as pa
 
 
 def distinct(values: np.ndarray) -> np.ndarray:
@@ -17,3 +20,41 @@ def distinct(values: np.ndarray) -> np.ndarray:
     keep[0] = True
     np.not_equal(s[1:], s[:-1], out=keep[1:])
     return s[keep]
+
+
+_HEADER = struct.Struct("<3sQ")  # the values' NumPy type (e.g. "<u2") and their number
+
+
+def pack_counts(values: np.ndarray) -> bytes:
+    """Non-negative integers as compact bytes for a task's result (`unpack_counts`): in
+    the narrowest unsigned type that holds them, compressed by zstd. A workload task's
+    cubes (1.1M cells, 42% non-zero at 1M `sal` rows) took 7.4 MB as int64 cell indexes
+    and counts, and 0.83 MB so; moving those bytes from the task to the driver took
+    about half of its job (README, issue 18)."""
+    v = np.asarray(values).ravel()
+    if len(v) and int(v.min()) < 0:
+        raise ValueError("pack_counts takes non-negative integers")
+    top = int(v.max()) if len(v) else 0
+    dtype = next(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64) if top <= np.iinfo(t).max)  # fmt: skip
+    raw = v.astype(dtype, copy=False).tobytes()
+    return _HEADER.pack(dtype.str.encode(), len(v)) + pa.compress(raw, codec="zstd", asbytes=True)
+
+
+def unpack_counts(blob: bytes) -> np.ndarray:
+    """The int64 values `pack_counts` packed."""
+    code, n = _HEADER.unpack_from(blob)
+    dtype = np.dtype(code.decode())
+    raw = pa.decompress(memoryview(blob)[_HEADER.size :], n * dtype.itemsize, codec="zstd", asbytes=True)  # fmt: skip
+    return np.frombuffer(raw, dtype).astype(np.int64)
+
+
+def pack_sorted(keys: np.ndarray) -> bytes:
+    """Sorted non-negative integers as compact bytes (`unpack_sorted`): their gaps, by
+    `pack_counts`. Half of the 1M `sal` source's distinct packed keys and their counts
+    took 8.0 MB as int64, 1.2 MB so (README, issue 18)."""
+    return pack_counts(np.diff(np.asarray(keys).ravel(), prepend=0))
+
+
+def unpack_sorted(blob: bytes) -> np.ndarray:
+    """The int64 values `pack_sorted` packed."""
+    return np.cumsum(unpack_counts(blob))

@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..kernels.arrays import pack_counts, pack_sorted, unpack_counts, unpack_sorted
 from ..release.layout import COUNT, GROUP
 from ..release.reader import Release
 from .junction import log_terms
@@ -331,7 +332,7 @@ def source_entropy(loaded) -> float:
 
 BLOB = pa.schema([("part", pa.int64()), ("keys", pa.binary()), ("counts", pa.binary())])
 BLOB_KEYS = 1 << 20
-"""Keys per row of `direct_keys`' shuffle (8 MB of int64)."""
+"""Keys per row of `direct_keys`' shuffle (8 MB of int64 before `pack_sorted`)."""
 
 
 def direct_keys(engine, loaded, packing: Packing):
@@ -351,7 +352,9 @@ def direct_keys(engine, loaded, packing: Packing):
 
 
 def _key_blobs(batches, packing: Packing, routes: list[int]):
-    """In a task: its rows' distinct keys and counts, as BLOB rows per reduce partition."""
+    """In a task: its rows' distinct keys and counts, as BLOB rows per reduce partition,
+    packed (`pack_sorted`, `pack_counts`): at 1M source rows a map task's 8.0 MB of
+    int64 keys and counts shuffle as 1.2 MB."""
     import numpy as np
 
     held = [packed(b, packing) for b in batches]
@@ -364,7 +367,7 @@ def _key_blobs(batches, packing: Packing, routes: list[int]):
     for p, route in enumerate(routes):
         for start in range(bounds[p], bounds[p + 1], BLOB_KEYS):
             chunk = slice(start, min(start + BLOB_KEYS, bounds[p + 1]))
-            yield pa.RecordBatch.from_pydict({"part": [route], "keys": [keys[chunk].tobytes()], "counts": [counts[chunk].tobytes()]}, schema=BLOB)  # fmt: skip
+            yield pa.RecordBatch.from_pydict({"part": [route], "keys": [pack_sorted(keys[chunk])], "counts": [pack_counts(counts[chunk])]}, schema=BLOB)  # fmt: skip
 
 
 def _merged_frames(batches, packing: Packing, names: list[str]):
@@ -374,8 +377,8 @@ def _merged_frames(batches, packing: Packing, names: list[str]):
 
     keys, counts = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
     for b in batches:
-        keys += [np.frombuffer(x, np.int64) for x in b.column("keys").to_pylist()]
-        counts += [np.frombuffer(x, np.int64) for x in b.column("counts").to_pylist()]
+        keys += [unpack_sorted(x) for x in b.column("keys").to_pylist()]
+        counts += [unpack_counts(x) for x in b.column("counts").to_pylist()]
     key = np.concatenate(keys)
     order = np.argsort(key, kind="stable")  # sorted runs: merged in O(n)
     key, count = key[order], np.concatenate(counts)[order]

@@ -97,15 +97,15 @@ def source_partials(terms: list[Term]):
 
 
 def release_partials(path: str, terms: list[Term], labels: dict[str, list[str]]):
-    """mapInPandas over (table, file) units: each file set's estimates per term, by the
-    table kind's own estimate model (`estimates`) on that file set's parts."""
+    """A task of (table, file) units (`item_frame`): each file set's estimates per term,
+    by the table kind's own estimate model (`estimates`) on that file set's parts."""
     from ..release.reader import open_release
 
-    def run(frames):
+    def run(batches):
         rel = open_release(path)
-        for todo in frames:
+        for todo in batches:
             out = [SCHEMA.empty_table().to_pandas()]
-            for table, file in zip(todo["table"], todo["file"], strict=True):
+            for table, file in zip(todo.column("table").to_pylist(), todo.column("file").to_pylist(), strict=True):  # fmt: skip
                 entry = rel.tables[table]
                 parts = {p: pq.read_table(rel.part_dir(entry["name"], p) / file).to_pandas() for p in entry["parts"]}  # fmt: skip
                 model = table_kind(entry["kind"]).model(entry, parts, labels)  # in source codes
@@ -114,7 +114,8 @@ def release_partials(path: str, terms: list[Term], labels: dict[str, list[str]])
                     if t.table == table:
                         est = model.estimates(list(t.cols))
                         out.append(_rows(i, _keys(est, t), np.zeros(len(est)), est[EST].to_numpy(np.float64)))  # fmt: skip
-            yield pd.concat([o for o in out if len(o)] or out[:1], ignore_index=True)
+            frame = pd.concat([o for o in out if len(o)] or out[:1], ignore_index=True)
+            yield pa.RecordBatch.from_pandas(frame, schema=SCHEMA, preserve_index=False)
 
     return run
 
@@ -131,14 +132,15 @@ def one_pass_kl(engine, release: Release, loaded, terms: list[Term]) -> float:
     """The KL divergence in one shuffle (see the module docstring)."""
     from pyspark.sql import functions as F
 
+    from ..engines.spark.direct import item_frame
     from ..engines.spark.engine import spark_errors, struct_type
 
     spark, n = engine.spark, float(loaded.rows)
     labels = {a: list(loaded.dictionaries[a].labels) for a in loaded.names}
     units = _units(release)
-    unit_df = spark.createDataFrame(spark.sparkContext.parallelize(units, max(1, len(units))), "table int, file string")  # fmt: skip
     shape = struct_type(SCHEMA)
-    rows = loaded.data.mapInArrow(source_partials(terms), shape).unionByName(unit_df.mapInPandas(release_partials(str(release.path), terms, labels), shape))  # fmt: skip
+    estimates = item_frame(spark, units, ("table", "file"), release_partials(str(release.path), terms, labels), shape)  # fmt: skip
+    rows = loaded.data.mapInArrow(source_partials(terms), shape).unionByName(estimates)
     per_key = rows.groupBy("term", "key").agg(F.sum("src").alias("src"), F.sum("est").alias("est"))
     entropy = F.col("term") == 0
     x = F.when(entropy, F.col("src")).otherwise(F.col("est"))

@@ -165,8 +165,9 @@ def csv_header(path: Path, encoding: str) -> list[str] | None:
 
 def _frame(spark, files: list[str], read, schema: pa.Schema):
     """A DataFrame of the objects `files`, one task per file running `read`."""
-    names = spark.createDataFrame(spark.sparkContext.parallelize([(f,) for f in files], len(files)), "file string")  # fmt: skip
-    return names.mapInArrow(read, struct_type(schema))
+    from .direct import item_frame
+
+    return item_frame(spark, [(f,) for f in files], ("file",), read, struct_type(schema))
 
 
 def store_frame(spark, files: list[str], columns: list[str] | None = None, check=None):
