@@ -338,3 +338,40 @@ def test_cubes_summed_down_from_covers_equal_each_sets_own_cube(seed, sets, budg
         got = queries.cubes(frame, wanted, sizes)
     for s in wanted:
         np.testing.assert_array_equal(got[s], queries.cube(frame, s, sizes))
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 10**6), cube_cells=st.sampled_from([1, 1 << 22]), cover_cells=st.sampled_from([1, 30, 1 << 20]))  # fmt: skip
+def test_batched_estimates_equal_one_count_at_a_time(seed, cube_cells, cover_cells):
+    """`Estimator.counts` (estimate cubes per table, summed down from covering cubes)
+    gives each query's `count`: an anatomy table whose ST holds suppressed values (-1)
+    and groups with gaps in their ids, a projection, an unpublished attribute; cubes
+    over CUBE_CELLS fall back to one count per query."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 80))
+    qit = pd.DataFrame({"group_id": rng.integers(0, 6, n) * 3 + 5, "a": rng.integers(0, 4, n), "b": rng.integers(0, 3, n)})  # fmt: skip
+    counts = {(g, v): c for g in sorted(set(qit["group_id"])) for v, c in zip(*np.unique(rng.integers(-1, 5, int((qit["group_id"] == g).sum())), return_counts=True), strict=True)}  # fmt: skip
+    st_ = pd.DataFrame([(g, v, c) for (g, v), c in counts.items()], columns=["group_id", "s", "count"])  # fmt: skip
+    proj = pd.DataFrame({"c": np.arange(3), "count": rng.integers(0, 9, 3)})
+    built = [AnatomyModel("t", ("a", "b", "s"), "s", qit, st_), ProjectionModel("p", ("c",), proj)]  # fmt: skip
+    domains = {a: [str(i) for i in range(d)] for a, d in {"a": 4, "b": 3, "s": 5, "c": 3, "d": 2}.items()}  # fmt: skip
+    asked = []
+    for _ in range(30):
+        attrs = rng.choice(list(domains), size=int(rng.integers(1, 5)), replace=False)
+        asked.append({str(a): frozenset(int(v) for v in rng.choice(len(domains[a]), size=int(rng.integers(1, len(domains[a]) + 1)), replace=False)) for a in attrs})  # fmt: skip
+    want = [queries.Estimator(built, n, domains).count(q) for q in asked]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(queries, "CUBE_CELLS", cube_cells)
+        patch.setattr(queries, "COVER_CELLS", cover_cells)
+        got = queries.Estimator(built, n, domains).counts(asked)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
+
+
+def test_a_suppressed_code_meets_no_condition():
+    """-1 (a suppressed value) is in no query's values, also when a query asks for the
+    largest code: the lookup table read it as that code before."""
+    from vpub_spark.utility.codes import mask
+
+    frame = pd.DataFrame({"a": np.array([-1, 0, 2, 2, -1], np.int32), "b": [1, 1, 1, 0, 1]})
+    assert mask(frame, {"a": frozenset({2})}).tolist() == [False, False, True, True, False]
+    assert mask(frame, {"a": frozenset({0, 2}), "b": frozenset({1})}).tolist() == [False, True, True, False, False]  # fmt: skip

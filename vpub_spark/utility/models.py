@@ -16,6 +16,7 @@ release's models from its files.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -57,6 +58,17 @@ class EstimateModel(Protocol):
 def _at(keys: pd.DataFrame, est: pd.DataFrame, cols: list[str]) -> np.ndarray:
     """`est`'s EST at every row of `keys` (0 where it has none)."""
     return keys.merge(est, on=cols, how="left")[EST].fillna(0.0).to_numpy(float)
+
+
+def _cell_index(frame: pd.DataFrame, cols: Sequence[str], sizes: Mapping[str, int]) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Each row's cell over `cols` (mixed radix over `sizes`, in `cols`' order), for the
+    rows that have one (the mask): a code outside the domain, such as a suppressed -1,
+    falls in no cell, as no query's values hold it."""
+    codes = [frame[c].to_numpy(np.int64) for c in cols]
+    ok = np.ones(len(frame), bool)
+    for c, a in zip(codes, cols, strict=True):
+        ok &= (c >= 0) & (c < sizes[a])
+    return _pack([c[ok] for c in codes], [sizes[a] for a in cols], int(ok.sum())), ok
 
 
 def _pack(codes: Sequence[np.ndarray], radix: Sequence[int], rows: int) -> np.ndarray:
@@ -118,6 +130,13 @@ class ProjectionModel:
 
     def count(self, query: Query) -> float:
         return float(self.counts.loc[mask(self.counts, query), COUNT].sum())
+
+    def cube(self, cols: Sequence[str], sizes: Mapping[str, int]) -> np.ndarray:
+        """`count` of every cell over `cols` at once: a dense array in `cols`' order."""
+        cell, ok = _cell_index(self.counts, cols, sizes)
+        shape = [sizes[a] for a in cols]
+        weights = self.counts[COUNT].to_numpy(float)[ok]
+        return np.bincount(cell, weights=weights, minlength=math.prod(shape)).reshape(shape)
 
     @cached_property
     def joint(self) -> pd.DataFrame:
@@ -331,6 +350,28 @@ class AnatomyModel:
         in_s = mask(self.st, {self.sensitive: query[self.sensitive]})
         c_g = np.bincount(g.st[in_s], weights=self.st[COUNT].to_numpy()[in_s], minlength=g.count)
         return float(np.sum(n_g * c_g / g.size))
+
+    def cube(self, cols: Sequence[str], sizes: Mapping[str, int]) -> np.ndarray:
+        """`count` of every cell over `cols` at once, a dense array in `cols`' order:
+        without S the QIT's rows per cell; with S, sum_g n_g(x_q) c_g(s) / |g| for all
+        cells as one sparse product N^T C (N: groups x QI cells, the QIT's rows; C:
+        groups x S values, the shares). 1,000 queries on the 1M `sal` release took
+        about 11 s one `count` at a time, 1.07 s by cubes (`Estimator.counts`)."""
+        from scipy import sparse
+
+        q = [a for a in cols if a != self.sensitive]
+        cell, ok = _cell_index(self.qit, q, sizes)
+        width, shape = math.prod(sizes[a] for a in q), [sizes[a] for a in q]
+        if self.sensitive not in cols:
+            return np.bincount(cell, minlength=width).astype(float).reshape(shape)
+        g, k = self.groups, sizes[self.sensitive]
+        s = self.st[self.sensitive].to_numpy(np.int64)
+        held = (s >= 0) & (s < k)
+        share = self.st[COUNT].to_numpy(float)[held] / g.size[g.st[held]]
+        n = sparse.csr_matrix((np.ones(len(cell)), (g.qit[ok], cell)), shape=(g.count, width))
+        c = sparse.csr_matrix((share, (g.st[held], s[held])), shape=(g.count, k))
+        joint = (n.T @ c).toarray().reshape([*shape, k])
+        return np.moveaxis(joint, -1, list(cols).index(self.sensitive))
 
     @cached_property
     def joint(self) -> pd.DataFrame:

@@ -26,7 +26,7 @@ import pandas as pd
 from ..errors import SpecError
 from .codes import EST, Query, mask
 from .junction import estimate_rows, junction_tree
-from .models import EstimateModel
+from .models import AnatomyModel, EstimateModel, ProjectionModel
 
 
 def exact_count(source: pd.DataFrame, query: Query) -> int:
@@ -55,6 +55,7 @@ class Estimator:
         self.tree = junction_tree([m.attributes for m in self.models]) if self.overlapping else []
         self._separators: dict[int, pd.DataFrame] = {}
         self._cells: tuple[pd.DataFrame, np.ndarray] | bool | None = None
+        self._cubes: dict[tuple[int, tuple[str, ...]], np.ndarray] = {}
 
     def _separator(self, i: int, sep: tuple[str, ...]) -> pd.DataFrame:
         if i not in self._separators:
@@ -130,7 +131,48 @@ class Estimator:
             )
         return min(covering, key=lambda m: len(m.attributes)).count(query)
 
-    def count(self, query: Query) -> float:
+    def counts(self, queries: Sequence[Query]) -> np.ndarray:
+        """`count` of each query. When the tables factorize, an anatomy or projection
+        table's factor comes from its estimate cube over the query's attributes
+        (`_cube_count`), all of them summed down from fewer covering cubes (`covers`).
+        1,000 queries on the 1M `sal` release: 11.0 s one `count` at a time, 2.7 s with
+        one cube per attribute set, 1.07 s with covering cubes (README, issue 18)."""
+        factorize = not self.overlapping and not (self.models and all(m.view for m in self.models))  # fmt: skip
+        for i, m in enumerate(self.models if factorize else []):
+            if isinstance(m, AnatomyModel | ProjectionModel):
+                self._fill_cubes(i, m, queries)
+        return np.array([self.count(q, cubes=True) for q in queries], dtype=float)
+
+    def _fill_cubes(self, i: int, m: AnatomyModel | ProjectionModel, queries: Sequence[Query]) -> None:  # fmt: skip
+        """Table i's estimate cube over each attribute set `queries` ask of it (within
+        `CUBE_CELLS`), summed down from covering cubes (`cover_cubes`). An anatomy cube
+        with S does not sum down to one without it (the QIT's rows count a suppressed
+        value, -1; the shares do not), so sets with S and sets without are covered apart."""
+        sizes = {a: len(self.domains[a]) for a in m.attributes}
+        asked = {tuple(a for a in m.attributes if a in q) for q in queries}
+        sets = sorted(c for c in asked if c and math.prod(sizes[a] for a in c) <= CUBE_CELLS and (i, c) not in self._cubes)  # fmt: skip
+        sensitive = getattr(m, "sensitive", None)
+        for part in ([c for c in sets if sensitive in c], [c for c in sets if sensitive not in c]):  # fmt: skip
+            self._cubes |= {(i, c): v for c, v in cover_cubes(partial(m.cube, sizes=sizes), part, sizes).items()}  # fmt: skip
+
+    def _cube_count(self, i: int, query: Query) -> float:
+        """Table i's `count` of `query` as a sum over its sub-cube of the table's estimate
+        cube over the query's attributes (`AnatomyModel.cube`, `ProjectionModel.cube`),
+        kept for the next query on the same attributes; other tables, and cubes over
+        `CUBE_CELLS`, count the query alone. 1,000 queries on the 1M `sal` release: see
+        `AnatomyModel.cube`."""
+        m = self.models[i]
+        cols = tuple(a for a in m.attributes if a in query)
+        sizes = {a: len(self.domains[a]) for a in cols}
+        if not isinstance(m, AnatomyModel | ProjectionModel) or math.prod(sizes.values()) > CUBE_CELLS:  # fmt: skip
+            return m.count(query)
+        if (i, cols) not in self._cubes:
+            self._cubes[i, cols] = m.cube(cols, sizes)
+        return float(self._cubes[i, cols][np.ix_(*[sorted(query[a]) for a in cols])].sum())
+
+    def count(self, query: Query, cubes: bool = False) -> float:
+        """The estimate of `query` (`cubes`: tables that factorize answer from their
+        estimate cubes, `_cube_count`, the same figure up to rounding)."""
         if self.models and all(m.view for m in self.models):
             est = self._view_count(query)
         elif self.overlapping:
@@ -140,9 +182,9 @@ class Estimator:
             est = self.n * self._tree_probability(query)
         else:
             est = float(self.n)
-            for m in self.models:
+            for i, m in enumerate(self.models):
                 if any(a in m.attributes for a in query):
-                    est *= m.count(query) / self.n
+                    est *= (self._cube_count(i, query) if cubes else m.count(query)) / self.n
         for a, values in query.items():
             if a not in self.published:
                 est *= len(values) / len(self.domains[a])
@@ -252,11 +294,13 @@ COVER_CELLS = 1 << 20
 """`covers` grows a covering cube up to this many cells (8 MB of int64)."""
 
 
-def covers(sets: Sequence[tuple[str, ...]], sizes: Mapping[str, int], budget: int = COVER_CELLS) -> dict[tuple[str, ...], list[tuple[str, ...]]]:  # fmt: skip
+def covers(sets: Sequence[tuple[str, ...]], sizes: Mapping[str, int], budget: int | None = None) -> dict[tuple[str, ...], list[tuple[str, ...]]]:  # fmt: skip
     """Larger attribute sets (`sizes`' order) that hold `sets`, each with the sets it
     holds: greedily, the set with the most cells first, grown one attribute at a time
-    (the one completing the most other sets) while its cells stay within `budget`. A set
+    (the one completing the most other sets) while its cells stay within `budget`
+    (default `COVER_CELLS`). A set
     over `budget` is its own cover. `cubes` counts only the covers from the rows."""
+    budget = COVER_CELLS if budget is None else budget
     cells = lambda s: math.prod(sizes[a] for a in s)  # noqa: E731
     order = sorted(dict.fromkeys(sets), key=lambda s: (-cells(s), s))
     found: list[set[str]] = []
@@ -284,9 +328,16 @@ def cubes(frame: pd.DataFrame | Mapping[str, np.ndarray], sets: Sequence[tuple[s
     `covers`' fewer, larger cubes, each then summed down to the sets it holds. On the
     10M `sal` source, 1,000 queries of 3 attributes need 56 cubes, held by 13 covers:
     the in-process workload took 1.31 s against 3.64 s (README, issue 18)."""
+    return cover_cubes(partial(cube, frame, sizes=sizes), sets, sizes)
+
+
+def cover_cubes(count: Callable[[tuple[str, ...]], np.ndarray], sets: Sequence[tuple[str, ...]], sizes: Mapping[str, int]) -> dict[tuple[str, ...], np.ndarray]:  # fmt: skip
+    """The cube of each of `sets`, in its own attribute order, summed down from
+    `count`'s cube of each of `covers`' covering sets (a dense array in the cover's
+    order): cubes of counts or of estimates alike, as both add up over cells."""
     out: dict[tuple[str, ...], np.ndarray] = {}
     for cover, held in covers(sets, sizes).items():
-        whole = cube(frame, cover, sizes)
+        whole = count(cover)
         for s in held:
             kept = [a for a in cover if a in s]
             summed = whole.sum(axis=tuple(i for i, a in enumerate(cover) if a not in s))
@@ -329,5 +380,5 @@ def relative_errors(
     models: Sequence[EstimateModel], wl: Workload, n: int, domains: Mapping[str, Sequence[Any]]
 ) -> np.ndarray:
     estimator = Estimator(models, n, domains)
-    est = np.array([estimator.count(q) for q in wl.queries])
+    est = estimator.counts(wl.queries)
     return np.abs(wl.actual - est) / wl.actual
