@@ -189,7 +189,7 @@ def bench_peers(bench: BenchPeers) -> dict:
     est = Estimator(models, len(frame), domains)
     covers = _covers(hierarchies(frame, bench.qi))
     labelled = [{a: {str(domains[a][v]) for v in vs} for a, vs in q.items()} for q in wl.queries]
-    ours = np.array([est.count(q) for q in wl.queries])
+    ours = est.counts(wl.queries)
     generalized = Generalized(peer["table"], covers)
     theirs = np.array([generalized.count(q) for q in labelled])
     result: dict = {
