@@ -12,7 +12,7 @@ import numpy as np
 from ..engines.inprocess import InProcessEngine
 from ..release.reader import open_release
 from ..tablespec import table_spec_from_dict
-from .codes import source_codes
+from .codes import source_codes, with_unpublished
 from .kl import kl_divergence
 from .queries import relative_errors, workload
 from .release_models import release_models
@@ -43,8 +43,7 @@ def load_source(rel, source: str, domains: dict[str, list[str]]):
     loaded = InProcessEngine().load(
         source, table_spec_from_dict(rel.manifest["source"]["table_spec"])
     )
-    unpublished = {a: list(loaded.dictionaries[a].labels) for a in loaded.names if a not in domains}
-    domains = domains | unpublished
+    domains = with_unpublished(domains, loaded)
     return domains, source_codes(loaded, domains)
 
 

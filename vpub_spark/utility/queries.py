@@ -53,6 +53,7 @@ class Estimator:
         self.overlapping = len(names) != len(set(names))
         self.published = set(names)
         self.tree = junction_tree([m.attributes for m in self.models]) if self.overlapping else []
+        self.views = bool(self.models) and all(m.view for m in self.models)
         self._separators: dict[int, pd.DataFrame] = {}
         self._cells: tuple[pd.DataFrame, np.ndarray] | bool | None = None
         self._cubes: dict[tuple[int, tuple[str, ...]], np.ndarray] = {}
@@ -137,7 +138,7 @@ class Estimator:
         (`_cube_count`), all of them summed down from fewer covering cubes (`covers`).
         1,000 queries on the 1M `sal` release: 11.0 s one `count` at a time, 2.7 s with
         one cube per attribute set, 1.07 s with covering cubes (README, issue 18)."""
-        factorize = not self.overlapping and not (self.models and all(m.view for m in self.models))  # fmt: skip
+        factorize = not self.overlapping and not self.views  # `count`'s product branch
         for i, m in enumerate(self.models if factorize else []):
             if isinstance(m, AnatomyModel | ProjectionModel):
                 self._fill_cubes(i, m, queries)
@@ -158,22 +159,19 @@ class Estimator:
     def _cube_count(self, i: int, query: Query) -> float:
         """Table i's `count` of `query` as a sum over its sub-cube of the table's estimate
         cube over the query's attributes (`AnatomyModel.cube`, `ProjectionModel.cube`),
-        kept for the next query on the same attributes; other tables, and cubes over
-        `CUBE_CELLS`, count the query alone. 1,000 queries on the 1M `sal` release: see
-        `AnatomyModel.cube`."""
+        when `_fill_cubes` made one; other tables, and cubes over `CUBE_CELLS`, count
+        the query alone. 1,000 queries on the 1M `sal` release: see `counts`."""
         m = self.models[i]
         cols = tuple(a for a in m.attributes if a in query)
-        sizes = {a: len(self.domains[a]) for a in cols}
-        if not isinstance(m, AnatomyModel | ProjectionModel) or math.prod(sizes.values()) > CUBE_CELLS:  # fmt: skip
+        held = self._cubes.get((i, cols))
+        if held is None:
             return m.count(query)
-        if (i, cols) not in self._cubes:
-            self._cubes[i, cols] = m.cube(cols, sizes)
-        return float(self._cubes[i, cols][np.ix_(*[sorted(query[a]) for a in cols])].sum())
+        return float(held[np.ix_(*[sorted(query[a]) for a in cols])].sum())
 
     def count(self, query: Query, cubes: bool = False) -> float:
-        """The estimate of `query` (`cubes`: tables that factorize answer from their
-        estimate cubes, `_cube_count`, the same figure up to rounding)."""
-        if self.models and all(m.view for m in self.models):
+        """The estimate of `query` (`cubes`: tables that factorize answer from the
+        estimate cubes `counts` made, `_cube_count`, the same figure up to rounding)."""
+        if self.views:
             est = self._view_count(query)
         elif self.overlapping:
             cells = self._domain_cells()

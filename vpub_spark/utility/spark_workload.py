@@ -15,7 +15,7 @@ import pyarrow as pa
 from ..kernels.arrays import pack_counts, unpack_counts
 from ..release.reader import open_release
 from ..tablespec import table_spec_from_dict
-from .codes import Query, recoding
+from .codes import Query, recoding, with_unpublished
 from .evaluate import Utility
 from .queries import CubeCounts, cubes, draw_workload, relative_errors
 from .release_models import release_models
@@ -90,7 +90,7 @@ def release_space(rel, loaded):
     """The release's models and domains (attributes it leaves out: the source's), and
     the source's recoding into them and their sizes (`spark_counts`' arguments)."""
     models, domains = release_models(rel)
-    domains = domains | {a: list(loaded.dictionaries[a].labels) for a in loaded.names if a not in domains}  # fmt: skip
+    domains = with_unpublished(domains, loaded)
     return models, domains, recoding(loaded, domains), {a: len(domains[a]) for a in loaded.names}
 
 
