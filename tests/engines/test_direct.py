@@ -9,8 +9,14 @@ import pytest
 from test_engines import ROWS, SPEC, _sorted
 
 from vpub_spark.engines.spark import direct
-from vpub_spark.engines.spark.direct import DirectSource, direct_frame, direct_source, item_frame
-from vpub_spark.engines.spark.engine import struct_type
+from vpub_spark.engines.spark.direct import (
+    DirectSource,
+    direct_frame,
+    direct_source,
+    frame_tasks,
+    item_frame,
+)
+from vpub_spark.engines.spark.schema import struct_type
 from vpub_spark.tablespec import table_spec_from_dict
 
 
@@ -142,3 +148,26 @@ def test_item_frame_runs_one_task_per_item(spark_engine, items):
     assert len(got) == len(items)
     assert sorted(zip(got["name"], got["n"], strict=True)) == sorted(items)
     assert got["task"].is_unique and set(got["batches"]) <= {1}
+
+
+@pytest.mark.parametrize(("rows", "parts"), [(7, 3), (2, 4), (1, 1)])
+def test_frame_tasks_spread_every_row_once(spark_engine, rows, parts):
+    """Every row of the frame reaches exactly one of the tasks, with its dtypes (an
+    unsigned and a categorical column too), and `map_rows` returns what they made."""
+    import pandas as pd
+
+    frame = pd.DataFrame({"i": np.arange(rows, dtype=np.uint8), "c": pd.Categorical(["a", "b"] * rows)[:rows]})  # fmt: skip
+    schema = pa.schema([("task", pa.int64()), ("i", pa.int64()), ("kinds", pa.string())])
+
+    def seen(part):
+        from pyspark import TaskContext
+
+        kinds = f"{part['i'].dtype}/{part['c'].dtype}"
+        return pd.DataFrame({"task": TaskContext.get().partitionId(), "i": part["i"], "kinds": kinds})  # fmt: skip
+
+    got = frame_tasks(spark_engine.spark, frame, seen, schema, parts).toPandas()
+    assert sorted(got["i"]) == list(range(rows))
+    assert set(got["kinds"]) == {"uint8/category"}
+    assert got["task"].nunique() == min(rows, parts)
+    mapped = spark_engine.map_rows(frame, seen, schema, parts)
+    assert sorted(mapped["i"]) == list(range(rows))

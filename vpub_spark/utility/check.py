@@ -115,7 +115,8 @@ def _on_spark(engine, loaded, qi, sensitive, p, l, ordered, model: Model, worst:
     """The counts and the per-class measures in Spark; a summary back."""
     from pyspark.sql import functions as F
 
-    from ..engines.spark.engine import spark_errors, struct_type
+    from ..engines.spark.engine import spark_errors
+    from ..engines.spark.schema import struct_type
 
     parts = max(1, engine.spark.sparkContext.defaultParallelism)
     counts = loaded.data.groupBy(*qi, sensitive).agg(F.count(F.lit(1)).alias(COUNT))

@@ -226,7 +226,8 @@ def broadcast_kl(engine, release: Release, loaded) -> float:
     1M `sal` source (998,808 distinct rows of 1M): 4.55 s as two jobs (Spark's entropy,
     then a Python pass over all rows), 2.5 s grouped by Spark's aggregate, less by
     `distinct_rows`' shuffle of packed keys (README, issue 18)."""
-    from ..engines.spark.engine import spark_errors, struct_type
+    from ..engines.spark.engine import spark_errors
+    from ..engines.spark.schema import struct_type
 
     labels = {a: list(loaded.dictionaries[a].labels) for a in loaded.names}
     packing, names = packing_of(loaded), list(loaded.names)
@@ -343,7 +344,7 @@ def direct_keys(engine, loaded, packing: Packing):
     of bytes, not a row per key: Spark turns rows into Arrow batches at about a million
     rows a second (README, issue 18)."""
     from ..engines.spark.direct import direct_frame
-    from ..engines.spark.engine import struct_type
+    from ..engines.spark.schema import struct_type
 
     parts = max(engine.spark.sparkContext.defaultParallelism, -(-loaded.rows // KEYS_PER_TASK))
     routes = engine.partition_keys(parts)

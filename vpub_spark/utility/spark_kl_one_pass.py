@@ -133,7 +133,8 @@ def one_pass_kl(engine, release: Release, loaded, terms: list[Term]) -> float:
     from pyspark.sql import functions as F
 
     from ..engines.spark.direct import item_frame
-    from ..engines.spark.engine import spark_errors, struct_type
+    from ..engines.spark.engine import spark_errors
+    from ..engines.spark.schema import struct_type
 
     spark, n = engine.spark, float(loaded.rows)
     labels = {a: list(loaded.dictionaries[a].labels) for a in loaded.names}

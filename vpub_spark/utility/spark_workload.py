@@ -55,7 +55,8 @@ def spark_counts(loaded, luts: dict[str, np.ndarray], sizes: dict[str, int]) -> 
     from pyspark.sql import functions as F
 
     from ..engines.spark.direct import direct_frame
-    from ..engines.spark.engine import spark_errors, struct_type
+    from ..engines.spark.engine import spark_errors
+    from ..engines.spark.schema import struct_type
 
     def cubes(sets: list[tuple[str, ...]]) -> dict[tuple[str, ...], np.ndarray]:
         if loaded.direct is not None:  # the tasks read the source: no JVM rows

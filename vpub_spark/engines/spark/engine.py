@@ -21,23 +21,8 @@ from ...storage import is_remote
 from ..base import LoadedTable, check_columns, encoding_error, plan_encoding
 from ..files import detect_format
 from .direct import direct_source
+from .schema import struct_type
 from .session import SparkSettings, get_session
-
-
-def struct_type(schema):
-    """A pyspark StructType for a pyarrow schema (int32/int64/float64/string/bool/binary
-    columns)."""
-    from pyspark.sql import types as T
-
-    kinds = {
-        "int32": T.IntegerType(),
-        "int64": T.LongType(),
-        "double": T.DoubleType(),
-        "string": T.StringType(),
-        "bool": T.BooleanType(),
-        "binary": T.BinaryType(),
-    }
-    return T.StructType([T.StructField(f.name, kinds[str(f.type)], True) for f in schema])
 
 
 def _encoder(plan: EncodingPlan):
@@ -497,22 +482,17 @@ class SparkEngine:
             )
 
     def map_rows(self, frame, run, schema, parts):
-        """`run` per task over `frame` spread round-robin on `parts` tasks (mapInPandas);
-        for small driver-side frames such as a query workload, never for the data."""
-
-        def task(batches):
-            for batch in batches:
-                yield run(batch.reset_index(drop=True))
+        """`run` per task over `frame` spread on `parts` tasks (`frame_tasks`); for small
+        driver-side frames such as a query workload, never for the data. A frame made
+        from a Python RDD started a second Python worker in every task (README, issue
+        18)."""
+        from .direct import frame_tasks
 
         if frame.empty:
             return frame.iloc[0:0].reindex(columns=schema.names)
+        parts = max(1, min(len(frame), parts if parts > 0 else self.spark.sparkContext.defaultParallelism))  # fmt: skip
         with spark_errors("map rows"):
-            sc = self.spark.sparkContext
-            parts = max(1, min(len(frame), parts if parts > 0 else sc.defaultParallelism))
-            shape = self.spark.createDataFrame(frame.head(1)).schema
-            records = sc.parallelize(list(frame.itertuples(index=False, name=None)), parts)
-            df = self.spark.createDataFrame(records, shape)  # spread without a shuffle: one job
-            return df.mapInPandas(task, struct_type(schema)).toPandas()
+            return frame_tasks(self.spark, frame, run, schema, parts).toPandas()
 
     def write_projection(self, loaded: LoadedTable, attributes, directory: str | Path) -> None:
         """A duplicate-preserving projection, aggregated (`count`) by Spark: as small as its
