@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from release_helpers import config, job_table, write_table
+from spark_helpers import with_jobs
 
 from vpub_spark.engines.spark.engine import csv_header, spark_hash_long
 from vpub_spark.publish.pipeline import publish
@@ -27,13 +28,7 @@ def data(tmp_path_factory):
 
 
 def _jobs(spark, run, group: str) -> int:
-    sc = spark.sparkContext
-    sc.setJobGroup(group, "jobs per publish", False)
-    try:
-        run()
-    finally:
-        sc.setLocalProperty("spark.jobGroup.id", None)
-    return len(sc.statusTracker().getJobIdsForGroup(group))
+    return with_jobs(spark, run, group)[1]
 
 
 @pytest.mark.parametrize("method", sorted(MAX_JOBS))

@@ -1,8 +1,11 @@
 """The Spark adapter of publishing: the same release as the in-process engine, and P
 partitions really run as P tasks (DESIGN.md §5 pitfalls)."""
 
+from functools import partial
+
 import pytest
 from release_helpers import config, contents, same_contents
+from spark_helpers import with_jobs
 
 from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.publish.pipeline import publish
@@ -66,14 +69,10 @@ def test_spark_kl_equals_inprocess_kl(spark_engine, sal, tmp_path):
         terms = one_pass_terms(rel, loaded)
         assert terms is not None  # the one-shuffle form applies
         assert loaded.direct is not None  # broadcast_kl's tasks read the source themselves
-        sc = spark_engine.spark.sparkContext
-        sc.setJobGroup(f"kl-{method}", "the KL's Spark jobs", False)
-        try:
-            broadcast = broadcast_kl(spark_engine, rel, loaded)
-        finally:
-            sc.setLocalProperty("spark.jobGroup.id", None)
         # one pass: the map stage and the reduce stage (a job each under AQE), no more
-        assert 0 < len(sc.statusTracker().getJobIdsForGroup(f"kl-{method}")) <= 2
+        run = partial(broadcast_kl, spark_engine, rel, loaded)
+        broadcast, jobs = with_jobs(spark_engine.spark, run, f"kl-{method}")
+        assert 0 < jobs <= 2
         got = [one_pass_kl(spark_engine, rel, loaded, terms), broadcast, per_term_kl(spark_engine, rel, loaded)]  # fmt: skip
         assert got == pytest.approx([expected] * 3, rel=1e-9, abs=1e-9)
 

@@ -212,10 +212,24 @@ class BenchKl:
     out: str = "out/bench-kl"
 
 
-def _median(runs) -> dict:
+def _alternating(runs: dict[str, Callable[[], object]], repeat: int) -> dict:
+    """Each run's value and median time over `repeat` rounds after one untimed round,
+    every run once a round in turn: on a machine whose speed drifts, each round's runs
+    share its speed."""
     import statistics
 
-    return {"value": runs[0][0], "median_s": statistics.median(t for _, t in runs)}
+    from .common import timed
+
+    for run in runs.values():
+        run()
+    rounds = [{name: timed(run) for name, run in runs.items()} for _ in range(repeat)]
+    return {
+        name: {
+            "value": rounds[0][name][0],
+            "median_s": statistics.median(r[name][1] for r in rounds),
+        }  # fmt: skip
+        for name in runs
+    }
 
 
 def bench_kl(bench: BenchKl) -> dict:
@@ -224,13 +238,13 @@ def bench_kl(bench: BenchKl) -> dict:
     built before (as `vpub utility` times it), with the release read inside the timer,
     as every Spark task reads it, and with the source read too; the workload with the
     source held and read: the Spark tasks read the source themselves
-    (`engines/spark/direct.py`), so the runs that read it are their like."""
+    (`engines/spark/direct.py`), so the runs that read it are their like. Both engines'
+    runs alternate, round by round (`_alternating`)."""
     from ..release.reader import open_release
     from ..utility.evaluate import load_release_and_source, load_source
     from ..utility.kl import kl_divergence
     from ..utility.queries import workload
     from ..utility.release_models import release_models
-    from .common import timed
 
     _, models, domains, src = load_release_and_source(bench.release, bench.source)
     results: dict = {"release": Path(bench.release).name, "rows": len(src), "repeat": bench.repeat}
@@ -255,12 +269,11 @@ def bench_kl(bench: BenchKl) -> dict:
         "workload in process": lambda: answers(src),
         "workload in process, source read too": lambda: answers(read_source()),
     }
-    if "inprocess" in bench.engines:
-        results |= {
-            name: _median([timed(run) for _ in range(bench.repeat)]) for name, run in runs.items()
-        }
+    if "inprocess" not in bench.engines:
+        runs = {}
     if "spark" in bench.engines:
-        results |= _spark_kl_runs(bench)
+        runs |= _spark_kl_runs(bench)
+    results |= _alternating(runs, bench.repeat)
     _check_agreement(results)
     for name in [k for k in results if k.startswith(("kl", "workload"))]:
         value = results[name]["value"]
@@ -289,15 +302,14 @@ def _answers(wl) -> list[int]:
     return [int(a) for a in wl.actual]
 
 
-def _spark_kl_runs(bench: BenchKl) -> dict:
-    """The Spark runs of `bench_kl`: the source read and cached first, untimed."""
+def _spark_kl_runs(bench: BenchKl) -> dict[str, Callable[[], object]]:
+    """The Spark runs of `bench_kl`, the source read and cached first, untimed."""
     from ..release.reader import open_release
     from ..tablespec import table_spec_from_dict
     from ..utility.queries import draw_workload
     from ..utility.spark_kl import broadcast_kl, per_term_kl
     from ..utility.spark_kl_one_pass import one_pass_kl, one_pass_terms
     from ..utility.spark_workload import release_space, spark_counts
-    from .common import timed
 
     engine, _ = started_engine("spark", bench.spark_conf)
     rel = open_release(bench.release)
@@ -317,4 +329,4 @@ def _spark_kl_runs(bench: BenchKl) -> dict:
         name: run for f, (name, run) in forms.items() if f in bench.forms and run is not None
     }
     runs["workload spark"] = lambda: _answers(draw_workload(list(loaded.names), domains, bench.qd, bench.p, bench.queries, bench.seed, spark_counts(loaded, luts, sizes)))  # fmt: skip
-    return {name: _median([timed(run) for _ in range(bench.repeat)]) for name, run in runs.items()}
+    return runs
