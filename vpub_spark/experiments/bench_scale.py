@@ -223,13 +223,11 @@ def _alternating(runs: dict[str, Callable[[], object]], repeat: int) -> dict:
     for run in runs.values():
         run()
     rounds = [{name: timed(run) for name, run in runs.items()} for _ in range(repeat)]
-    return {
-        name: {
-            "value": rounds[0][name][0],
-            "median_s": statistics.median(r[name][1] for r in rounds),
-        }  # fmt: skip
-        for name in runs
-    }
+    out = {}
+    for name in runs:
+        times = [r[name][1] for r in rounds]
+        out[name] = {"value": rounds[0][name][0], "median_s": statistics.median(times), "runs_s": times}  # fmt: skip
+    return out
 
 
 def bench_kl(bench: BenchKl) -> dict:
