@@ -27,10 +27,6 @@ def data(tmp_path_factory):
     return write_table(job_table(3, 3000), tmp_path_factory.mktemp("jobs") / "t")
 
 
-def _jobs(spark, run, group: str) -> int:
-    return with_jobs(spark, run, group)[1]
-
-
 @pytest.mark.parametrize("method", sorted(MAX_JOBS))
 def test_spark_jobs_per_publish_stay_at_the_measured_count(method, data, tmp_path, spark, spark_engine):  # fmt: skip
     rules = [{"lhs": ["age", "zip"], "rhs": "job"}]
@@ -40,7 +36,7 @@ def test_spark_jobs_per_publish_stay_at_the_measured_count(method, data, tmp_pat
     elif method == "rda":
         kw |= {"privacy": {"model": "l-diversity", "l": 4}, "streamliner": {"sensitive": "job"}}
     cfg = config(data, tmp_path / "out", rules, 4, **kw)
-    jobs = _jobs(spark, lambda: publish(cfg, spark_engine), f"vpub-jobs-{method}")
+    _, jobs = with_jobs(spark, lambda: publish(cfg, spark_engine), f"vpub-jobs-{method}")
     assert 0 < jobs <= MAX_JOBS[method]
 
 

@@ -15,6 +15,7 @@ rows as measured.
 from __future__ import annotations
 
 import json
+import statistics
 import threading
 import time
 from collections.abc import Callable
@@ -30,7 +31,7 @@ from ..model import PrivacySpec
 from ..publish.pipeline import publish
 from ..report import console
 from .bench import generated
-from .common import started_engine
+from .common import started_engine, timed
 
 STEPS = ("read and encode", "plan partitions", "anonymize and write", "audit")
 
@@ -216,10 +217,6 @@ def _alternating(runs: dict[str, Callable[[], object]], repeat: int) -> dict:
     """Each run's value and median time over `repeat` rounds after one untimed round,
     every run once a round in turn: on a machine whose speed drifts, each round's runs
     share its speed."""
-    import statistics
-
-    from .common import timed
-
     for run in runs.values():
         run()
     rounds = [{name: timed(run) for name, run in runs.items()} for _ in range(repeat)]
@@ -260,15 +257,15 @@ def bench_kl(bench: BenchKl) -> dict:
     def answers(source) -> list[int]:
         return _answers(workload(source, domains, bench.qd, bench.p, bench.queries, bench.seed))
 
-    runs: dict[str, Callable[[], object]] = {
-        "kl in process": lambda: kl_divergence(models, src, domains),
-        "kl in process, release read too": kl_reading_the_release,
-        "kl in process, release and source read too": kl_reading_both,
-        "workload in process": lambda: answers(src),
-        "workload in process, source read too": lambda: answers(read_source()),
-    }
-    if "inprocess" not in bench.engines:
-        runs = {}
+    runs: dict[str, Callable[[], object]] = {}
+    if "inprocess" in bench.engines:
+        runs |= {
+            "kl in process": lambda: kl_divergence(models, src, domains),
+            "kl in process, release read too": kl_reading_the_release,
+            "kl in process, release and source read too": kl_reading_both,
+            "workload in process": lambda: answers(src),
+            "workload in process, source read too": lambda: answers(read_source()),
+        }
     if "spark" in bench.engines:
         runs |= _spark_kl_runs(bench)
     results |= _alternating(runs, bench.repeat)
