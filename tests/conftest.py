@@ -35,6 +35,11 @@ def pytest_configure(config):
 
     for k, v in test_environment().items():
         os.environ[k] = v  # hermetic: never a real account
+    # run records (the secret seeds, release/secret.py) go to an owner-only directory of
+    # this run, never to the tester's own
+    import tempfile
+
+    os.environ["VPUB_PRIVATE_DIR"] = tempfile.mkdtemp(prefix="vpub-private-")
 
 
 @pytest.fixture(scope="session")

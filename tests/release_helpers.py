@@ -43,6 +43,7 @@ def config(data: Path, out: Path, rules, l: int = 2, **kw):
         "rules": rules,
         "output": {"path": str(out)},
         "engine": "inprocess",
+        "seed": 1,  # an explicit private seed: determinism tests compare two runs
     }
     d.update(kw)
     return config_from_dict(d)
@@ -67,6 +68,20 @@ def contents(path: Path) -> dict:
 
 def same_contents(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(a[k].equals(b[k]) for k in a)
+
+
+def run_record(release_id: str) -> Path:
+    """The owner's run record of a release (the test run's private directory, conftest)."""
+    import os
+
+    return Path(os.environ["VPUB_PRIVATE_DIR"]) / "runs" / f"{release_id}.json"
+
+
+def made_with(manifest: dict, seed: int) -> bool:
+    """Whether `seed` made this release (its keyed proof; the seed itself is secret)."""
+    from vpub_spark.release.secret import proves
+
+    return proves(seed, manifest)
 
 
 def vpub(*args: str) -> list[str]:

@@ -25,6 +25,8 @@ def _cfg(**changes):
         ({"engine": "dask"}, "engine must be auto, spark or inprocess"),
         ({"partitions": 0}, "partitions must be a positive integer or auto"),
         ({"seed": "x"}, "seed must be an integer"),
+        ({"seed": -1}, "seed must be an integer >= 0"),
+        ({"seed": 3, "seed_file": "s"}, "give seed or seed_file, not both"),
         ({"output": {"release_id": "../up"}}, "must be a plain, non-hidden directory name"),
         ({"output": {"release_id": ".hidden"}}, "must be a plain, non-hidden directory name"),
         ({"privacy": {"l": 1}}, "l-diversity needs an integer l >= 2"),

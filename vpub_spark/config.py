@@ -29,6 +29,8 @@ KEYS = {
     "method",
     "output",
     "seed",
+    "seed_file",
+    "private_dir",
     "partitions",
     "gd",
     "multi_sa",
@@ -208,7 +210,9 @@ class PublishConfig:
     output_path: str = "releases"
     release_id: str | None = None
     family: str | None = None  # the release family (release/catalog.py); default <table>-<method>
-    seed: int = 0
+    seed: int | None = None  # None: a secret seed (release/secret.py), or `seed_file`'s
+    seed_file: str | None = None  # an owner-only file holding the seed (reproducible runs)
+    private_dir: str | None = None  # where run records keep the seed (default: per user)
     engine: str = "auto"  # auto: in process when the input fits in memory (engines/auto.py)
     spark: str | None = None
     partitions: int | None = None  # None: auto, from the row count
@@ -235,8 +239,10 @@ class PublishConfig:
             raise SpecError(
                 f"partitions must be a positive integer or auto, not {self.partitions!r}"
             )
-        if not isinstance(self.seed, int):
-            raise SpecError(f"seed must be an integer, not {self.seed!r}")
+        if self.seed is not None and (not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0):  # fmt: skip
+            raise SpecError(f"seed must be an integer >= 0, not {self.seed!r}")
+        if self.seed is not None and self.seed_file is not None:
+            raise SpecError("give seed or seed_file, not both")
         if self.anonymizer not in ANONYMIZERS:
             raise SpecError(f"anonymizer must be one of {', '.join(ANONYMIZERS)}, not {self.anonymizer!r}")  # fmt: skip
         if self.release_id is not None and (
@@ -253,17 +259,36 @@ class PublishConfig:
     def with_overrides(self, **kw: Any) -> PublishConfig:
         return replace(self, **{k: v for k, v in kw.items() if v is not None})
 
+    @property
+    def secret_seed(self) -> int:
+        """The run's seed; `with_secret_seed` must have fixed it (the pipeline does)."""
+        if self.seed is None:
+            raise SpecError("the run's seed is not drawn yet (config.with_secret_seed)")
+        return self.seed
+
+    def with_secret_seed(self) -> PublishConfig:
+        """The config with its seed fixed: given, read from `seed_file`, or drawn."""
+        from .release.secret import draw_seed, read_seed_file
+
+        if self.seed is not None:
+            return self
+        seed = read_seed_file(self.seed_file) if self.seed_file else draw_seed()
+        return replace(self, seed=seed, seed_file=None)
+
     def effective(self) -> dict:
         """The configuration as run, for the manifest: no path of the private store
-        (DESIGN.md §9: named only by its id) and no absolute path of this machine."""
+        (DESIGN.md §9: named only by its id), no absolute path of this machine, and no
+        seed, seed file or private directory (release/secret.py)."""
         d = asdict(self)
+        for key in ("seed", "seed_file", "private_dir"):
+            d.pop(key)
         for key in ("input_path", "table", "output_path", "spark", "sign_key"):
             d[key] = public_path(d[key])
         if d.get("marginals"):
             d["marginals"]["state"] = PRIVATE
         d["privacy"] = self.privacy.as_dict()
         d["rules"] = (
-            asdict(self.rules) | {"random": True}
+            {"random": True, "c": self.rules.c, "lhs": self.rules.lhs}
             if isinstance(self.rules, RandomRules)
             else list(self.rules)
         )
@@ -281,6 +306,10 @@ def with_overrides(
 ) -> PublishConfig:
     """The config with the command line's overrides (DESIGN.md §8): every field given
     (not None) wins; `l` / `m` set the privacy model, `state` the marginals' store."""
+    if fields.get("seed") is not None:  # --seed wins over a config's seed_file
+        cfg = replace(cfg, seed_file=None)
+    if fields.get("seed_file") is not None:
+        cfg = replace(cfg, seed=None)
     cfg = cfg.with_overrides(**fields)
     if l is not None:
         cfg = replace(
@@ -366,7 +395,9 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
             family=None if out.get("family") is None else str(out["family"]),
             wait_s=None if out.get("wait_s") is None else float(out["wait_s"]),
             sign_key=None if out.get("sign_key") is None else str(out["sign_key"]),
-            seed=d.get("seed", 0),
+            seed=d.get("seed"),
+            seed_file=None if d.get("seed_file") is None else str(d["seed_file"]),
+            private_dir=None if d.get("private_dir") is None else str(d["private_dir"]),
             engine=str(d.get("engine", "auto")),
             spark=None if d.get("spark") is None else str(d["spark"]),
             partitions=None if parts == "auto" else parts,

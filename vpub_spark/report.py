@@ -113,6 +113,8 @@ def audit_table(report) -> Table:
         t.add_row(
             escape(c.name), "[green]ok[/green]" if c.ok else "[red]FAIL[/red]", escape(c.detail)
         )
+    for w in report.warnings:
+        t.add_row("warning", "[yellow]warn[/yellow]", escape(w))
     return t
 
 

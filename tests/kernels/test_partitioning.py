@@ -7,10 +7,13 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from vpub_spark.kernels.partitioning import (
+    FALLBACK,
     SHARDS,
     ContentShards,
+    QiShards,
     combine_counts,
     fingerprint,
+    plan_chunks,
     plan_partitions,
     shard_counts,
     shard_of,
@@ -88,3 +91,55 @@ def test_counts_and_fingerprint_ignore_order_and_batches():
         combine_counts(shard_counts(changed, [], ContentShards(0)), [], {}), labels
     ) != fingerprint(whole, labels)
     assert whole.rows.shape == (SHARDS,)
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=frames(), data=st.data())
+def test_partitions_read_no_sensitive_value_but_through_their_count(case, data):
+    """kernels/partitioning.py: a row's shard hashes its non-sensitive columns only, shard
+    s goes to partition s mod P, so re-placing the sensitive values moves no row; only P
+    may change (the largest eligible one)."""
+    frame, domains, l, target, seed = case
+    s = frame.columns[-1]
+    assume(frame[s].value_counts().max() * l <= len(frame))
+    qi = tuple(frame.columns[:-1])
+    moved = frame.assign(**{s: data.draw(st.permutations(frame[s].tolist()))})
+    sizes = dict(zip(frame.columns, domains, strict=True))
+    plans = []
+    for f in (frame, moved):
+        shards = shard_of(f, seed, qi)
+        counts = combine_counts(shard_counts(f, [s], ContentShards(seed, qi)), [s], sizes)
+        plan = plan_partitions(counts, l, target)
+        assert (plan.shard_part == np.arange(SHARDS) % plan.parts).all()
+        plans.append((shards, plan.parts))
+    assert (plans[0][0] == plans[1][0]).all()  # the same shard for every row
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=frames(), chunk_rows=st.integers(1, 400), data=st.data())
+def test_chunks_are_eligible_and_read_only_published_multisets(case, chunk_rows, data):
+    """plan_chunks: every chunk eligible (recounted from the rows) and of at least
+    chunk_rows rows (or the whole table); re-placing the sensitive values inside each
+    chunk (each chunk's multiset, which the release publishes, kept) gives the same plan
+    unless a range had to be cut at a level (a range above FALLBACK * chunk_rows)."""
+    frame, domains, l, _target, _seed = case
+    s = frame.columns[-1]
+    assume(frame[s].value_counts().max() * l <= len(frame))
+    sizes = dict(zip(frame.columns, domains, strict=True))
+    sharding = QiShards(tuple(frame.columns[:-1]), tuple(domains[:-1]))
+    shard = sharding.of(frame)
+
+    def plan_of(f):
+        return plan_chunks(combine_counts(shard_counts(f, [s], sharding), [s], sizes), l, chunk_rows)  # fmt: skip
+
+    plan = plan_of(frame)
+    part = plan.part_of(shard)
+    for c in range(plan.parts):
+        assert frame[s][part == c].value_counts().max() * l <= (part == c).sum()
+    assert plan.parts == 1 or (plan.rows >= chunk_rows).all()
+    moved = frame.copy()
+    for c in range(plan.parts):  # a new table the release allows: values re-placed per chunk
+        rows = np.flatnonzero(part == c)
+        moved.loc[rows, s] = frame[s].to_numpy()[data.draw(st.permutations(rows.tolist()))]
+    if len(frame) <= FALLBACK * chunk_rows:  # no range can be cut at a level
+        assert (plan_of(moved).shard_part == plan.shard_part).all()

@@ -130,7 +130,10 @@ def test_rda_groups_are_of_size_l_and_gda_groups_are_qi_local():
     r, g = rda(codes, s, 6, 1), gda(codes, s, 6, 1, {"age": 79, "gender": 2})
     assert np.bincount(np.bincount(r.group))[6] >= len(np.unique(r.group)) - 5  # <= l - 1 grow
     span = {k: codes.assign(g=x.group).groupby("g")["age"].agg(lambda a: a.max() - a.min()).mean() for k, x in (("rda", r), ("gda", g))}  # fmt: skip
-    assert span["gda"] < span["rda"] / 2
+    # QI-local, at the price of segments cut only from published multisets (the module
+    # docstring): here the value follows age, so a segment stays whole across about 20
+    # ages (span 21 against RDA's 40; cutting at the first eligible prefix gave 3)
+    assert span["gda"] < 0.6 * span["rda"]
 
 
 def test_bad_input_is_refused():

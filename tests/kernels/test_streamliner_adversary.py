@@ -3,52 +3,20 @@ release (the groups and each group's sensitive values), not the private seed. He
 posterior for "tuple i has value v" weighs every table t' the release allows (the same
 values, placed anyhow) by how likely the algorithm is to publish this release from t':
 the share of its random choices (all permutations of the row priorities, enumerated
-exactly) that give it. Privacy asks that it stays <= 1/l for every tuple and value."""
+exactly) that give it. Privacy asks that it stays <= 1/l for every tuple and value.
+The adversary is shared with test_adversary.py (tests/adversary.py)."""
 
 from __future__ import annotations
-
-import itertools
-from collections import Counter
 
 import numpy as np
 import pandas as pd
 import pytest
+from adversary import every_order, worst_posterior
 
 from vpub_spark.kernels.mondrian import mondrian
 from vpub_spark.kernels.streamliner import gda, rda
 
-
-def _release(group: np.ndarray, values: np.ndarray) -> frozenset:
-    return frozenset(
-        (tuple(np.flatnonzero(group == g)), tuple(sorted(values[group == g].tolist())))
-        for g in np.unique(group)
-    )
-
-
-def _worst_posterior(run, values: np.ndarray, choices: list) -> float:
-    """The largest posterior over every release the true table can give."""
-    tables = [np.array(t) for t in sorted(set(itertools.permutations(values.tolist())))]
-    seen = {}  # release -> Counter of tables that give it (with multiplicity)
-    for i, t in enumerate(tables):
-        for c in choices:
-            seen.setdefault(_release(run(t, c), t), Counter())[i] += 1
-    worst = 0.0
-    for weight in seen.values():
-        if not weight.get(_index(tables, values)):
-            continue  # a release the true table never gives
-        total = sum(weight.values())
-        for row in range(len(values)):
-            for v in set(values.tolist()):
-                share = sum(w for i, w in weight.items() if tables[i][row] == v) / total
-                worst = max(worst, share)
-    return worst
-
-
-def _index(tables: list, values: np.ndarray) -> int:
-    return next(i for i, t in enumerate(tables) if (t == values).all())
-
-
-PRIORITIES = [np.array(p) for p in itertools.permutations(range(5))]
+PRIORITIES = every_order(5)
 TABLE_1 = (pd.DataFrame({"dob": [4, 3, 2, 1, 0]}), np.array([0, 0, 1, 1, 2]))  # 003 Table 1
 
 
@@ -66,7 +34,7 @@ def test_rda_and_gda_keep_every_posterior_at_most_one_over_l(codes, values):
         "gda": lambda t, p: gda(codes, t, 2, 0, size, priority=p).group,
     }
     for name, run in runs.items():
-        assert _worst_posterior(run, values, PRIORITIES) <= 0.5 + 1e-9, name
+        assert worst_posterior(run, values, PRIORITIES) <= 0.5 + 1e-9, name
 
 
 def test_gda_dealt_in_weighted_rank_order_would_leak():
@@ -77,7 +45,7 @@ def test_gda_dealt_in_weighted_rank_order_would_leak():
     values = np.array([1, 0, 2, 0, 2])
     order = np.argsort(np.argsort(codes["x"].to_numpy(), kind="stable"))  # priority = wr rank
     run = lambda t, _p: gda(codes, t, 2, 0, {"x": 5}, priority=order).group  # noqa: E731
-    assert _worst_posterior(run, values, [None]) == 1.0
+    assert worst_posterior(run, values, [None]) == 1.0
 
 
 def test_l_diverse_mondrian_is_not_algorithm_safe():
@@ -89,4 +57,4 @@ def test_l_diverse_mondrian_is_not_algorithm_safe():
     run = lambda t, _p: mondrian(codes, {"x": 3, "y": 3}, t, l=2)  # noqa: E731
     groups = run(values, None)
     assert all(np.bincount(values[groups == g]).max() * 2 <= (groups == g).sum() for g in np.unique(groups))  # fmt: skip
-    assert _worst_posterior(run, values, [None]) == 1.0  # every group 2-diverse, yet certain
+    assert worst_posterior(run, values, [None]) == 1.0  # every group 2-diverse, yet certain

@@ -58,7 +58,7 @@ def marginals(tmp_path_factory):
 def test_checksums_and_signature_of_a_clean_release(anatomy, keys, tmp_path):
     path, data = anatomy
     m = json.loads((path / "manifest.json").read_text())
-    assert m["format_version"] == 2 and len(m["signed_by"]) == 16
+    assert m["format_version"] == 3 and len(m["signed_by"]) == 16
     assert all(
         len(d) == 64 for t in m["tables"] for p in t["parts"].values() for d in p["sha256"].values()
     )

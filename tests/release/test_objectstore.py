@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from release_helpers import config, contents, job_table, same_contents, vpub, write_table
+from release_helpers import config, contents, job_table, made_with, same_contents, vpub, write_table
 from s3_helpers import new_bucket
 
 from vpub_spark.engines.inprocess import InProcessEngine
@@ -93,7 +93,7 @@ def test_overwrite_and_refusal(s3, table):
     with pytest.raises(VpubError, match="already exists"):
         publish(cfg, InProcessEngine())
     again = publish(replace(cfg, seed=6, overwrite=True), InProcessEngine())
-    assert json.loads(objectstore.read_bytes(f"{again.path}/manifest.json"))["seed"] == 6
+    assert made_with(json.loads(objectstore.read_bytes(f"{again.path}/manifest.json")), 6)
     assert audit_release(again.path).passed
 
 
@@ -130,8 +130,8 @@ def test_exactly_one_of_concurrent_runs_commits(s3, table, tmp_path):
     assert sorted(code for code, _ in done) == [0, 2, 2], done
     errors = [err.strip().splitlines()[-1] for code, err in done if code]
     assert all(any(b in e for b in BUSY) for e in errors), errors
-    seed = json.loads(objectstore.read_bytes(f"{root}/r/manifest.json"))["seed"]
-    assert seed in (1, 2, 3) and audit_release(f"{root}/r").passed
+    manifest = json.loads(objectstore.read_bytes(f"{root}/r/manifest.json"))
+    assert sum(made_with(manifest, s) for s in (1, 2, 3)) == 1 and audit_release(f"{root}/r").passed
     assert "_LOCK" not in _objects(f"{root}/r")
 
 
@@ -197,11 +197,11 @@ def test_a_failed_overwrite_on_the_store_keeps_the_old_release(s3, table):
     with pytest.raises(RuntimeError, match="injected"):
         publish(replace(cfg, seed=6, overwrite=True), InProcessEngine(), failing)
     assert not [f for f in _objects(f"{root}/r") if f.startswith(("_staging/", "_LOCK"))]
-    assert open_release(f"{root}/r").manifest["seed"] == 5 and audit_release(f"{root}/r").passed
+    assert made_with(open_release(f"{root}/r").manifest, 5) and audit_release(f"{root}/r").passed
     again = publish(replace(cfg, seed=6, overwrite=True), InProcessEngine())
     left = _objects(again.path)
     assert not [f for f in left if f.startswith(("_staging/", "_LOCK"))], left
-    assert open_release(again.path).manifest["seed"] == 6 and audit_release(again.path).passed
+    assert made_with(open_release(again.path).manifest, 6) and audit_release(again.path).passed
 
 
 def test_distributed_audit_reads_a_release_on_the_store_in_place(s3, table, spark_engine):

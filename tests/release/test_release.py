@@ -14,7 +14,9 @@ from release_helpers import (
     TABLE1,
     config,
     contents,
+    made_with,
     publish_inprocess,
+    run_record,
     same_contents,
     write_table,
 )
@@ -177,7 +179,7 @@ def test_tampered_releases_are_refused(tmp_path):
     data2 = write_table(
         TABLE1.assign(icd9=TABLE1["icd9"].replace("flu", "HIV")), tmp_path / "other"
     )
-    failed = _failed(result.path, source=str(data2 / "data"))
+    failed = _failed(result.path, source=str(data2 / "data"), secret=str(run_record(result.manifest["release_id"])))  # fmt: skip
     assert "source: fingerprint" in failed and any(
         "icd9" in f and "equals the source" in f for f in failed
     )
@@ -266,9 +268,7 @@ def test_committed_release_is_not_overwritten_unless_asked(tmp_path):
     from dataclasses import replace
 
     again = publish(replace(cfg, overwrite=True), InProcessEngine())
-    assert (
-        again.audit.passed and json.loads((again.path / "manifest.json").read_text())["seed"] == 5
-    )
+    assert again.audit.passed and made_with(json.loads((again.path / "manifest.json").read_text()), 5)  # fmt: skip
     assert sorted(p.name for p in (tmp_path / "out").iterdir() if p.name != "_latest") == ["r1"]
 
 
@@ -352,13 +352,16 @@ def test_publish_cli_with_config_and_overrides(tmp_path, capsys):
             "--release-id",
             "cli",
             "--seed",
-            "3",
+            "987654321",
         ]
     )
     out = capsys.readouterr()
     assert code == 0 and "release committed" in out.out and "Traceback" not in out.err
     assert (
-        json.loads((tmp_path / "rel" / "cli" / "manifest.json").read_text())["config"]["seed"] == 3
+        out.out.count("keep it private") == 1 and "987654321" not in out.out + out.err
+    )  # told once, never printed
+    assert made_with(
+        json.loads((tmp_path / "rel" / "cli" / "manifest.json").read_text()), 987654321
     )
     conf.write_text(
         yaml.safe_dump({"input": {"path": str(data)}, "rules": RULES_1_3, "method": "gd2"})

@@ -12,7 +12,7 @@ from ..utility.evaluate import evaluate, load_release_and_source
 from ..utility.queries import estimate_count, exact_count
 from ..utility.release_models import release_models
 from ..utility.where import parse_where
-from .common import engine_of, engine_options
+from .common import engine_of, engine_options, warn_explicit_seed
 
 
 def cmd_query(args: argparse.Namespace) -> int:
@@ -106,7 +106,8 @@ def cmd_statdb_build(args: argparse.Namespace) -> int:
         if args.state is None:
             raise SpecError("vpub statdb build needs --config, or --state naming an existing store")
         return _built(reuse_store(args.state))
-    cfg = with_overrides(load_config(args.config), state=args.state, input_path=args.input, engine=args.engine, seed=args.seed, spark=args.spark_conf)  # fmt: skip
+    cfg = with_overrides(load_config(args.config), state=args.state, input_path=args.input, engine=args.engine, seed=args.seed, seed_file=args.seed_file, spark=args.spark_conf)  # fmt: skip
+    warn_explicit_seed(cfg.seed)
     engine, why = engine_for(cfg.engine, SparkSettings.load(cfg.spark), cfg.input_path)
     console.print(f"engine: {engine.name} ({why})")
     with progress_step(f"start the {engine.name} engine"):
@@ -133,7 +134,8 @@ def _register_statdb(sub) -> None:
         "--engine", choices=["auto", "spark", "inprocess"], default=None, help="override engine"
     )
     sdb.add_argument("--spark-conf", default=None, help="override spark (settings YAML)")
-    sdb.add_argument("--seed", type=int, default=None)
+    sdb.add_argument("--seed", type=int, default=None, help="an explicit seed (reproducible; keep it private); default: a secret one, kept in the store")  # fmt: skip
+    sdb.add_argument("--seed-file", default=None, metavar="FILE", help="read the seed from this owner-only file")  # fmt: skip
     sdb.set_defaults(func=cmd_statdb_build)
     sdq = sds.add_parser("query", help="one counting query's result interval")
     sdq.add_argument("store", help="a private bucket store (vpub statdb build, or vpub publish with method marginals)")  # fmt: skip

@@ -38,3 +38,28 @@ def config_of(cls: type[T], args: argparse.Namespace, **given: Any) -> T:
 
 def engines(text: str) -> tuple[str, ...]:
     return tuple(e.strip() for e in text.split(",") if e.strip())
+
+
+def seed_options(p: argparse.ArgumentParser) -> None:
+    """--seed, --seed-file and --private-dir: the release seed is a secret
+    (release/secret.py); without them every run draws one from the operating system."""
+    p.add_argument("--seed", type=int, default=None, help="an explicit seed (reproducible; keep it private); default: a secret one drawn per run")  # fmt: skip
+    p.add_argument("--seed-file", default=None, metavar="FILE", help="read the seed from this owner-only file")  # fmt: skip
+    p.add_argument("--private-dir", default=None, metavar="DIR", help="where the run record keeps the seed (default: $VPUB_PRIVATE_DIR or ~/.local/state/vpub)")  # fmt: skip
+
+
+def warn_explicit_seed(seed: int | None) -> None:
+    """Said once per run, with the run's output (stderr keeps one line per error), when
+    the owner gave the seed itself."""
+    from ..release.secret import WARNING
+    from ..report import console
+
+    if seed is not None:
+        console.print(f"[yellow]note:[/yellow] {WARNING}", soft_wrap=True)
+
+
+def seed_origin(cfg: Any) -> str:
+    """How the run gets its seed, never its value."""
+    if cfg.seed is not None:
+        return "seed: given (private)"
+    return "seed: from the seed file (private)" if cfg.seed_file else "seed: secret, drawn for this run"  # fmt: skip

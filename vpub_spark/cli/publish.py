@@ -18,7 +18,7 @@ from ..release.commit import Steps
 from ..release.private_audit import audit_store
 from ..release.signing import generate_keys
 from ..report import audit_table, console, progress_step, publish_summary
-from .common import engine_of, engine_options
+from .common import engine_of, engine_options, seed_options, seed_origin, warn_explicit_seed
 
 
 def _local(path: str) -> str:
@@ -34,13 +34,15 @@ def cmd_publish(args: argparse.Namespace) -> int:
     cfg = with_overrides(
         load_config(args.config), l=args.l, m=args.m, state=args.state, overwrite=args.overwrite, wait_s=args.wait, sign_key=args.sign_key,
         input_path=args.input, table=args.table, output_path=args.out, release_id=args.release_id,
-        engine=args.engine, seed=args.seed, partitions=args.partitions, spark=args.spark_conf,
+        engine=args.engine, seed=args.seed, seed_file=args.seed_file, private_dir=args.private_dir,
+        partitions=args.partitions, spark=args.spark_conf,
     )  # fmt: skip
+    warn_explicit_seed(cfg.seed)
     engine, why = engine_for(cfg.engine, SparkSettings.load(cfg.spark), _local(cfg.input_path))
     cfg = replace(cfg, engine=engine.name)
     letter = "m" if cfg.privacy.model == "m-invariance" else "l"
     console.print(
-        f"publishing {cfg.input_path} with {cfg.method} on the {cfg.engine} engine ({why}; {letter} = {cfg.l}, seed = {cfg.seed})"
+        f"publishing {cfg.input_path} with {cfg.method} on the {cfg.engine} engine ({why}; {letter} = {cfg.l}; {seed_origin(cfg)})"
     )
     t0 = time.perf_counter()
     if cfg.engine == "spark":
@@ -85,7 +87,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         else:
             spark = args.engine == "spark"  # Spark: the tables audited in its tasks too
             engine = engine_of(args) if args.source or spark else None
-            report = audit_release(args.release, source=args.source, engine=engine, verify_key=args.verify_key, distributed=spark)  # fmt: skip
+            report = audit_release(args.release, source=args.source, engine=engine, verify_key=args.verify_key, distributed=spark, secret=args.secret)  # fmt: skip
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:
@@ -138,7 +140,7 @@ def _register_publish(sub) -> None:
         help="override engine (auto: in process when the input fits this machine's memory and no cluster is configured)",
     )  # fmt: skip
     pb.add_argument("--spark-conf", default=None, help="override spark (settings YAML)")
-    pb.add_argument("--seed", type=int, default=None)
+    seed_options(pb)
     pb.add_argument("--l", type=int, default=None, help="override privacy.l")
     pb.add_argument(
         "--m",
@@ -203,6 +205,7 @@ def _register_marginals_and_audit(sub) -> None:
         metavar="PEM",
         help="check the manifest's Ed25519 signature with this public key",
     )
+    au.add_argument("--secret", default=None, metavar="PATH", help="the owner's run record, private store or seed file: also check the release's proof and keyed source fingerprint")  # fmt: skip
     engine_options(
         au, default="inprocess"
     )  # reads --source; spark: the tables audited in its tasks

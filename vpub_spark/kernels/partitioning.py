@@ -1,21 +1,47 @@
-"""Partitions that are l-eligible for every sensitive attribute at once (DESIGN.md §5).
+"""Partitions and chunks that are l-eligible for every sensitive attribute at once
+(DESIGN.md §5), planned from one counting pass and never from where sensitive values lie.
 
-Every row falls in one of `SHARDS` shards by a seeded hash of its content. Engines
-count, per shard, the rows and the values of each sensitive attribute
-(`shard_counts`, one small frame per batch); the driver then groups shards into P
-partitions, shard s going to partition s mod P, and takes the largest P not above the
-target for which every partition holds rows and is l-eligible for every sensitive
-attribute (`plan_partitions`). P = 1 is the whole table, eligible whenever the rules
-passed the eligibility check, so a plan always exists. One partitioning serves every
-anatomized table of the release, hence one shuffle per release.
+Every row falls in one of `SHARDS` shards. Engines count, per shard, the rows and the
+values of each sensitive attribute (`shard_counts`, one small frame per batch); the
+driver then groups shards into partitions. Two plans, one rule (the threat model: the
+adversary knows the algorithm, the QI values and every public file, not the secret seed):
+which rows go together is decided by the QI values, the secret key and multisets the
+release publishes anyway; beyond those, the sensitive values decide at most one number
+(P, or a level k for a large skewed chunk).
+
+- 000's partitions (`plan_partitions`, with `ContentShards` over the non-sensitive
+  columns): a row's shard is a keyed hash of its QI content (the key derived from the
+  release seed by BLAKE2b, so the shard function reveals nothing of the seed), shard s
+  goes to partition s mod P, and P is the largest number not above the target for which
+  every partition holds rows and is l-eligible. What the plan shows: P, i.e. that for
+  every larger P the secret random split had a partition that was not l-eligible;
+  nothing about which rows or values. Rows with the same QI share a shard, whatever
+  their sensitive values.
+- 002's chunks (`plan_chunks`, with `QiShards`): runs of QI-consecutive shards cut
+  top-down from the whole table. A range of m rows whose most frequent sensitive value
+  occurs c times is cut at row counts into runs of at least max(l c, chunk_rows) rows,
+  each l-eligible however the values are arranged, and each run is cut again the same
+  way. The cuts read the QI counts and each range's multiset of sensitive values, and a
+  range is a union of published groups, so its multiset is public: every table the
+  release allows is planned exactly like the true one, and the plan shows nothing.
+  Where a value holds more than 1/(2l) of a range, the safe rule cannot cut it; a range
+  of more than FALLBACK * chunk_rows rows is then cut at a level k (runs of at least
+  chunk_rows * 2**k rows, the lowest level whose every run is eligible), for Spark's
+  sake. That shows k, i.e. that some run of that range at a lower level was not
+  eligible (a disjunction over runs of at least chunk_rows rows, about aggregates;
+  tests/kernels/test_adversary_plans.py measures it on a tiny table).
+P = 1 (one chunk) is the whole table, eligible whenever the rules passed the
+eligibility check, so a plan always exists.
 
 Decision: the hash is of content only, so identical rows share a shard. The plan is
 then a function of the data and the seed alone, the same on both engines and on a
-retried task; the price is that heavy duplicates make shards uneven, which the
-eligibility check above absorbs by choosing fewer partitions.
+retried task; the price is that heavy QI duplicates make shards uneven, and that a
+sensitive value near the 1/l limit may leave fewer partitions than the target (a random
+split is not balanced on purpose: balancing would read the sensitive values).
 
 The same pass sums a seed-free 64-bit hash of every row (in two 32-bit halves, so no
-sum overflows): an order-free fingerprint of the table's content for the manifest.
+sum overflows): an order-free fingerprint of the table's content, which the manifest
+shows only keyed by the secret seed (release/secret.py).
 """
 
 from __future__ import annotations
@@ -50,22 +76,34 @@ def _mix(h: np.ndarray, seed: int) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
+def shard_key(seed: int) -> int:
+    """The shard hash's 64-bit key: BLAKE2b of the release seed, so that whatever the
+    non-cryptographic mix below gives away is not the seed itself."""
+    digest = hashlib.blake2b(seed.to_bytes(16, "big"), digest_size=8, person=b"vpub-shards")
+    return int.from_bytes(digest.digest(), "big")
+
+
 def _shards(h: np.ndarray, seed: int) -> np.ndarray:
-    return (_mix(h, seed) % np.uint64(SHARDS)).astype(np.int32)
+    return (_mix(h, shard_key(seed)) % np.uint64(SHARDS)).astype(np.int32)
 
 
-def shard_of(frame: pd.DataFrame, seed: int) -> np.ndarray:
-    """Each row's shard in [0, SHARDS), from its content and the release seed."""
-    return _shards(content_hash(frame, 0), seed)
+def shard_of(frame: pd.DataFrame, seed: int, columns: Sequence[str] | None = None) -> np.ndarray:
+    """Each row's shard in [0, SHARDS), from its content (of `columns`; default: all)
+    and the release seed."""
+    return ContentShards(seed, None if columns is None else tuple(columns)).of(frame)
 
 
 @dataclass(frozen=True)
 class ContentShards:
-    """Random shards: a seeded hash of the row's content (anatomy's partitions)."""
+    """Random shards: a keyed hash of the row's content in `columns` (anatomy's
+    partitions hash the non-sensitive columns; None: every column)."""
 
     seed: int
+    columns: tuple[str, ...] | None = None
 
     def of(self, frame: pd.DataFrame, h: np.ndarray | None = None) -> np.ndarray:
+        if self.columns is not None:
+            h = content_hash(frame[list(self.columns)], 0)
         return _shards(content_hash(frame, 0) if h is None else h, self.seed)
 
 
@@ -170,18 +208,18 @@ def auto_partitions(rows: int) -> int:
 
 
 def plan_partitions(counts: ShardCounts, l: int, target: int | None = None) -> PartitionPlan:
-    """The largest P <= target (default `auto_partitions`) for which `assign_shards`
-    finds partitions that are all non-empty and l-eligible for every sensitive attribute."""
+    """The largest P <= target (default `auto_partitions`) for which shard s -> partition
+    s mod P gives partitions that are all non-empty and l-eligible for every sensitive
+    attribute (the shards are already a keyed random function of the QI content; see the
+    module docstring for what P shows)."""
     target = auto_partitions(counts.total) if target is None else target
     if target < 1:
         raise PrivacyError(f"partitions must be >= 1, not {target}")
     slack = _slack(counts, l)
     for p in range(min(target, int((counts.rows > 0).sum())), 0, -1):
-        part = assign_shards(counts.rows, slack, p)
-        rows = np.bincount(part, weights=counts.rows, minlength=p).astype(np.int64)
-        sums = np.zeros((p, slack.shape[1]))
-        np.add.at(sums, part, slack)
-        if (rows > 0).all() and (sums >= 0).all():
+        part = np.arange(SHARDS) % p
+        rows, eligible = _eligible(counts, slack, part, p)
+        if (rows > 0).all() and eligible:
             first = np.concatenate([[0], np.cumsum(rows // l)[:-1]]).astype(np.int64)
             return PartitionPlan(part.astype(np.int32), rows, first)
     raise PrivacyError(
@@ -190,32 +228,95 @@ def plan_partitions(counts: ShardCounts, l: int, target: int | None = None) -> P
 
 
 def plan_chunks(counts: ShardCounts, l: int, chunk_rows: int) -> PartitionPlan:
-    """Contiguous runs of shards (QI-local with `QiShards`) of at least `chunk_rows` rows,
-    each l-eligible for every sensitive attribute on its own: a run closes once it is
-    both; a tail that is not eligible merges backwards. The whole table is one eligible
-    run, so a plan always exists. Group ids: a chunk's first row's index (a chunk never
-    makes more groups than rows)."""
+    """Runs of consecutive shards (QI-local with `QiShards`) of at least `chunk_rows`
+    rows, each l-eligible for every sensitive attribute, cut top-down (`_safe_ranges`);
+    a run of more than `FALLBACK` * chunk_rows rows that cannot be cut so is cut at a
+    level (`_level_cut`). The module docstring says what either shows. Group ids: a
+    chunk's first row's index (a chunk never makes more groups than rows)."""
     if chunk_rows < 1:
         raise PrivacyError(f"chunk_rows must be >= 1, not {chunk_rows}")
     slack = _slack(counts, l)
-    rows = np.cumsum(counts.rows)
-    acc = np.cumsum(slack, axis=0)
-    ends: list[int] = []
-    begin_rows, begin_slack = 0, np.zeros(slack.shape[1])
-    for s in range(SHARDS):
-        if rows[s] - begin_rows >= chunk_rows and (acc[s] - begin_slack >= 0).all():
-            ends.append(s)
-            begin_rows, begin_slack = rows[s], acc[s]
-    if not ends or ends[-1] != SHARDS - 1:
-        ends.append(SHARDS - 1)
-    while len(ends) > 1:  # the tail (and what it merges into) must be eligible
-        before = ends[-2]
-        if rows[-1] - rows[before] > 0 and (acc[-1] - acc[before] >= 0).all():
-            break
-        ends.pop(-2)
-    part = np.searchsorted(np.asarray(ends), np.arange(SHARDS)).astype(np.int32)
-    sizes = np.bincount(part, weights=counts.rows, minlength=len(ends)).astype(np.int64)
-    return PartitionPlan(part, sizes, np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64))
+    if (slack.sum(axis=0) < 0).any():
+        raise PrivacyError(f"the table is not {l}-eligible for every sensitive attribute; no chunking exists")  # fmt: skip
+    hist = np.concatenate([v for v in counts.values.values()], axis=1) if counts.values else np.zeros((SHARDS, 1))  # fmt: skip
+    part = np.zeros(SHARDS, dtype=np.int64)
+    ids = 0
+    for lo, hi in _safe_ranges(counts.rows, hist, l, chunk_rows):
+        big = counts.rows[lo:hi].sum() > FALLBACK * chunk_rows
+        sub = _level_cut(counts.rows[lo:hi], slack[lo:hi], chunk_rows) if big else np.zeros(hi - lo, dtype=np.int64)  # fmt: skip
+        part[lo:hi] = sub + ids
+        ids += int(sub.max()) + 1
+    rows, eligible = _eligible(counts, slack, part, ids)
+    assert eligible, "a chunk is not eligible"
+    return PartitionPlan(part.astype(np.int32), rows, np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(np.int64))  # fmt: skip
+
+
+FALLBACK = 4  # a run this many times chunk_rows that the safe rule cannot cut is cut at a level
+
+
+def _safe_ranges(rows: np.ndarray, hist: np.ndarray, l: int, min_rows: int) -> list[tuple[int, int]]:  # fmt: skip
+    """Shard ranges cut top-down from the whole table: a range of m rows whose most
+    frequent sensitive value (of any attribute) occurs c times is cut at row counts into
+    the most runs (k <= m // (l c), m // min_rows) that each hold at least max(l c,
+    min_rows) rows, each run then cut the same way. Every run is l-eligible however
+    the range's values are arranged; the cuts read the QI counts and each range's
+    multiset, which the release publishes (a range is a union of groups)."""
+    cum = np.concatenate([[0], np.cumsum(rows)])
+    chist = np.vstack([np.zeros((1, hist.shape[1])), np.cumsum(hist, axis=0)])
+    out, todo = [], [(0, len(rows))]
+    while todo:
+        lo, hi = todo.pop()
+        m, c = int(cum[hi] - cum[lo]), int((chist[hi] - chist[lo]).max())
+        need = max(l * c, min_rows, 1)
+        cuts = next((b for k in range(m // need, 1, -1) if len(b := _cut_at(cum, lo, hi, k)) > 2 and (np.diff(cum[b]) >= need).all()), None)  # fmt: skip
+        if cuts is None:
+            out.append((lo, hi))
+        else:
+            todo += [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+    return sorted(out)
+
+
+def _cut_at(cum: np.ndarray, lo: int, hi: int, k: int) -> np.ndarray:
+    """The shard boundaries nearest k equal shares of the rows of shards [lo, hi)."""
+    targets = cum[lo] + (cum[hi] - cum[lo]) * np.arange(1, k) // k
+    at = np.searchsorted(cum, targets, side="left")
+    return np.unique(np.clip(np.concatenate([[lo], at, [hi]]), lo, hi))
+
+
+def _level_cut(rows: np.ndarray, slack: np.ndarray, chunk_rows: int) -> np.ndarray:
+    """Shard -> run for one range: at level k runs close at chunk_rows * 2**k rows (a
+    shorter tail joins the run before), the lowest level whose every run is eligible."""
+    size = chunk_rows
+    while True:
+        part = _runs(rows, size)
+        p = int(part.max()) + 1
+        sums = np.zeros((p, slack.shape[1]))
+        np.add.at(sums, part, slack)
+        if p == 1 or (sums >= 0).all():
+            return part
+        size *= 2
+
+
+def _runs(rows: np.ndarray, size: int) -> np.ndarray:
+    """Shard -> run: a run of consecutive shards closes once it holds `size` rows; the
+    tail (fewer rows, or none) joins the run before it."""
+    closes = np.zeros(len(rows), dtype=np.int64)
+    held = 0
+    for s, r in enumerate(rows.tolist()):  # shards, not rows
+        held += r
+        if held >= size:
+            closes[s], held = 1, 0
+    part = np.concatenate([[0], np.cumsum(closes)[:-1]])
+    last = int(closes.sum())
+    return np.where(part == last, max(last - 1, 0), part) if last else part
+
+
+def _eligible(counts: ShardCounts, slack: np.ndarray, part: np.ndarray, p: int) -> tuple[np.ndarray, bool]:  # fmt: skip
+    """(rows per partition, whether every partition is l-eligible for every attribute)."""
+    rows = np.bincount(part, weights=counts.rows, minlength=p).astype(np.int64)
+    sums = np.zeros((p, slack.shape[1]))
+    np.add.at(sums, part, slack)
+    return rows, bool((sums >= 0).all())
 
 
 def _slack(counts: ShardCounts, l: int) -> np.ndarray:
@@ -227,56 +328,6 @@ def _slack(counts: ShardCounts, l: int) -> np.ndarray:
         if cols
         else counts.rows[:, None].astype(np.float64)
     )
-
-
-def assign_shards(rows: np.ndarray, slack: np.ndarray, p: int, repairs: int = 500) -> np.ndarray:
-    """Shard -> partition, balancing sizes and the tightest sensitive values.
-
-    Decision (the papers partition no data; DESIGN.md §5 asks for l-eligible partitions):
-    shards are sorted by their slack ratio in the globally tightest component and dealt
-    to partitions in serpentine order (0..P-1, P-1..0, ...), which evens out both sizes
-    and that value's share. Then, while some partition has a negative slack, the best
-    move or swap of one shard between it and the partition with the most slack in the
-    offending component is applied (deterministic; stops when nothing improves). A
-    value near the 1/l limit (race at 19.9% with l = 5) thus still gets P partitions,
-    where a random split would fail and fall back to one."""
-    shards = len(rows)
-    ratio_all = slack.sum(0) / max(int(rows.sum()), 1)
-    tight = int(np.argmin(ratio_all))
-    ratio = slack[:, tight] / np.maximum(rows, 1)
-    order = np.lexsort((np.arange(shards), -rows, ratio))
-    idx = np.arange(shards)
-    dealt = np.where((idx // p) % 2 == 0, idx % p, p - 1 - idx % p)
-    part = np.empty(shards, dtype=np.int64)
-    part[order] = dealt
-    sums = np.zeros((p, slack.shape[1]))
-    np.add.at(sums, part, slack)
-    for _ in range(repairs if p > 1 else 0):
-        worst = sums.min(axis=1)
-        a = int(np.argmin(worst))
-        if worst[a] >= 0:
-            break
-        j = int(np.argmin(sums[a]))
-        b = int(np.argmax(np.where(np.arange(p) == a, -np.inf, sums[:, j])))
-        in_a = np.flatnonzero((part == a) & (rows > 0))
-        in_b = np.concatenate(
-            [[-1], np.flatnonzero((part == b) & (rows > 0))]
-        )  # -1: a move, no swap back
-        wa = slack[in_a][:, None, :]
-        wb = np.where(in_b[:, None] >= 0, slack[np.maximum(in_b, 0)], 0.0)[None, :, :]
-        new_a, new_b = sums[a] - wa + wb, sums[b] + wa - wb
-        score = np.minimum(new_a.min(axis=2), new_b.min(axis=2))
-        rows_b = np.where(in_b >= 0, rows[np.maximum(in_b, 0)], 0)
-        rows_a = rows[part == a].sum() - rows[in_a][:, None] + rows_b[None, :]
-        score = np.where(rows_a > 0, score, -np.inf)  # a partition never empties
-        i, k = np.unravel_index(int(np.argmax(score)), score.shape)
-        if score[i, k] <= min(worst[a], sums[b].min()):
-            break
-        part[in_a[i]] = b
-        if in_b[k] >= 0:
-            part[in_b[k]] = a
-        sums[a], sums[b] = new_a[i, k], new_b[i, k]
-    return part
 
 
 def partition_seed(seed: int, table: int, part: int) -> int:

@@ -23,18 +23,30 @@ optimized among them without helping an adversary who knows the algorithm.
   domain order), QI-distance |wr_a - wr_b|. Decision: Table 7 matches each tuple of the
   largest color, one at a time, with the l - 1 colors whose next tuple is nearest in wr.
   We get QI-close groups in rounds instead: the tuples sorted by wr are cut into
-  consecutive l-eligible segments of about `segment` rows; inside a segment RDA runs
-  (largest colors first, Table 7 line 7), so a group holds tuples of neighbouring
-  weighted rank; the at most l - 1 left in a segment join a compatible group of their
-  segment (the one holding the least priority). Decisions, for safety: inside a
-  segment a color's tuples are taken in random priority order, not in wr order (Table
-  7 line 5), and a leftover does not pick the group nearest in wr (Table 7 line 11).
-  Either makes the groups depend on which tuple holds which value, and the simulated
-  adversary of 003 §1, who knows the algorithm, then learns more than 1/l
+  consecutive segments; inside a segment RDA runs (largest colors first, Table 7 line
+  7), so a group holds tuples of neighbouring weighted rank; the at most l - 1 left in a
+  segment join a compatible group of their segment (the one holding the least
+  priority). Decision, for safety against 003 §1's adversary (she knows the
+  algorithm, the QI and the release, not the seed): the cuts read the wr order, the row
+  counts and each segment's multiset of values, never which row holds which value.
+  Top-down from the whole table, a segment of B blocks of l consecutive rows whose most
+  frequent value occurs c times is cut into k = min(B // c, B // ceil(`segment` / l))
+  runs of whole blocks while k >= 2: each run holds at least l c rows, so it is
+  l-eligible however the segment's values are arranged. A segment is a union of groups, so its
+  multiset is published; every table the release allows is cut exactly like the true
+  one, and the segments tell her nothing beyond the groups' values. The price: a
+  segment whose most frequent value exceeds 1/(2l) of it is not cut (GDA is then RDA
+  on it). Cutting bottom-up (closing a segment once it is l-eligible) gave posterior 1
+  on a 6-row table, and the lowest level at which runs of `segment` * 2^k rows are all
+  eligible gave 3/4 (tests/kernels/test_adversary.py). Decisions, for safety: inside a segment a
+  color's tuples are taken in random priority order, not in wr order (Table 7 line 5),
+  and a leftover does not pick the group nearest in wr (Table 7 line 11). Either makes
+  the groups depend on which tuple holds which value, and the simulated adversary of
+  003 §1, who knows the algorithm, then learns more than 1/l
   (tests/kernels/test_streamliner_adversary.py: wr-order dealing pins a value with
   certainty on a 5-row table; nearest-group leftovers reach 2/3 on 003 Table 1). The
-  segments keep the locality (mean Age span 14.3 against 13.2 with wr-order dealing on
-  a 20,000-row test table; RDA: 38.7). Default weights: 003 §4.2
+  segments keep some locality: mean Age span 29.7 against RDA's 40.7 at l = 6 on a
+  20,000-row table like tests/experiments/test_compare_streamliner.py's. Default weights: 003 §4.2
   weighs Gender 10,000 and Age, Education, Birthplace 1; for any table we weigh the
   attributes lexicographically, the smallest domain first (weight = the product of the
   later domains' sizes), unless `weights` are given.
@@ -57,7 +69,7 @@ import pandas as pd
 
 from ..errors import SpecError
 from .arrays import distinct
-from .minvariance import assign_buckets, check_m_eligible
+from .minvariance import assign_buckets, check_m_eligible, top_counts
 
 ALGORITHMS = ("rda", "gda", "ria")
 
@@ -187,27 +199,30 @@ def weighted_rank(codes: pd.DataFrame, sizes: Mapping[str, int], weights: Mappin
     return wr
 
 
-def _segments(s: np.ndarray, l: int, target: int) -> np.ndarray:
-    """Consecutive l-eligible segments of about `target` rows: round by round, every
-    ineligible segment loses its boundary with its right neighbour (the last one, with
-    its left), so each round has fewer segments and the whole table is l-eligible."""
+def _segments(s: np.ndarray, l: int, segment: int) -> np.ndarray:
+    """Each row's segment (see the module docstring): top-down, a segment of B blocks of
+    l rows whose most frequent value occurs c times is cut into k = min(B // c,
+    B // ceil(segment / l)) runs of whole blocks (the last takes the remainder) while
+    k >= 2, every segment of a round at once. Runs of whole blocks leave leftovers in
+    the last run only. The cuts read each segment's multiset only, never where its
+    values sit."""
     n = len(s)
-    seg = np.arange(n) // max(target, l)
+    seg = np.zeros(n, dtype=np.int64)
+    per = -(-max(segment, 1) // l)  # the blocks a run needs at least
     while True:
-        count = np.bincount(seg)
-        top = pd.DataFrame({"g": seg, "v": s}).groupby(["g", "v"]).size().groupby(level=0).max()
-        bad = top.to_numpy() * l > count
-        if not bad.any():
+        rows = np.bincount(seg)
+        blocks = rows // l
+        k = np.maximum(np.minimum(blocks // top_counts(seg, s, len(rows)), blocks // per), 1)
+        if (k == 1).all():
             return seg
-        keep = np.ones(len(count), dtype=bool)  # keep[j]: a boundary before segment j
-        keep[1:] &= ~bad[:-1]
-        if bad[-1] and len(count) > 1:
-            keep[-1] = False
-        seg = (np.cumsum(keep) - 1)[seg]
+        at = np.arange(n) - (np.cumsum(rows) - rows)[seg]  # the row's place in its segment
+        block = np.minimum(at // l, np.maximum(blocks[seg] - 1, 0))
+        seg = (np.cumsum(k) - k)[seg] + block * k[seg] // np.maximum(blocks[seg], 1)
 
 
 def gda(codes: pd.DataFrame, sensitive: np.ndarray, l: int, seed: int, sizes: Mapping[str, int], weights: Mapping[str, int] | None = None, segment: int | None = None, priority: np.ndarray | None = None) -> Streamlined:  # fmt: skip
-    """003 Table 7 (see the module docstring); `segment` rows per round (default 8 l)."""
+    """003 Table 7 (see the module docstring); runs of `segment` * 2^k rows (default
+    segment: 8 l)."""
     check_l(sensitive, l)
     wr = weighted_rank(codes, sizes, weights)
     canon = _canonical(codes, sensitive)

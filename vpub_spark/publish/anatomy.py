@@ -5,10 +5,11 @@ partitioning, or, with `anonymizer: rda | gda`, generalized by 003's algorithms
 QI values are not acceptable (004 §3.1: when presence in the table is itself private).
 Every group is l-diverse either way, so the GNF guarantee (000 Theorem 4.1) holds.
 
-Plan: every row gets one of 1,024 shards from a seeded hash of its content; one
-counting pass gives rows and each sensitive attribute's values per shard, and the
-driver deals shards to partitions so that every partition is l-eligible for every
-sensitive attribute at once (kernels/partitioning.py).
+Plan: every row gets one of 1,024 shards from a hash of its non-sensitive content keyed
+by the secret seed; one counting pass gives rows and each sensitive attribute's values
+per shard, and the driver deals shard s to partition s mod P for the largest P whose
+partitions are all l-eligible for every sensitive attribute (kernels/partitioning.py:
+which rows share a partition never depends on a sensitive value).
 Job: per partition, every anatomy table is built by the kernel seeded by (release
 seed, table, partition), decoded and written as `tables/<t>/{qit,st}/part-<p>.parquet`
 (temporary name then rename, so a retried or speculative task rewrites the same bytes);
@@ -65,11 +66,12 @@ class AnatomyJob:
     first_group: tuple[int, ...]
     dictionaries: Mapping[str, Dictionary]
     anonymizer: str = "anatomy"
+    hashed: tuple[str, ...] = ()  # the columns a row's shard hashes (`hashed_columns`)
 
     summary_schema = summary_schema(SUMMARY_COLUMNS)
 
     def shards(self, frame: pd.DataFrame):
-        return shard_of(frame, self.seed)
+        return shard_of(frame, self.seed, self.hashed)
 
     def run(self, frame: pd.DataFrame, part: int, task: int = -1) -> pd.DataFrame:
         """Anonymize and write every table of one partition that has a sensitive
@@ -118,6 +120,14 @@ class AnatomyJob:
         return write_generalized(self.stage, t.name, codes, t.sensitive, s, group, self.first_group[part], self.dictionaries, part)  # fmt: skip
 
 
+def hashed_columns(design: Design, loaded: LoadedTable) -> tuple[str, ...]:
+    """The columns that decide a row's partition: those no table holds as sensitive, so
+    which rows share a partition never depends on a sensitive value
+    (kernels/partitioning.py)."""
+    sensitive = {a for t in design.tables for a in (t.sensitive_set or (t.sensitive,)) if a}
+    return tuple(a for a in loaded.names if a not in sensitive)
+
+
 def entries(stage: Path, tables, rows: int, summary: pd.DataFrame | None, dictionaries: Mapping[str, Dictionary] | None = None) -> list[dict]:  # fmt: skip
     """The manifest entries of a rule-based schema's tables (groups from the summary;
     a generalized table lists its QI domains, the ruler its boxes are read with)."""
@@ -146,7 +156,8 @@ class AnatomyMethod(RuleBased):
 
     def plan(self, cfg: PublishConfig, engine: Engine, loaded: LoadedTable, design: Design) -> Plan:
         sensitive = [t.sensitive for t in design.tables if t.sensitive]
-        shards = engine.shard_counts(loaded, sensitive, ContentShards(cfg.seed))
+        sharding = ContentShards(cfg.secret_seed, hashed_columns(design, loaded))
+        shards = engine.shard_counts(loaded, sensitive, sharding)
         counts = combine_counts(shards, sensitive, sizes_of(loaded))
         return Plan(counts, plan_partitions(counts, cfg.l, cfg.partitions))
 
@@ -165,7 +176,8 @@ class AnatomyMethod(RuleBased):
             return None
         first = tuple(int(g) for g in plan.partitions.first_group)
         return AnatomyJob(
-            str(stage), design.tables, cfg.l, cfg.seed, first, dict(loaded.dictionaries), cfg.anonymizer
+            str(stage), design.tables, cfg.l, cfg.secret_seed, first, dict(loaded.dictionaries), cfg.anonymizer,
+            hashed_columns(design, loaded),
         )  # fmt: skip
 
     def table_entries(self, stage, design, loaded, summary) -> list[dict]:

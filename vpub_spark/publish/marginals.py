@@ -43,7 +43,7 @@ from ..kernels.partitioning import QiShards, combine_counts, partition_seed, pla
 from ..model import PublishedTable, Rule
 from ..release.commit import Steps, audit_and_commit, exclusive, staged_directory, staged_release
 from ..release.layout import COUNT, GROUP, SIZE, part_file, part_location, release_target
-from ..release.manifest import header, table_entry
+from ..release.manifest import header, seal, table_entry
 from ..release.objectstore import mirrored
 from ..release.store import (
     BUCKET,
@@ -347,7 +347,7 @@ class MarginalsMethod:
         s, chosen = cfg.marginals, design.detail
         first = tuple(int(x) for x in plan.partitions.first_group)
         return MarginalsJob(
-            str(stage), str(store), cfg.release_id, chosen.qi, s.sensitive, cfg.privacy.m, cfg.seed, s.tries,
+            str(stage), str(store), cfg.release_id, chosen.qi, s.sensitive, cfg.privacy.m, cfg.secret_seed, s.tries,
             s.blocks, chosen.marginals, first, dict(loaded.dictionaries), plan.detail, s.partitioning,
         )  # fmt: skip
 
@@ -380,7 +380,7 @@ class MarginalsMethod:
             for mg in chosen.marginals
         ]  # fmt: skip
         write_store(store, {
-            "format": STORE_FORMAT, "store_id": design.store_id, "m": cfg.privacy.m, "seed": cfg.seed,
+            "format": STORE_FORMAT, "store_id": design.store_id, "m": cfg.privacy.m, "seed": cfg.secret_seed,
             "qi": list(chosen.qi), "sensitive": s.sensitive, "domains": {a: list(loaded.dictionaries[a].labels) for a in loaded.names},
             "source": manifest["source"], "published": published,
         })  # fmt: skip
@@ -443,13 +443,14 @@ def _add(state: Path, attributes, output, release_id, overwrite, step: Steps, wa
             "release_id": release_id,
         }
         manifest = header(
-            release_id=release_id, seed=meta["seed"], engine="inprocess", source=meta["source"],
+            release_id=release_id, engine="inprocess", source=meta["source"],
             privacy={"model": "m-invariance", "m": meta["m"]}, rules=[r.as_dict() for r in marginal_rules([mg], sensitive)],
             method="marginals", method_cost={"added_from_store": True}, partitions=len(bucket_files(state)),
             gnf=GNF_NOTE, config=cfg, store_id=meta["store_id"],
         )  # fmt: skip
         rows = int(meta["source"]["rows"])
         manifest["tables"] = [marginal_entry(stage, mg, sensitive, 0, rows, groups, dictionaries)]
+        seal(manifest, int(meta["seed"]))
         report = audit_and_commit(stage, manifest, step, sign_key)
     meta = read_store(state)
     published = {"release_id": release_id, "release": release_location(target), "table": mg.name, "attributes": list(mg.attributes)}  # fmt: skip

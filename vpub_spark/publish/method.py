@@ -30,6 +30,7 @@ from ..engines.base import Engine, LoadedTable, PartitionJob
 from ..kernels.partitioning import PartitionPlan, ShardCounts
 from ..model import PublishedTable, Rule
 from ..release.layout import public_path
+from ..release.secret import keyed
 from ..rules import check_eligibility, ineligibility, parse_rules, random_rules, reduce_rules
 from ..tablespec import table_spec_to_dict
 
@@ -167,7 +168,9 @@ def choose_rules(cfg: PublishConfig, loaded: LoadedTable) -> tuple[tuple[Rule, .
 
 
 def source_entry(cfg: PublishConfig, loaded: LoadedTable, fingerprint: str) -> dict:
-    """The manifest's `source`: where it was read, its rows and columns, its table spec."""
+    """The manifest's `source`: where it was read, its rows and columns, its table spec,
+    and its fingerprint keyed by the secret seed (unkeyed, it would let an adversary
+    test a candidate table; release/secret.py)."""
     return {
         "path": public_path(cfg.input_path),
         "rows": loaded.rows,
@@ -175,7 +178,7 @@ def source_entry(cfg: PublishConfig, loaded: LoadedTable, fingerprint: str) -> d
         "rows_dropped": loaded.rows_dropped,
         "columns": list(loaded.names),
         "table_spec": table_spec_to_dict(loaded.spec),
-        "fingerprint": fingerprint,
+        "fingerprint": keyed(cfg.secret_seed, fingerprint.encode()),
     }
 
 
@@ -194,11 +197,13 @@ def rule_design(cfg: PublishConfig, engine: Engine, loaded: LoadedTable) -> Desi
     scored_on: list[int] = []
 
     def scorer():
-        frame = engine.rows_sample(loaded, cfg.gd_sample_rows, cfg.seed)
+        frame = engine.rows_sample(loaded, cfg.gd_sample_rows, cfg.secret_seed)
         scored_on.append(len(frame))
-        return kl_scorer(frame, sizes_of(loaded), cfg.l, cfg.seed)
+        return kl_scorer(frame, sizes_of(loaded), cfg.l, cfg.secret_seed)
 
-    schema, gd_cost = design(cfg.method, loaded.names, rules, cfg.seed, scorer, cfg.gd_budget_s)
+    schema, gd_cost = design(
+        cfg.method, loaded.names, rules, cfg.secret_seed, scorer, cfg.gd_budget_s
+    )
     cost = None if gd_cost is None else gd_cost.as_dict() | {"scored_on_rows": scored_on[0]}
     gnf = check_gnf(schema, rules)
     verdicts = {"ok": gnf.ok, "verdicts": [v.as_dict() for v in gnf.verdicts]}

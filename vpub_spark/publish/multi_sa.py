@@ -108,7 +108,7 @@ class Solved:
 def exact_plan(cfg, engine, loaded, sa: list[str]) -> Plan:
     """One partition; the driver solves Algorithm 3 on the table's SA combinations."""
     s: MultiSaSettings = cfg.multi_sa
-    sharding = ContentShards(cfg.seed)
+    sharding = ContentShards(cfg.secret_seed)
     counts = combine_counts(engine.shard_counts(loaded, sa, sharding), sa, sizes_of(loaded))
     one = PartitionPlan(
         np.zeros(SHARDS, dtype=np.int32), np.array([counts.total]), np.zeros(1, dtype=np.int64)
@@ -180,7 +180,7 @@ class MultiSaMethod(RuleBased):
         qi, sa = split(table)
         first = tuple(int(g) for g in plan.partitions.first_group)
         return MultiSaJob(
-            str(stage), table.name, tuple(qi), tuple(sa), cfg.l, cfg.seed, cfg.multi_sa, first,
+            str(stage), table.name, tuple(qi), tuple(sa), cfg.l, cfg.secret_seed, cfg.multi_sa, first,
             dict(loaded.dictionaries), solved.sharding, solved.driver,
         )  # fmt: skip
 

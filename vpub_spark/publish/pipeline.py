@@ -10,7 +10,9 @@
    keeps one): `method.plan` from one counting pass, `method.job` in every partition
    (`engine.run_partitions`), every projection aggregated by the engine;
 5. the manifest (release/manifest.py), then the audit of the staged files; only if it
-   passes, `_SUCCESS` and the rename into place (release/commit.py).
+   passes, `_SUCCESS` and the rename into place (release/commit.py);
+6. the secret seed (drawn at step 1 unless given) kept in the owner's run record, or
+   in the method's private store (release/secret.py); no public file names it.
 Any failure removes the staging directories; the target is left as it was.
 """
 
@@ -31,8 +33,10 @@ from ..model import TableSpec
 from ..release.catalog import Root, latest, set_latest
 from ..release.commit import Steps, audit_and_commit, staged_release, staged_store
 from ..release.layout import RESERVED, part_location, release_target
-from ..release.manifest import header
+from ..release.manifest import header, seal
 from ..release.objectstore import input_outline, local_input, on_store, record_parts, write_root
+from ..release.secret import default_private_dir, owner_only, write_run_record
+from ..release.store import check_store_location
 from ..storage import is_remote
 from .anatomy import AnatomyMethod
 from .method import Design, Method, Plan, PublishResult, covered, source_entry
@@ -49,8 +53,8 @@ def publish(cfg: PublishConfig, engine: Engine, observer: Observer | None = None
     path, spec = _input(cfg, engine)
     letter = "m" if method.privacy_model == "m-invariance" else "l"
     cfg = replace(
-        cfg,
-        release_id=cfg.release_id or f"{spec.name}-{cfg.method}-{letter}{cfg.l}-seed{cfg.seed}",
+        cfg.with_secret_seed(),
+        release_id=cfg.release_id or f"{spec.name}-{cfg.method}-{letter}{cfg.l}",
         family=cfg.family or f"{spec.name}-{cfg.method}",
     )
     target = release_target(cfg.output_path, str(cfg.release_id))
@@ -60,6 +64,7 @@ def publish(cfg: PublishConfig, engine: Engine, observer: Observer | None = None
             f"attribute names {', '.join(RESERVED)} are reserved for release columns; rename {', '.join(reserved)}"
         )
     private = method.store(cfg)
+    records = None if private else _private_dir(cfg)  # checked before any work
     with ExitStack() as stack:  # locks and stages first: a refused run does no work
         stage = stack.enter_context(staged_release(target, cfg.overwrite, cfg.wait_s, engine))
         store = stack.enter_context(staged_store(private, cfg.wait_s)) if private else None
@@ -72,8 +77,20 @@ def publish(cfg: PublishConfig, engine: Engine, observer: Observer | None = None
         manifest, report, summary = _staged(method, cfg, engine, loaded, design, stage, store, step, suppression)  # fmt: skip
         if store is not None:
             method.record(cfg, design, loaded, store, manifest, target)
+    if records is not None:  # the seed's one private copy (a store keeps its own)
+        write_run_record(records, cfg.output_path, str(cfg.release_id), cfg.secret_seed)
     set_latest(Root(cfg.output_path), str(cfg.family), str(cfg.release_id))
     return PublishResult(target, manifest, report, dict(step.timings), summary)
+
+
+def _private_dir(cfg: PublishConfig) -> Path:
+    """The owner's private directory for the run record: not inside the output, and
+    owner-only where it exists already (release/secret.py)."""
+    root = Path(cfg.private_dir).expanduser() if cfg.private_dir else default_private_dir()
+    check_store_location(root, cfg.output_path, new=False, what="private directory")
+    if root.exists():
+        owner_only(root, "private directory")
+    return root
 
 
 def _input(cfg: PublishConfig, engine: Engine) -> tuple[str, TableSpec]:
@@ -100,6 +117,7 @@ def _staged(method: Method, cfg: PublishConfig, engine: Engine, loaded: LoadedTa
     if suppression is not None:
         manifest["suppression"] = suppression
     manifest["tables"] = method.table_entries(stage, design, loaded, summary)
+    seal(manifest, cfg.secret_seed)
     audit_engine = engine if engine.name == "spark" else None  # Spark: in its tasks (unless small)
     report = audit_and_commit(stage, manifest, step, cfg.sign_key, audit_engine)
     return manifest, report, summary
@@ -120,7 +138,6 @@ def _manifest(method: Method, cfg: PublishConfig, engine: Engine, loaded: Loaded
     labels = {a: loaded.dictionaries[a].labels for a in loaded.names}
     return header(
         release_id=str(cfg.release_id),
-        seed=cfg.seed,
         engine=engine.name,
         source=source_entry(cfg, loaded, fingerprint(plan.counts, labels)),
         privacy=cfg.privacy.as_dict(),

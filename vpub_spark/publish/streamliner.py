@@ -124,7 +124,7 @@ class StreamlinerMethod(NoStore):
     def job(self, cfg, loaded, design, plan, stage, store) -> StreamlinerJob:
         s, first = cfg.streamliner, tuple(int(x) for x in plan.partitions.first_group)
         return StreamlinerJob(
-            str(stage), self.name, self.name, design.detail.attributes, s.sensitive, int(cfg.privacy.l), cfg.seed,
+            str(stage), self.name, self.name, design.detail.attributes, s.sensitive, int(cfg.privacy.l), cfg.secret_seed,
             s.weights, s.segment, first, dict(loaded.dictionaries), plan.detail,
         )  # fmt: skip
 

@@ -36,7 +36,7 @@ def apply_budget(cfg: PublishConfig, engine: Engine, loaded: LoadedTable, rule_b
         seen.add(rule.rhs)
         drop = fewest_to_suppress(loaded.counts[rule.rhs], int(cfg.l))
         if drop.sum():
-            loaded = engine.suppress(loaded, rule.rhs, drop, cfg.seed)
+            loaded = engine.suppress(loaded, rule.rhs, drop, cfg.secret_seed)
         per_rule[str(rule)] = int(drop.sum())
     total = int(sum(per_rule.values()))
     if total > budget * n:

@@ -17,12 +17,14 @@ table spec the manifest records.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from ..engines.base import Engine
 from ..engines.inprocess import InProcessEngine
@@ -41,16 +43,17 @@ from .distributed import (
     summaries,
 )
 from .kinds import table_kind
-from .layout import FORMAT_VERSION, GROUP, PRIVATE
+from .layout import FORMAT_VERSION, GROUP, MANIFEST, PRIVATE
 from .reader import Release, open_release
-from .signing import verify
+from .secret import keyed, proves, read_secret
+from .signing import SIGNATURE, verify
 
 REQUIRED = (
     "format_version",
     "release_id",
     "created_at",
     "software_version",
-    "seed",
+    "randomness",
     "source",
     "privacy",
     "rules",
@@ -67,12 +70,14 @@ def audit_release(
     engine: Engine | None = None,
     verify_key: str | None = None,
     distributed: bool = False,
+    secret: str | None = None,
 ) -> AuditReport:
     """Audit the release at `path`; with `source`, also against the source data, read
     by `engine` (default: in process; with Spark only aggregates reach the auditor).
     `distributed` (with an engine): anatomy and generalized tables are audited file set
     by file set in the engine's tasks and only their summaries reach this process
-    (`release/distributed.py`)."""
+    (`release/distributed.py`). `secret` (the owner's run record, private store or seed
+    file) also checks the manifest's proof and keyed source fingerprint."""
     report = AuditReport(Path(path).name)
 
     check = report.check
@@ -81,6 +86,7 @@ def audit_release(
     except VpubError as e:
         check("manifest", False, str(e))
         return report
+    seed = _secrecy_checks(rel, rel.manifest, secret, check)  # even of an unreadable one
     read = _manifest_checks(rel, require_committed, check)
     if read is None:
         return report
@@ -89,6 +95,8 @@ def audit_release(
     if verify_key is not None:
         ok, why = verify(rel.path, verify_key)
         check("signature", ok, why)
+    elif m.get("signed_by"):
+        report.warnings.append(f"the release is signed ({m['signed_by']}) but no --verify-key was given: its signature was not checked")  # fmt: skip
     if m["privacy"].get("model") == "m-invariance":
         _invariance_checks(rel, tables, check)
     else:
@@ -113,8 +121,66 @@ def audit_release(
     _model_checks(rel, m, check)
     _suppression_checks(m, check)
     if source is not None:
-        _source_checks(rel, tables, source, check, engine)
+        _source_checks(rel, tables, source, check, engine, seed)
     return report
+
+
+def _secrecy_checks(rel: Release, m: dict, secret: str | None, check: Checker) -> int | None:
+    """No public file names the seed (release/secret.py): not the manifest (any key
+    holding `seed` with a number), the release id, the release's other text files, nor
+    the Parquet files' metadata. With the owner's `secret`, the proof is checked; the
+    seed is returned for the keyed source fingerprint."""
+    found = [*_numeric_seeds(m, "manifest"), *_seeds_in_files(rel)]
+    if SEED_TEXT.search(str(m.get("release_id", ""))):
+        found.append(f"release id {m.get('release_id')}")
+    check("secrecy: no seed in a public file", not found, "; ".join(found[:5]) or "the seed is secret")  # fmt: skip
+    if secret is None:
+        return None
+    seed = read_secret(secret)
+    check("secrecy: the owner's proof", proves(seed, m), "the seed made this release" if proves(seed, m) else "the given seed did not make this release (or its files changed)")  # fmt: skip
+    return seed
+
+
+SEED_TEXT = re.compile(r"seed[\"'\s:=_-]*(0x[0-9a-f]+|\d+)", re.IGNORECASE)
+
+
+def _numeric_seeds(v: object, where: str) -> list[str]:
+    """Every key path of a JSON value whose key names a seed and whose value is a number."""
+    if isinstance(v, dict):
+        out = []
+        for k, x in v.items():
+            if "seed" in str(k).lower() and _numeric(x):
+                out.append(f"{where}.{k} = {x}")
+            out += _numeric_seeds(x, f"{where}.{k}")
+        return out
+    if isinstance(v, list):
+        return [f for i, x in enumerate(v) for f in _numeric_seeds(x, f"{where}[{i}]")]
+    return []
+
+
+def _numeric(x: object) -> bool:
+    if isinstance(x, bool):
+        return False
+    if isinstance(x, int | float):
+        return True
+    try:
+        int(str(x), 0)
+        return True
+    except ValueError:
+        return False
+
+
+def _seeds_in_files(rel: Release) -> list[str]:
+    """A seed in the release's other public files: text files, Parquet key-value metadata."""
+    out: list[str] = []
+    skip = (MANIFEST, SIGNATURE)
+    for f in sorted(p for p in rel.path.rglob("*") if p.is_file() and p.name not in skip and not p.name.startswith(".")):  # fmt: skip
+        if f.suffix == ".parquet":
+            meta = pq.read_metadata(f).metadata or {}
+            out += [f"{f.name}: metadata {k.decode(errors='replace')}" for k in meta if b"seed" in k.lower()]  # fmt: skip
+        elif f.stat().st_size < 1 << 20 and SEED_TEXT.search(f.read_text(errors="replace")):
+            out.append(f"{f.relative_to(rel.path)} names a seed")
+    return out
 
 
 def within(published: pd.DataFrame, expected: pd.DataFrame, suppressed: int) -> tuple[bool, str]:
@@ -352,9 +418,10 @@ def _checksum_checks(rel: Release, name: str, entry: dict, check: Checker) -> No
     checksums_agree(entry, name, digests, check)
 
 
-def _source_checks(rel: Release, tables: list[PublishedTable], source: str, check: Checker, engine: Engine | None = None) -> None:  # fmt: skip
+def _source_checks(rel: Release, tables: list[PublishedTable], source: str, check: Checker, engine: Engine | None = None, seed: int | None = None) -> None:  # fmt: skip
     """The source read with the recorded table spec (by `engine`: aggregates only reach
-    the auditor), its fingerprint, and every table's multisets against it."""
+    the auditor), its fingerprint (keyed by the secret seed: checked when the owner's
+    `seed` is given), and every table's multisets against it."""
     from ..kernels.partitioning import ContentShards, combine_counts, fingerprint
     from ..tablespec import table_spec_from_dict
 
@@ -368,9 +435,11 @@ def _source_checks(rel: Release, tables: list[PublishedTable], source: str, chec
         f"source has {loaded.rows}, the manifest says {recorded}"
         + (f" ({suppressed} suppressed)" if suppressed else ""),  # fmt: skip
     )
-    if not suppressed:  # the fingerprint is of the rows published; with suppression, the tables are compared within it below
+    if (
+        not suppressed and seed is not None
+    ):  # the fingerprint is of the rows published; with suppression, the tables are compared within it below
         shards = combine_counts(engine.shard_counts(loaded, [], ContentShards(0)), [], {})
-        same = fingerprint(shards, {a: loaded.dictionaries[a].labels for a in loaded.names}) == rel.manifest["source"].get("fingerprint")  # fmt: skip
+        same = keyed(seed, fingerprint(shards, {a: loaded.dictionaries[a].labels for a in loaded.names}).encode()) == rel.manifest["source"].get("fingerprint")  # fmt: skip
         check("source: fingerprint", same, "the manifest's fingerprint" if same else "the source differs from the one the release was made from")  # fmt: skip
 
     def source_counts(cols: list[str]) -> pd.DataFrame:

@@ -36,6 +36,7 @@ class Check:
 class AuditReport:
     release: str
     checks: list[Check] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # said, but not failures
 
     def check(self, name: str, ok: object, detail: str = "") -> bool:
         """Record one check (a `Checker`); its result."""
@@ -55,6 +56,7 @@ class AuditReport:
             "passed": self.passed,
             "checks": len(self.checks),
             "failures": [f"{c.name}: {c.detail}" for c in self.failures],
+            "warnings": list(self.warnings),
         }
 
 

@@ -92,7 +92,7 @@ def dictionary(rel: Release, table: str, frame: pd.DataFrame, layout: str) -> st
         f"# {m['release_id']} / {table} ({entry.get('kind')}, layout {layout})", "",
         f"- Source rows: {m.get('source', {}).get('rows'):,}; exported rows: {len(frame):,}.",
         f"- Guarantee: {privacy.get('model', 'l-diversity')} with {level} for the rules {rules}: no one who knows a tuple's quasi-identifiers can infer its sensitive value with probability above 1/{privacy.get('l') or privacy.get('m')}.",
-        f"- Method: {m.get('method')}; seed {m.get('seed')}; created {m.get('created_at')} by vpub_spark {m.get('software_version')}; audited: {bool((m.get('audit') or {}).get('passed'))}.",
+        f"- Method: {m.get('method')}; random choices from a secret seed; created {m.get('created_at')} by vpub_spark {m.get('software_version')}; audited: {bool((m.get('audit') or {}).get('passed'))}.",
         "- Do not join this file with other releases of the same data on the row order or the group ids: they are not stable identifiers across releases.",
         "", "| column | type | meaning |", "|---|---|---|",
     ]  # fmt: skip

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-FORMAT_VERSION = 2  # 2: every part file has its SHA-256 in the manifest
+FORMAT_VERSION = (
+    3  # 2: every part file has its SHA-256 in the manifest; 3: no seed (a secret), a keyed proof
+)
 MANIFEST, SUCCESS = "manifest.json", "_SUCCESS"
 # a local stage whose parts go straight to an object store names that place here (hidden:
 # never uploaded; release/objectstore.py)

@@ -13,12 +13,12 @@ import pyarrow.parquet as pq
 
 from .. import __version__
 from .layout import FORMAT_VERSION, table_dir
+from .secret import SECRET, randomness_entry
 
 
 def header(
     *,
     release_id: str,
-    seed: int,
     engine: str,
     source: dict,
     privacy: dict,
@@ -33,13 +33,14 @@ def header(
     family: str | None = None,
     supersedes: str | None = None,
 ) -> dict:
-    """Everything but the tables; `audit` is filled in when the audit has passed."""
+    """Everything but the tables; `randomness` is sealed (`seal`) once the tables are in,
+    `audit` filled in when the audit has passed. No seed: release/secret.py."""
     out: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
         "release_id": release_id,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "software_version": __version__,
-        "seed": seed,
+        "randomness": {"seed": SECRET},
         "engine": engine,
         "source": source,
         "privacy": privacy,
@@ -54,6 +55,13 @@ def header(
     if store_id is not None:  # a private store, named only by its opaque id (DESIGN.md §9)
         out["store"] = {"store_id": store_id}
     return out | {"tables": [], "gnf": gnf, "config": config, "audit": None}
+
+
+def seal(manifest: dict, seed: int) -> dict:
+    """The manifest with its `randomness` proof: an HMAC of the release's files under the
+    secret seed (release/secret.py), computed once every table entry is in."""
+    manifest["randomness"] = randomness_entry(seed, manifest)
+    return manifest
 
 
 def part_entries(stage: Path, table: str, parts: Sequence[str]) -> dict[str, dict]:

@@ -27,9 +27,10 @@ ROW, SUB, BUCKET = "row", "sub", "bucket"
 STORE_FORMAT = 1
 
 
-def check_store_location(state: str | Path, output: str | Path, new: bool = True) -> None:
-    """A store must not lie inside the (public) output root; a `new` one must not exist
-    yet. Either may be an `s3://` URI (compared as prefixes)."""
+def check_store_location(state: str | Path, output: str | Path, new: bool = True, what: str = "private store") -> None:  # fmt: skip
+    """A store (or the owner's private directory) must not lie inside the (public)
+    output root; a `new` one must not exist yet. Either may be an `s3://` URI (compared
+    as prefixes)."""
     from ..storage import base_name, exists, is_remote, join
 
     if is_remote(state) or is_remote(output):
@@ -40,7 +41,7 @@ def check_store_location(state: str | Path, output: str | Path, new: bool = True
         inside = s == o or o in s.parents
     if inside:
         raise SpecError(
-            f"the private store must not be inside the output directory ({base_name(output)}); put it elsewhere"
+            f"the {what} must not be inside the output directory ({base_name(output)}); put it elsewhere"
         )
     if new and (exists(join(str(state), STORE_FILE)) if is_remote(state) else (Path(state) / STORE_FILE).exists()):  # fmt: skip
         raise VpubError(

@@ -67,6 +67,7 @@ def build_store(cfg: PublishConfig, engine: Engine, observer=None) -> Built:
     if is_remote(s.state):
         raise SpecError(f"a statistical database's store is opened from local disk by every query (vpub serve, statdb batch); marginals.state must be a local directory, not {s.state}")  # fmt: skip
     state, m, step = Path(s.state), int(cfg.privacy.m or 0), Steps(observer)
+    cfg = cfg.with_secret_seed()  # kept in the private store only (release/secret.py)
     if (state / STORE_FILE).exists():
         meta = read_store(state)
         if (meta["m"], meta["sensitive"]) != (m, s.sensitive) or not set(s.qi or ()) <= set(meta["qi"]):  # fmt: skip
@@ -90,12 +91,12 @@ def build_store(cfg: PublishConfig, engine: Engine, observer=None) -> Built:
                 )  # fmt: skip
                 covered(Plan(counts, chunks), loaded)
             first = tuple(int(x) for x in chunks.first_group)
-            job = MarginalsJob("", str(store), "", qi, s.sensitive, m, cfg.seed, 0, s.blocks, (), first, dict(loaded.dictionaries), sharding, "none")  # fmt: skip
+            job = MarginalsJob("", str(store), "", qi, s.sensitive, m, cfg.secret_seed, 0, s.blocks, (), first, dict(loaded.dictionaries), sharding, "none")  # fmt: skip
             with step("bucketize"):
                 engine.run_partitions(loaded, chunks, job)
             labels = {a: loaded.dictionaries[a].labels for a in loaded.names}
             write_store(store, {
-                "format": STORE_FORMAT, "store_id": new_store_id(), "m": m, "seed": cfg.seed, "qi": list(qi),
+                "format": STORE_FORMAT, "store_id": new_store_id(), "m": m, "seed": cfg.secret_seed, "qi": list(qi),
                 "sensitive": s.sensitive, "domains": {a: list(v) for a, v in labels.items()},
                 "source": source_entry(cfg, loaded, fingerprint(counts, labels)), "published": [],
             })  # fmt: skip
