@@ -45,7 +45,7 @@ optimized among them without helping an adversary who knows the algorithm.
   003 §1, who knows the algorithm, then learns more than 1/l
   (tests/kernels/test_streamliner_adversary.py: wr-order dealing pins a value with
   certainty on a 5-row table; nearest-group leftovers reach 2/3 on 003 Table 1). The
-  segments keep some locality: mean Age span 29.7 against RDA's 40.7 at l = 6 on a
+  segments keep some locality: mean Age span 29.3 against RDA's 40.7 at l = 6 on a
   20,000-row table like tests/experiments/test_compare_streamliner.py's. Default weights: 003 §4.2
   weighs Gender 10,000 and Age, Education, Birthplace 1; for any table we weigh the
   attributes lexicographically, the smallest domain first (weight = the product of the
