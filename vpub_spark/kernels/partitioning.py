@@ -218,7 +218,7 @@ def plan_partitions(counts: ShardCounts, l: int, target: int | None = None) -> P
     slack = _slack(counts, l)
     for p in range(min(target, int((counts.rows > 0).sum())), 0, -1):
         part = np.arange(SHARDS) % p
-        rows, eligible = _eligible(counts, slack, part, p)
+        rows, eligible = _eligible(counts.rows, slack, part, p)
         if (rows > 0).all() and eligible:
             first = np.concatenate([[0], np.cumsum(rows // l)[:-1]]).astype(np.int64)
             return PartitionPlan(part.astype(np.int32), rows, first)
@@ -238,7 +238,7 @@ def plan_chunks(counts: ShardCounts, l: int, chunk_rows: int) -> PartitionPlan:
     slack = _slack(counts, l)
     if (slack.sum(axis=0) < 0).any():
         raise PrivacyError(f"the table is not {l}-eligible for every sensitive attribute; no chunking exists")  # fmt: skip
-    hist = np.concatenate([v for v in counts.values.values()], axis=1) if counts.values else np.zeros((SHARDS, 1))  # fmt: skip
+    hist = np.concatenate(list(counts.values.values()), axis=1) if counts.values else np.zeros((SHARDS, 1))  # fmt: skip
     part = np.zeros(SHARDS, dtype=np.int64)
     ids = 0
     for lo, hi in _safe_ranges(counts.rows, hist, l, chunk_rows):
@@ -246,7 +246,7 @@ def plan_chunks(counts: ShardCounts, l: int, chunk_rows: int) -> PartitionPlan:
         sub = _level_cut(counts.rows[lo:hi], slack[lo:hi], chunk_rows) if big else np.zeros(hi - lo, dtype=np.int64)  # fmt: skip
         part[lo:hi] = sub + ids
         ids += int(sub.max()) + 1
-    rows, eligible = _eligible(counts, slack, part, ids)
+    rows, eligible = _eligible(counts.rows, slack, part, ids)
     assert eligible, "a chunk is not eligible"
     return PartitionPlan(part.astype(np.int32), rows, np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(np.int64))  # fmt: skip
 
@@ -290,9 +290,7 @@ def _level_cut(rows: np.ndarray, slack: np.ndarray, chunk_rows: int) -> np.ndarr
     while True:
         part = _runs(rows, size)
         p = int(part.max()) + 1
-        sums = np.zeros((p, slack.shape[1]))
-        np.add.at(sums, part, slack)
-        if p == 1 or (sums >= 0).all():
+        if p == 1 or _eligible(rows, slack, part, p)[1]:
             return part
         size *= 2
 
@@ -311,12 +309,12 @@ def _runs(rows: np.ndarray, size: int) -> np.ndarray:
     return np.where(part == last, max(last - 1, 0), part) if last else part
 
 
-def _eligible(counts: ShardCounts, slack: np.ndarray, part: np.ndarray, p: int) -> tuple[np.ndarray, bool]:  # fmt: skip
+def _eligible(rows: np.ndarray, slack: np.ndarray, part: np.ndarray, p: int) -> tuple[np.ndarray, bool]:  # fmt: skip
     """(rows per partition, whether every partition is l-eligible for every attribute)."""
-    rows = np.bincount(part, weights=counts.rows, minlength=p).astype(np.int64)
+    per = np.bincount(part, weights=rows, minlength=p).astype(np.int64)
     sums = np.zeros((p, slack.shape[1]))
     np.add.at(sums, part, slack)
-    return rows, bool((sums >= 0).all())
+    return per, bool((sums >= 0).all())
 
 
 def _slack(counts: ShardCounts, l: int) -> np.ndarray:
