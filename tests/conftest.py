@@ -40,6 +40,7 @@ def pytest_configure(config):
     import tempfile
 
     os.environ["VPUB_PRIVATE_DIR"] = tempfile.mkdtemp(prefix="vpub-private-")
+    os.environ.setdefault("VPUB_LOG_DIR", tempfile.mkdtemp(prefix="vpub-logs-"))  # Spark's logs
 
 
 @pytest.fixture(scope="session")

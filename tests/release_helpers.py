@@ -108,3 +108,15 @@ def marginal_release(tmp: Path, seed: int, n: int, m: int = 3, also: dict | None
         "output": {"path": str(tmp / "out"), "release_id": "g"}, "engine": "inprocess",
     })  # fmt: skip
     return publish(cfg, InProcessEngine())
+
+
+def marginals_store(frame: pd.DataFrame, tmp: Path, schema: list[str], sensitive: str, m: int, seed: int):  # fmt: skip
+    """(store, release): a marginals store of `frame` (CSV, every attribute categorical)
+    with one published marginal `schema -> sensitive`, in process."""
+    data = write_table(frame, tmp / "t")
+    cfg = config_from_dict({
+        "input": {"path": str(data)}, "method": "marginals", "privacy": {"model": "m-invariance", "m": m},
+        "marginals": {"sensitive": sensitive, "schemas": [schema], "state": str(tmp / "private" / "store")},
+        "output": {"path": str(tmp / "out"), "release_id": "r"}, "engine": "inprocess", "seed": seed,
+    })  # fmt: skip
+    return tmp / "private" / "store", publish(cfg, InProcessEngine()).path

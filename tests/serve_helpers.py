@@ -14,6 +14,12 @@ import uvicorn
 
 from vpub_spark.serve.app import ServeSettings, build_app
 
+# the labels of the store `labels_store` (tests/serve/conftest.py), as a census extract's
+EDUCATION = ["Bachelors degree(BA AB BS)", "Children", "Masters degree(MA MS)", "nan", "Some, college"]  # fmt: skip
+ORIGIN = ["Mexican (Mexicano)", "Puerto Rican", 'O\'Brien, "Jr"', "[none]", "Ünïcödé"]
+JOB = ["Adm-clerical", "Craft (repair)", "Sales, retail", "it's", "x=y", "nan", "and"]
+BIRTH = ["Mexico", "Puerto-Rico", "Outlying-US(Guam-USVI-etc)"]  # in the data, never served
+
 
 @contextlib.contextmanager
 def running(settings: ServeSettings):
@@ -46,8 +52,4 @@ def call(url: str, path: str, body=None, token: str | None = "s3cret", raw: byte
         with urllib.request.urlopen(req, timeout=60) as r:
             return r.status, json.loads(r.read())
     except urllib.error.HTTPError as e:
-        text = e.read()
-        try:
-            return e.code, json.loads(text)
-        except json.JSONDecodeError:  # the static files' own 404 page
-            return e.code, {"error": text.decode(), "field": None}
+        return e.code, json.loads(e.read())  # every error is JSON

@@ -94,3 +94,109 @@ def test_command_line_overrides():
     assert with_overrides(cfg, overwrite=True).overwrite
     with pytest.raises(SpecError, match="--state needs method marginals"):
         with_overrides(cfg, state="store")
+
+
+def _project(tmp_path):
+    """tmp/project/{conf/job.yaml, conf/spark.yaml, conf/table.yaml, data/t.csv, secret/seed}:
+    every path in job.yaml relative to conf/."""
+    import os
+
+    import yaml
+    from release_helpers import job_table
+
+    root = tmp_path / "project"
+    for d in ("conf", "data", "secret"):
+        (root / d).mkdir(parents=True)
+    job_table(2, 400).to_csv(root / "data" / "t.csv", index=False)
+    (root / "conf" / "table.yaml").write_text(yaml.safe_dump({"name": "t", "attributes": [{"name": c} for c in ("age", "zip", "sex", "job")]}))  # fmt: skip
+    (root / "conf" / "spark.yaml").write_text("master: local[1]\ndriver_memory: 1g\n")
+    (root / "secret" / "seed").write_text("7\n")
+    os.chmod(root / "secret", 0o700)
+    os.chmod(root / "secret" / "seed", 0o600)
+    job = {
+        "engine": "inprocess", "spark": "spark.yaml", "rules": ["age, zip -> job"], "privacy": {"l": 2},
+        "input": {"path": "../data/t.csv", "table": "table.yaml"}, "seed_file": "../secret/seed",
+        "output": {"path": "../out/releases", "release_id": "r", "sign_key": "../keys/signing-key.pem"},
+        "private_dir": "~/vpub-test-private",
+    }  # fmt: skip
+    (root / "conf" / "job.yaml").write_text(yaml.safe_dump(job))
+    return root
+
+
+def test_relative_paths_in_a_config_resolve_against_its_directory(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from vpub_spark.config import load_config
+
+    root = _project(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    cfg = load_config(root / "conf" / "job.yaml")
+    assert cfg.input_path == str(root / "data" / "t.csv") and cfg.table == str(root / "conf" / "table.yaml")  # fmt: skip
+    assert cfg.spark == str(root / "conf" / "spark.yaml") and cfg.seed_file == str(root / "secret" / "seed")  # fmt: skip
+    assert cfg.output_path == str(root / "out" / "releases")
+    assert cfg.sign_key == str(root / "keys" / "signing-key.pem")
+    assert cfg.private_dir == str(Path.home() / "vpub-test-private")
+    # a relative config path gives paths relative to the same working directory
+    monkeypatch.chdir(root)
+    rel = load_config("conf/job.yaml")
+    assert (rel.input_path, rel.spark, rel.output_path) == ("data/t.csv", "conf/spark.yaml", "out/releases")  # fmt: skip
+    # the command line's paths stay relative to the working directory
+    assert with_overrides(rel, input_path="mine.csv", output_path="o").input_path == "mine.csv"
+
+
+def test_remote_uris_absolute_paths_and_preset_names_are_kept(tmp_path):
+    import yaml
+
+    from vpub_spark.config import load_config
+
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    state = str(tmp_path / "abs" / "store")
+    (conf / "m.yaml").write_text(yaml.safe_dump({
+        "input": {"path": "s3://lake/in/adult", "table": "adult"}, "output": {"path": "s3://lake/releases"},
+        "privacy": {"model": "m-invariance", "m": 4}, "method": "marginals",
+        "marginals": {"sensitive": "s", "schemas": [["a"]], "state": state},
+    }))  # fmt: skip
+    cfg = load_config(conf / "m.yaml")
+    assert (cfg.input_path, cfg.table, cfg.output_path) == ("s3://lake/in/adult", "adult", "s3://lake/releases")  # fmt: skip
+    assert cfg.marginals is not None and cfg.marginals.state == state
+
+
+def test_publish_with_a_config_outside_the_working_directory(tmp_path):
+    """The issue's failure: `vpub publish --config /abs/conf/x.yaml` from another directory
+    found neither conf/spark.yaml nor the data; now everything is found next to the config
+    and the signed release lands in its ../out/releases."""
+    import json
+    import subprocess
+
+    from release_helpers import vpub
+
+    root = _project(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    subprocess.run(vpub("keys", "generate", "--out", str(root / "keys")), check=True, capture_output=True, timeout=120)  # fmt: skip
+    cmd = vpub("publish", "--config", str(root / "conf" / "job.yaml"))
+    done = subprocess.run(cmd, cwd=elsewhere, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((root / "out" / "releases" / "r" / "manifest.json").read_text())
+    assert manifest["source"]["rows"] == 400 and "signed_by" in manifest
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_yaml_syntax_error_is_one_line_with_file_line_and_column(tmp_path):
+    from vpub_spark.config import load_config
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("engine: inprocess\ninput:\n  path: data\n  table: [a, b\nprivacy: {l: 2}\n")
+    with pytest.raises(SpecError) as e:
+        load_config(bad)
+    message = str(e.value)
+    assert "\n" not in message and message.startswith(f"{bad}:5:8: not valid YAML: ")
+    tab = tmp_path / "tab.yaml"
+    tab.write_text("engine: inprocess\n\tinput: x\n")
+    with pytest.raises(SpecError, match=rf"^{tab}:2:1: not valid YAML: found character '\\t'"):
+        load_config(tab)
+    with pytest.raises(SpecError, match="file not found"):
+        load_config(tmp_path / "none.yaml")

@@ -1,7 +1,13 @@
 """The job configuration every `vpub` job shares (DESIGN.md §8), parsed once at the edge.
 
-Relative paths are taken from the directory the command runs in (the repository root
-for `make` targets). `input.table` is a table-spec YAML file or the name of a packaged
+Paths (decision): every relative path written inside a config file is resolved against
+that file's directory, wherever the command runs: `input.path`, `input.table` (when a
+.yaml file), `output.path`, `output.sign_key`, `spark`, `seed_file`, `private_dir` and
+`marginals.state` (`resolve_paths`). Remote URIs (`s3://...`) and absolute paths are
+kept; `~` is expanded. Paths given on the command line (`--input`, `--out`, ...) stay
+relative to the working directory. A config built in code (`config_from_dict`) keeps
+its paths as given. A YAML syntax error is one line: the file, line and column
+(`tablespec.load_yaml`). `input.table` is a table-spec YAML file or the name of a packaged
 preset (`adult`, or a generator: `sal`, `occ`, `texas`, `census`); without it, the input
 directory's own `table.yaml` is used. Rules are a list (strings or {lhs, rhs}) or
 `{random: {c, lhs, seed}}` (000 §6.1: random irreducible rules, RHS drawn among the
@@ -10,6 +16,7 @@ l-eligible attributes).
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -17,6 +24,7 @@ from typing import Any
 from .errors import SpecError
 from .model import PrivacySpec, TableSpec
 from .release.layout import PRIVATE, public_path
+from .tablespec import load_yaml
 
 BIP_MODES = ("exact", "partitioned")
 ENGINES = ("auto", "spark", "inprocess")
@@ -412,10 +420,44 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
         raise SpecError(f"{where}: {e}") from None
 
 
-def load_config(path: str | Path) -> PublishConfig:
-    from .tablespec import load_yaml
+PATHS = (("input", "path"), ("input", "table"), ("output", "path"), ("output", "sign_key"), ("spark",), ("seed_file",), ("private_dir",), ("marginals", "state"))  # fmt: skip
 
-    return config_from_dict(load_yaml(path), str(path))
+
+def resolve_path(value: str, base: str | Path) -> str:
+    """`value` as written in a config file in directory `base` (see the module docstring)."""
+    from .storage import is_remote
+
+    if is_remote(value) or "://" in value:
+        return value
+    p = Path(value).expanduser()
+    return str(p) if p.is_absolute() else os.path.normpath(Path(base) / p)
+
+
+def resolve_paths(d: Any, base: str | Path) -> Any:
+    """The raw config `d` with the paths of `PATHS` resolved against `base`; anything not
+    shaped as expected is left for `config_from_dict` to refuse."""
+    if not isinstance(d, dict):
+        return d
+    out = dict(d)
+    for keys in PATHS:
+        *sections, key = keys
+        holder = out
+        for s in sections:
+            if not isinstance(holder.get(s), dict):
+                break
+            inner = dict(holder[s])  # a copy: the caller's mapping stays as it was
+            holder[s] = inner
+            holder = inner
+        else:
+            v = holder.get(key)
+            if isinstance(v, str) and v and (keys != ("input", "table") or v.endswith((".yaml", ".yml"))):  # fmt: skip
+                holder[key] = resolve_path(v, base)
+    return out
+
+
+def load_config(path: str | Path) -> PublishConfig:
+    """The config file at `path`, its relative paths resolved against its directory."""
+    return config_from_dict(resolve_paths(load_yaml(path), Path(path).parent), str(path))
 
 
 def resolve_table(input_path: str, table: str | None) -> tuple[str, TableSpec]:

@@ -5,7 +5,14 @@ MinIO, Ceph, R2) through `pyarrow.fs`, and boto3 for the one call pyarrow cannot
 `AWS_ENDPOINT_URL`), read by pyarrow and boto3 themselves, so no credential is ever in a
 config, a manifest or a log. Low in the package (imports only `errors`): the engines'
 tasks read inputs and write parts through it; the release's commit protocol on top of
-it is `release/objectstore.py`."""
+it is `release/objectstore.py`.
+
+Decision: objects are deleted through boto3 (DeleteObject, DeleteObjects), never with
+pyarrow's `delete_file` / `delete_dir*`, which leave zero-byte `prefix/` "directory"
+marker objects behind (pyarrow keeps the parent "directory" alive). Nothing here
+creates directories either: an object store needs none. So a prune, a cleanup or a
+refused publish leaves no marker, and `delete_all` removes any marker found under the
+prefix (another tool's) with the rest."""
 
 from __future__ import annotations
 
@@ -108,10 +115,43 @@ def create_once(uri: str, data: bytes) -> bool:
 
 
 def delete(uri: str) -> None:
-    """Delete the object at `uri`."""
+    """Delete the object at `uri` (none there: nothing to do)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    bucket, key = split(uri)
     try:
-        filesystem().delete_file(fs_path(uri))
-    except OSError as e:
+        _client().delete_object(Bucket=bucket, Key=key)
+    except (BotoCoreError, ClientError) as e:
+        raise storage_error("cannot delete", uri, e) from None
+
+
+def _keys(uri: str) -> list[str]:
+    """Every key under the prefix `uri` (markers included), relative to it."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    bucket, key = split(uri)
+    prefix = f"{key}/" if key else ""
+    try:
+        pages = _client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+        return sorted(o["Key"][len(prefix) :] for page in pages for o in page.get("Contents", []))
+    except (BotoCoreError, ClientError) as e:
+        raise storage_error("cannot list", uri, e) from None
+
+
+def _delete_keys(uri: str, names: list[str]) -> None:
+    """Delete the objects `names` (relative to `uri`), 1,000 per request."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    bucket, key = split(uri)
+    prefix = f"{key}/" if key else ""
+    client = _client()
+    try:
+        for i in range(0, len(names), 1000):
+            batch = [{"Key": prefix + n} for n in names[i : i + 1000]]
+            failed = client.delete_objects(Bucket=bucket, Delete={"Objects": batch, "Quiet": True}).get("Errors")  # fmt: skip
+            if failed:
+                raise StorageError(f"cannot delete {bucket}/{failed[0].get('Key')}: {failed[0].get('Message')}")  # fmt: skip
+    except (BotoCoreError, ClientError) as e:
         raise storage_error("cannot delete", uri, e) from None
 
 
@@ -140,13 +180,12 @@ def children(uri: str) -> list[str]:
 
 
 def delete_all(uri: str, keep: tuple[str, ...] = ()) -> int:
-    """Delete every object under `uri` but `keep` (names, or prefixes ending in `/`);
-    how many were deleted."""
-    files = [f for f in listing(uri) if f not in keep and not f.startswith(tuple(k for k in keep if k.endswith("/")))]  # fmt: skip
-    system = filesystem()
-    for f in files:
-        system.delete_file(f"{fs_path(uri)}/{f}")
-    return len(files)
+    """Delete every object under `uri` but `keep` (names, or prefixes ending in `/`),
+    directory markers included; how many were deleted."""
+    kept = tuple(k for k in keep if k.endswith("/"))
+    names = [f for f in _keys(uri) if f not in keep and not f.startswith(kept)]
+    _delete_keys(uri, names)
+    return len(names)
 
 
 DATA_SUFFIXES = (".parquet", ".csv", ".csv.gz")

@@ -82,13 +82,20 @@ def table_spec_from_dict(d: dict) -> TableSpec:
 
 
 def load_yaml(path: str | Path) -> Any:
+    """A YAML file's content; a missing file or a syntax error is a one-line SpecError
+    naming the file, and for a syntax error its line and column."""
     p = Path(path)
     if not p.is_file():
         raise SpecError(f"file not found: {p}")
     try:
         return yaml.safe_load(p.read_text())
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark else str(p)
+        what = " ".join(str(e.problem or e.context or "syntax error").split())
+        raise SpecError(f"{where}: not valid YAML: {what}") from None
     except yaml.YAMLError as e:
-        raise SpecError(f"{p}: not valid YAML ({e})") from None
+        raise SpecError(f"{p}: not valid YAML: {' '.join(str(e).split())}") from None
 
 
 def load_table_spec(path: str | Path) -> TableSpec:

@@ -188,3 +188,26 @@ def test_every_feature_registers_its_commands():
         "peers",
         "cold",
     }
+
+
+def test_query_takes_an_engine_and_both_engines_agree(capsys, tmp_path, spark_engine):
+    """`vpub query --engine spark|inprocess|auto`: the same estimate (the release's models)
+    and the same exact count of `--source`, counted by Spark's tasks or in process."""
+    import re
+
+    from release_helpers import job_table, publish_inprocess, write_table
+
+    frame = job_table(6, 3000)
+    data = write_table(frame, tmp_path / "t")
+    out = tmp_path / "out"
+    rel = publish_inprocess(data, out, ["age, zip -> job", "sex -> job"], 3, output={"path": str(out), "release_id": "r"})  # fmt: skip
+    where = "age between 30 and 45 and sex = F"
+    truth = int(((frame.age.astype(int).between(30, 45)) & (frame.sex == "F")).sum())
+    answers = {}
+    for engine in ("inprocess", "spark", "auto"):
+        code, text, _ = run(capsys, "query", str(rel.path), "--where", where, "--source", str(data), "--engine", engine)  # fmt: skip
+        text = " ".join(text.split())
+        assert code == 0 and re.search(r"\((spark|inprocess) engine\)", text), text
+        answers[engine] = (re.search(r"estimate: ([\d,.]+)", text)[1], re.search(r"exact: ([\d,]+)", text)[1])  # type: ignore[index]  # fmt: skip
+    assert answers["inprocess"] == answers["spark"] == answers["auto"]
+    assert int(answers["spark"][1].replace(",", "")) == truth > 0

@@ -3,9 +3,14 @@ both engines, and the engines agree on what they accept."""
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+
 import pandas as pd
 import pytest
 import yaml
+from release_helpers import vpub
 
 from vpub_spark.cli import main
 from vpub_spark.datasets.presets import resolve_input
@@ -74,11 +79,85 @@ def _parquet_table(tmp_path):
 
 @pytest.mark.spark
 def test_a_corrupt_parquet_file_is_named_by_both_engines(tmp_path, inprocess, spark_engine):
+    """The Spark engine reads the footers in the driver first: the same error, no job."""
     path, spec = _parquet_table(tmp_path)
-    with pytest.raises(DataError, match=r"b\.parquet: cannot read the input: .*magic bytes"):
+    for engine in (inprocess, spark_engine):
+        with pytest.raises(DataError, match=r"b\.parquet: cannot read the input: .*magic bytes"):
+            engine.load(path, spec)
+
+
+def _damaged_pages(tmp_path):
+    """b.parquet's footer is intact, its first page header is not."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "data").mkdir(parents=True)
+    table = pa.table({"name": [f"n{i % 50}" for i in range(5000)], "city": [f"c{i % 7}" for i in range(5000)]})  # fmt: skip
+    for name in ("a", "b"):
+        pq.write_table(table, tmp_path / "data" / f"{name}.parquet", compression="NONE")
+    damaged = bytearray((tmp_path / "data" / "b.parquet").read_bytes())
+    damaged[4:60] = b"\xff" * 56
+    (tmp_path / "data" / "b.parquet").write_bytes(bytes(damaged))
+    assert pq.read_metadata(tmp_path / "data" / "b.parquet").num_rows == 5000
+    (tmp_path / "table.yaml").write_text(
+        yaml.safe_dump({"name": "t", "attributes": [{"name": "name"}, {"name": "city"}]})
+    )
+    return resolve_input(tmp_path, None)
+
+
+@pytest.mark.spark
+def test_damaged_pages_are_named_by_both_engines(tmp_path, inprocess, spark_engine):
+    """Spark's failed task becomes one line naming the file and Spark's log, which holds
+    the Java trace (it is not on the terminal)."""
+    from vpub_spark.engines.spark.session import log_file
+
+    path, spec = _damaged_pages(tmp_path)
+    with pytest.raises(DataError, match=r"b\.parquet: cannot read the input: .*thrift"):
         inprocess.load(path, spec)
-    with pytest.raises(DataError, match=r"b\.parquet is not a Parquet file"):
+    with pytest.raises(DataError) as caught:
         spark_engine.load(path, spec)
+    message = str(caught.value)
+    assert re.fullmatch(r"\S*/data/b\.parquet: cannot read the input: .*don't know what type: 15 \(details in \S+\.log\)", message), message  # fmt: skip
+    log = log_file()
+    assert log is not None and message.endswith(f"(details in {log})")
+    assert "Caused by: " in log.read_text() and "\n" not in message
+
+
+@pytest.mark.spark
+def test_the_cli_on_spark_prints_one_line_naming_the_file_and_the_log(tmp_path):
+    """A fresh process, so that the terminal is what the JVM writes to: one line, exit 2,
+    the Java trace in the log the line names (in `$VPUB_LOG_DIR`)."""
+    _damaged_pages(tmp_path)
+    env = os.environ | {"VPUB_LOG_DIR": str(tmp_path / "logs")}
+    done = subprocess.run(vpub("profile", "--input", str(tmp_path), "--engine", "spark"), capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    logs = list((tmp_path / "logs").glob("spark-*.log"))
+    assert len(logs) == 1 and done.stderr.startswith("vpub: error: ") and "Traceback" not in done.stderr  # fmt: skip
+    assert "b.parquet: cannot read the input" in done.stderr and f"(details in {logs[0]})" in done.stderr  # fmt: skip
+    assert "at org.apache.parquet" in logs[0].read_text()
+
+
+@pytest.fixture
+def release(tmp_path):
+    from release_helpers import job_table, publish_inprocess, write_table
+
+    data = write_table(job_table(3, 400), tmp_path / "t")
+    out = tmp_path / "out"
+    publish_inprocess(data, out, ["age -> job"], 2, output={"path": str(out), "release_id": "r"})
+    return out
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(
+    "query, message",
+    [("SELEC 1", r"\[PARSE_SYNTAX_ERROR\] Syntax error at or near 'SELEC'"),
+     ("SELECT * FROM nowhere", r"\[TABLE_OR_VIEW_NOT_FOUND\] The table or view `nowhere` cannot be found")],
+)  # fmt: skip
+def test_a_bad_sql_query_is_one_line_and_exit_2(release, spark, capsys, query, message):
+    code = main(["releases", "register", str(release), "r", "--sql", query])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert re.match(r"vpub: error: --sql: " + message, err), err
 
 
 def test_the_cli_prints_one_line_and_exits_2(tmp_path, capsys):

@@ -31,18 +31,27 @@ def sal(tmp_path_factory):
     return out
 
 
-def _config(tmp: Path, data: Path, out: Path) -> Path:
+def _config(tmp: Path, data: Path, out: Path, engine: str = "inprocess") -> Path:
     conf = tmp / f"c-{uuid.uuid4().hex[:6]}.yaml"
     conf.write_text(json.dumps({
         "input": {"path": str(data)}, "privacy": {"l": 5}, "rules": {"random": {"c": 4, "lhs": 3, "seed": 3}},
-        "output": {"path": str(out), "release_id": "r"}, "seed": 11, "engine": "inprocess", "partitions": 3,
+        "output": {"path": str(out), "release_id": "r"}, "seed": 11, "engine": engine, "partitions": 3,
     }))  # fmt: skip
     return conf
 
 
 def _publish(conf: Path, **kw) -> subprocess.CompletedProcess:
     cmd = vpub("publish", "--config", str(conf))
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, **kw)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=900, **kw)
+
+
+ENGINES = ["inprocess", pytest.param("spark", marks=pytest.mark.spark)]
+
+
+def _spark_logged(done: subprocess.CompletedProcess, logs: Path) -> bool:
+    """The one line names the Spark log (in `logs`), which holds what Spark reported."""
+    found = list(logs.glob("spark-*.log"))
+    return len(found) == 1 and f"(details in {found[0]})" in done.stderr and "ERROR" in found[0].read_text()  # fmt: skip
 
 
 def _clean(out: Path) -> bool:
@@ -95,10 +104,15 @@ def small_disk(tmp_path):
     subprocess.run(["umount", str(disk)], check=False)
 
 
-def test_a_full_disk(sal, reference, tmp_path, small_disk):
-    done = _publish(_config(tmp_path, sal, small_disk / "out"))
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_full_disk(sal, reference, tmp_path, small_disk, engine):
+    """On Spark too: one line (no executor log, no worker traceback on the terminal);
+    the rerun is the in-process one (the engines' releases agree: tests/engines)."""
+    env = os.environ | {"VPUB_LOG_DIR": str(tmp_path / "logs")}
+    done = _publish(_config(tmp_path, sal, small_disk / "out", engine), env=env)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "No space left on device" in done.stderr and "Traceback" not in done.stderr
+    assert engine == "inprocess" or _spark_logged(done, tmp_path / "logs"), done.stderr
     assert list((small_disk / "out").iterdir()) == []  # staging removed, nothing committed
     out = tmp_path / "out"  # the same run where there is room
     assert _publish(_config(tmp_path, sal, out)).returncode == 0
@@ -131,13 +145,15 @@ def test_an_unwritable_store(tmp_path):
     assert _publish(conf).returncode == 0 and audit_release(tmp_path / "out" / "r").passed
 
 
-def test_a_corrupt_input_file(sal, tmp_path):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_corrupt_input_file(sal, tmp_path, engine):
     broken = tmp_path / "sal"
     shutil.copytree(sal, broken)
     part = next((broken / "data").glob("*.parquet"))
     part.write_bytes(part.read_bytes()[:1000])
-    done = _publish(_config(tmp_path, broken, tmp_path / "out"))
+    done = _publish(_config(tmp_path, broken, tmp_path / "out", engine))
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and part.name in done.stderr, (
         done.stderr
     )
+    assert "Traceback" not in done.stderr
     assert list((tmp_path / "out").iterdir()) == []

@@ -22,6 +22,7 @@ import yaml
 from release_helpers import config, contents, job_table, made_with, same_contents, vpub, write_table
 from s3_helpers import new_bucket
 
+from vpub_spark import storage
 from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.errors import DataError, VpubError
 from vpub_spark.publish.pipeline import publish
@@ -227,3 +228,49 @@ def test_objects_that_are_not_a_release_are_refused_not_deleted(s3, table):
         publish(cfg, InProcessEngine())
     assert _objects(f"{root}/r") == ["notes.txt"]
     assert publish(replace(cfg, overwrite=True), InProcessEngine()).audit.passed
+
+
+def _markers(uri: str) -> list[str]:
+    """Zero-byte `.../` "directory" marker objects anywhere in the bucket of `uri`, listed
+    with boto3 (pyarrow shows them as directories, not objects)."""
+    import boto3
+
+    bucket = uri[len("s3://") :].split("/")[0]
+    pages = boto3.client("s3").get_paginator("list_objects_v2").paginate(Bucket=bucket)
+    return [o["Key"] for p in pages for o in p.get("Contents", []) if o["Key"].endswith("/") and o["Size"] == 0]  # fmt: skip
+
+
+def test_no_directory_markers_after_publish_prune_cleanup_and_refusal(s3, table):
+    """pyarrow's delete_file leaves a `prefix/` marker behind; the store's deletes
+    (storage.delete, delete_all) do not, whatever the path that deleted."""
+    root = new_bucket() + "/lake"
+
+    def cfg(rid: str, seed: int = 5, **kw):
+        return config(table, root, RULES, 3, seed=seed, output={"path": root, "release_id": rid, "family": "f"}, **kw)  # fmt: skip
+
+    publish(cfg("r1"), InProcessEngine())
+    publish(cfg("r2", 6), InProcessEngine())
+    publish(replace(cfg("r2", 7), overwrite=True), InProcessEngine())  # _staging/ emptied
+    with pytest.raises(VpubError, match="already exists"):  # refused: committed
+        publish(cfg("r2", 8), InProcessEngine())
+    objectstore.write_bytes(f"{root}/r3/notes.txt", b"someone else's")
+    with pytest.raises(VpubError, match="not a committed release"):  # refused: not ours
+        publish(cfg("r3"), InProcessEngine())
+
+    @contextmanager
+    def failing(name):
+        if name == "audit":
+            raise RuntimeError("injected after the parts were written")
+        yield
+
+    with pytest.raises(RuntimeError, match="injected"):  # cleanup: a failed run's parts
+        publish(cfg("r4"), InProcessEngine(), failing)
+    objectstore.create_once(f"{root}/r5/_LOCK", json.dumps({"host": "elsewhere", "pid": 1, "at": 0}).encode())  # fmt: skip
+    objectstore.write_bytes(f"{root}/r5/tables/t/qit/part-0.parquet", b"a killed run's")
+    publish(cfg("r5", 9), InProcessEngine())  # cleanup: a stale lock and its run's objects
+    pruned = subprocess.run(vpub("releases", "prune", root, "--keep", "1"), capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert pruned.returncode == 0 and "removed r1" in pruned.stdout and "removed r2" in pruned.stdout, pruned.stdout  # fmt: skip
+    assert _markers(root) == []
+    assert _objects(f"{root}/r1") == [] and _objects(f"{root}/r4") == [] and _objects(f"{root}/r3") == ["notes.txt"]  # fmt: skip
+    assert "_SUCCESS" in _objects(f"{root}/r5") and "_LOCK" not in _objects(f"{root}/r5")
+    assert storage.children(root) == ["_latest", "r3", "r5"]

@@ -90,6 +90,15 @@ def test_an_aborted_store_is_cleaned_and_a_held_one_refused(s3, table):
         add_marginal(store, ["sex"], out, "g2")
     assert not objectstore.exists(f"{out}/g2/_SUCCESS")
     assert [p["release_id"] for p in json.loads(objectstore.read_bytes(f"{store}/store.json"))["published"]] == ["g", "g"]  # fmt: skip
+    assert _markers(bucket) == []  # the cleanup and the refusal left no directory marker
+
+
+def _markers(uri: str) -> list[str]:
+    """Zero-byte `.../` "directory" marker objects in the bucket (boto3 lists them)."""
+    import boto3
+
+    pages = boto3.client("s3").get_paginator("list_objects_v2").paginate(Bucket=uri[len("s3://") :])
+    return [o["Key"] for p in pages for o in p.get("Contents", []) if o["Key"].endswith("/") and o["Size"] == 0]  # fmt: skip
 
 
 def test_store_locations_are_checked(s3, table):
@@ -102,6 +111,7 @@ def test_store_locations_are_checked(s3, table):
     assert objectstore.listing(f"{bucket}/out2") == []
     with pytest.raises(VpubError, match="no store.json"):
         add_marginal(f"{bucket}/nothing", ["sex"], f"{bucket}/out", "x")
+    assert _markers(bucket) == []  # refused runs released their locks without a trace
     assert os.environ["AWS_ENDPOINT_URL"]  # the loopback server, never a real account
 
 

@@ -1,6 +1,7 @@
 """`vpub serve`'s page in a real headless Chromium (Debian's chromium and chromium-driver,
 driven by selenium): the token prompt, the count form, the intervals drawn for every
-method, the release catalog and an estimate, each checked against the library.
+method, the release catalog and an estimate, each checked against the library; and a
+new user's first clicks on a store whose labels hold parentheses, quotes and commas.
 `.ci/run` installs the browser; without one the test is skipped, saying so."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import shutil
 import pytest
 from serve_helpers import running
 
+from vpub_spark.kernels.statdb import Query
 from vpub_spark.release.reader import open_release
 from vpub_spark.serve.app import ServeSettings
 from vpub_spark.statdb.db import METHODS, StatDB
@@ -53,6 +55,8 @@ def test_the_page_counts_and_estimates_as_the_library_does(store, browser, tmp_p
         browser.find_element(By.ID, "token").send_keys("page-token")
         browser.find_element(By.ID, "token-save").click()
         wait.until(lambda b: b.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "yes")  # fmt: skip
+        header = browser.find_element(By.ID, "store-info").text
+        assert "beyond 1 in 4" in header and "m-invariant" not in header and "004" not in header
 
         Select(browser.find_element(By.ID, "qi-age-low")).select_by_visible_text(ages[3])
         Select(browser.find_element(By.ID, "qi-age-high")).select_by_visible_text(ages[20])
@@ -88,3 +92,86 @@ def test_the_page_counts_and_estimates_as_the_library_does(store, browser, tmp_p
         wait.until(ready.visibility_of_element_located((By.ID, "error")))
         assert "weight" in browser.find_element(By.ID, "error").text
         browser.save_screenshot(str(tmp_path / "page.png"))
+
+
+def _intervals(browser, wait, db: StatDB, query: Query) -> None:
+    """Every method's drawn interval equals the library's for `query`."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ready
+
+    wait.until(ready.visibility_of_element_located((By.ID, "result-dyn-ana")))
+    assert not browser.find_element(By.ID, "error").is_displayed()
+    for method in METHODS:
+        row = browser.find_element(By.ID, f"result-{method}")
+        expected = db.count(query, method, log=False)
+        shown = (int(row.get_attribute("data-lower")), int(row.get_attribute("data-upper")))
+        assert shown == (expected.low, expected.high), method
+
+
+def test_a_new_user_counts_and_estimates_on_real_labels(labels_store, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ready
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    db = StatDB.open(labels_store[0])
+    with running(ServeSettings(str(labels_store[0]), str(labels_store[1].parent), rate=0)) as url:
+        wait = WebDriverWait(browser, 30)
+        browser.get(url + "/")
+        wait.until(lambda b: b.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "yes")  # fmt: skip
+        header = browser.find_element(By.ID, "store-info").text
+        assert header == f"{len(db.values):,} people. Answers are ranges that always hold the true count. No one can learn a person's job beyond 1 in 3."  # fmt: skip
+
+        browser.find_element(By.ID, "count").click()  # the default form: everyone
+        everyone = Query({}, frozenset(range(len(db.domains["job"]))))
+        _intervals(browser, wait, db, everyone)
+        first = browser.find_element(By.ID, "result-dyn-ana")
+        assert first.get_attribute("data-lower") == first.get_attribute("data-upper") == str(len(db.values))  # fmt: skip
+
+        Select(browser.find_element(By.ID, "qi-education-low")).select_by_visible_text("Bachelors degree(BA AB BS)")  # fmt: skip
+        Select(browser.find_element(By.ID, "qi-education-high")).select_by_visible_text("Masters degree(MA MS)")  # fmt: skip
+        Select(browser.find_element(By.ID, "qi-origin-low")).select_by_visible_text("Mexican (Mexicano)")  # fmt: skip
+        Select(browser.find_element(By.ID, "qi-origin-high")).select_by_visible_text('O\'Brien, "Jr"')  # fmt: skip
+        browser.find_element(By.ID, "sens-none").click()
+        jobs = db.domains["job"]
+        for label in ("Craft (repair)", "it's", "and"):
+            browser.find_element(By.ID, f"sens-{jobs.index(label)}").click()
+        browser.find_element(By.ID, "count").click()
+        wait.until(ready.staleness_of(first))
+        edu, origin = db.domains["education"], db.domains["origin"]
+        chosen = Query(
+            {
+                "education": (
+                    edu.index("Bachelors degree(BA AB BS)"),
+                    edu.index("Masters degree(MA MS)"),
+                ),
+                "origin": (0, origin.index('O\'Brien, "Jr"')),
+            },  # fmt: skip
+            frozenset(jobs.index(v) for v in ("Craft (repair)", "it's", "and")),
+        )
+        _intervals(browser, wait, db, chosen)
+
+        browser.find_element(By.ID, "release-r").click()
+        wait.until(ready.text_to_be_present_in_element((By.ID, "release-audit"), "Audit passed"))
+        assert browser.find_element(By.ID, "release-tables-box").is_displayed()
+        assert not browser.find_element(By.ID, "release-gnf-box").is_displayed()  # no rules: no heading  # fmt: skip
+        example = "education in ('Bachelors degree(BA AB BS)', Children)"
+        field = browser.find_element(By.ID, "estimate-where")
+        assert field.get_attribute("placeholder") == example
+        assert example in browser.find_element(By.ID, "estimate-example").text
+        rel = open_release(labels_store[1])
+        models, domains = release_models(rel)
+        n = int(rel.manifest["source"]["rows"])
+        for typed in ("", "origin = 'Mexican (Mexicano)' and job in ('it''s', and)"):
+            field.clear()
+            field.send_keys(typed)
+            browser.find_element(By.ID, "estimate").click()  # empty: the example is asked
+            asked = typed or example
+            wait.until(lambda b, asked=asked: b.find_element(By.ID, "estimate-where").get_attribute("value") == asked and b.find_element(By.ID, "estimate-result").get_attribute("data-estimate"))  # fmt: skip
+            got = float(
+                browser.find_element(By.ID, "estimate-result").get_attribute("data-estimate")
+            )
+            assert got == pytest.approx(
+                estimate_count(models, parse_where(asked, domains), n, domains)
+            )
+            assert not browser.find_element(By.ID, "error").is_displayed()
+        browser.save_screenshot(str(tmp_path / "labels.png"))

@@ -1,8 +1,9 @@
 """`vpub serve` (issue 17): a real uvicorn server on loopback over a store and a release
 directory. Answers equal the library's, under 1,000 concurrent requests too; bad
-requests get 4xx errors naming the field; no token, no answer; off loopback a token is
-required; the rate limit answers 429; the catalog summarizes, audits and estimates; no
-answer carries a row."""
+requests get 4xx errors naming the field, and every error (an unknown path, a wrong
+method too) is JSON; no token, no answer; off loopback a token is required; the rate
+limit answers 429; the catalog summarizes, audits and estimates; no answer carries a
+row."""
 
 from __future__ import annotations
 
@@ -90,8 +91,13 @@ def test_structured_queries_and_the_schema(server, store):
         ({"ranges": {"age": ["69", "20"]}}, None, 422, "ranges.age"),  # an empty range
         ({"ranges": {"weight": ["1", "2"]}}, None, 422, "ranges.weight"),
         ({"ranges": {"age": "all"}}, None, 422, "ranges.age"),
+        ({"ranges": {"age": [20, 30]}}, None, 422, "ranges.age"),  # labels are strings
+        ({"ranges": {"job": ["j01", "j02"]}}, None, 422, "ranges.job"),  # not a QI attribute
+        ({"ranges": ["age"]}, None, 422, "ranges"),
         ({"sensitive": []}, None, 422, "sensitive"),
-        ({"sensitive": ["nobody"]}, None, 422, "where"),
+        ({"sensitive": ["nobody"]}, None, 422, "sensitive"),
+        ({"sensitive": [3]}, None, 422, "sensitive"),
+        ({"sensitive": "j01"}, None, 422, "sensitive"),
         ({}, None, 422, "where"),
         (None, b'{"where": "' + b"x" * 5000 + b'"}', 413, None),
     ],
@@ -99,6 +105,47 @@ def test_structured_queries_and_the_schema(server, store):
 def test_bad_requests_get_errors_naming_the_field(server, body, raw, status, field):
     got, answer = call(server, "/statdb/count", body, raw=raw)
     assert got == status and answer.get("field") == field and answer["error"]
+
+
+def _raw(url: str, path: str, method: str):
+    """(status, headers, JSON body) of a bodiless request; fails unless the body is JSON."""
+    req = urllib.request.Request(url + path, method=method, headers={"Authorization": "Bearer s3cret"})  # fmt: skip
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, r.headers, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        assert e.headers["Content-Type"] == "application/json", (path, e.headers["Content-Type"])
+        return e.code, e.headers, json.loads(e.read())
+
+
+@pytest.mark.parametrize(
+    "method, path, status, allow",
+    [
+        ("GET", "/statdb/count", 405, "POST"),
+        ("PUT", "/statdb/count", 405, "POST"),
+        ("POST", "/statdb/schema", 405, "GET, HEAD"),
+        ("DELETE", "/releases/r", 405, "GET, HEAD"),
+        ("GET", "/releases/r/estimate", 405, "POST"),
+        ("GET", "/nope", 404, None),
+        ("POST", "/nope", 404, None),
+        ("GET", "/static/app.js", 404, None),
+        ("GET", "/statdb", 404, None),
+        ("GET", "/releases/r/x/y", 404, None),
+    ],
+)
+def test_unknown_paths_and_wrong_methods_answer_json(server, method, path, status, allow):
+    got, headers, body = _raw(server, path, method)
+    assert got == status and set(body) == {"error", "field"} and body["field"] is None
+    assert path in body["error"]
+    assert headers.get("Allow") == allow  # sorted, so the same in every process
+    if allow:
+        assert f"use {allow}" in body["error"]
+
+
+def test_the_page_files_are_served_at_their_paths(server):
+    for path, kind in [("/", "text/html"), ("/index.html", "text/html"), ("/app.js", "javascript"), ("/style.css", "text/css")]:  # fmt: skip
+        with urllib.request.urlopen(server + path, timeout=10) as r:
+            assert r.status == 200 and kind in r.headers["Content-Type"] and r.read()
 
 
 def test_huge_ranges_answer_the_whole_table(server, store):

@@ -29,7 +29,7 @@ def test_where_text_round_trips_every_workload_query(store):
 def test_where_text_quotes_labels_the_grammar_would_split():
     meta = {"domains": {"city": ["New York", "Boston"], "s": ["a,b", "it's"]}, "qi": ["city"], "sensitive": "s"}  # fmt: skip
     q = parse_query(meta, "city in ('New York', Boston) and s in ('a,b', \"it's\")")
-    assert where_text(meta, q) == "city in ('New York', Boston) and s in ('a,b', \"it's\")"
+    assert where_text(meta, q) == "city in ('New York', Boston) and s in ('a,b', 'it''s')"
     assert parse_query(meta, where_text(meta, q)) == q
 
 

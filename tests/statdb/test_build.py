@@ -110,3 +110,22 @@ def test_build_on_an_existing_marginals_store_reuses_its_buckets(store, tmp_path
     conf.write_text(conf.read_text().replace(f'"m": {meta["m"]}', '"m": 9'))
     assert main(["statdb", "build", "--config", str(conf)]) == 2
     assert "exists with m = 4" in capsys.readouterr().err
+
+
+def test_a_built_store_keeps_the_served_domains_only_sealed_and_signed(data, tmp_path):
+    """qi = age only: zip is neither QI nor sensitive, so the store neither keeps nor
+    serves its domain; every bucket file's SHA-256 is listed; output.sign_key signs it."""
+    from dataclasses import replace
+
+    from vpub_spark.release.signing import generate_keys
+    from vpub_spark.release.store import file_digests
+    from vpub_spark.release.store_integrity import verify_store
+
+    private, public = generate_keys(tmp_path / "keys")
+    cfg = replace(_cfg(data, tmp_path, qi=["age"]), sign_key=str(private))
+    built = build_store(cfg, InProcessEngine())
+    meta = read_store(built.state)
+    assert set(meta["domains"]) == {"age", "salary"} and meta["signed_by"]
+    assert meta["files"] == file_digests(built.state) and len(meta["files"]) == built.chunks
+    assert set(StatDB.open(built.state, str(public)).domains) == {"age", "salary"}
+    assert verify_store(built.state, str(public)).passed

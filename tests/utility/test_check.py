@@ -1,6 +1,7 @@
 """`vpub check` (issue 20): the equivalence-class measures, cross-checked against pyCANON
 (a test dependency) on random tables, the textbook recursive (c, l), Spark equal to in
-process, and the command's report and exit code."""
+process, the ordered EMD in a declared order (bins, `order:`), and the command's report
+and exit code."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from pycanon import anonymity
 from release_helpers import vpub
 
 from vpub_spark.engines.inprocess import InProcessEngine
+from vpub_spark.errors import DataError
 from vpub_spark.kernels.classes import class_counts, class_measures
 from vpub_spark.utility.check import Model, check_table
 
@@ -95,3 +97,71 @@ def test_check_command(table):
     assert bad.returncode == 2 and "nope" in bad.stderr
     worse = subprocess.run(vpub("check", str(path), "--qi", "zip", "--sa", "disease", "--model", "q=3"), capture_output=True, text=True, timeout=120)  # fmt: skip
     assert worse.returncode == 2 and "--model: 'q=3'" in worse.stderr
+
+
+BINS = [
+    ("5-9", 5, 9),
+    ("10-14", 10, 14),
+    ("15-19", 15, 19),
+    ("20-24", 20, 24),
+]  # sorted as text: 10-14, 15-19, 20-24, 5-9
+
+
+@pytest.fixture(scope="module")
+def binned(tmp_path_factory):
+    """A table whose sensitive attribute holds bin labels, the same with each label's rank
+    in the bins' order (numbers), and a spec declaring the bins."""
+    import yaml
+
+    rng = np.random.default_rng(11)
+    n = 2000
+    rank = rng.choice(4, n, p=[0.1, 0.2, 0.3, 0.4])
+    zip_ = rng.integers(0, 12, n)
+    rank = np.where(zip_ < 3, 0, rank)  # a few classes far from the whole table
+    tmp = tmp_path_factory.mktemp("binned")
+    labels = pd.DataFrame({"zip": zip_.astype(str), "age": [BINS[r][0] for r in rank]})
+    labels.to_csv(tmp / "labels.csv", index=False)
+    labels.assign(age=rank).to_csv(tmp / "ranks.csv", index=False)
+    spec = {"name": "b", "attributes": [{"name": "zip"}, {"name": "age", "kind": "numeric", "bins": [{"label": lab, "min": lo, "max": hi} for lab, lo, hi in BINS]}]}  # fmt: skip
+    (tmp / "bins.yaml").write_text(yaml.safe_dump(spec))
+    return tmp
+
+
+def test_ordered_t_follows_the_declared_bins(binned, spark_engine):
+    """The ordered EMD over bin labels in the bins' order equals the one over their ranks,
+    and differs from the labels' text order; both engines agree."""
+    ranks = check_table(InProcessEngine(), str(binned / "ranks.csv"), ["zip"], "age", Model(t=0.2), ordered=True)  # fmt: skip
+    for engine in (InProcessEngine(), spark_engine):
+        bins = check_table(engine, str(binned / "labels.csv"), ["zip"], "age", Model(t=0.2), ordered=True, table=str(binned / "bins.yaml"))  # fmt: skip
+        assert bins.measured == pytest.approx(ranks.measured) and bins.checks == ranks.checks
+    import yaml
+
+    text = {"name": "b", "attributes": [{"name": "zip"}, {"name": "age", "order": sorted(b[0] for b in BINS)}]}  # fmt: skip
+    (binned / "text.yaml").write_text(yaml.safe_dump(text))
+    as_text = check_table(InProcessEngine(), str(binned / "labels.csv"), ["zip"], "age", Model(), ordered=True, table=str(binned / "text.yaml"))  # fmt: skip
+    assert as_text.measured["t"] != pytest.approx(ranks.measured["t"])
+    with pytest.raises(DataError, match=r"value '\d+-\d+' .* is not a number; declare the order"):
+        check_table(InProcessEngine(), str(binned / "labels.csv"), ["zip"], "age", Model(), ordered=True)  # fmt: skip
+
+
+def test_ordered_t_follows_an_order_list_from_the_data_sets_table_yaml(tmp_path):
+    """`order:` in the table.yaml beside data/ (as `vpub datasets` writes) orders the
+    sensitive labels; a label outside it is refused."""
+    import yaml
+
+    levels = ["primary", "secondary", "bachelor", "master", "doctorate"]
+    rng = np.random.default_rng(5)
+    n = 1500
+    rank = rng.choice(5, n)
+    zip_ = rng.integers(0, 8, n)
+    rank = np.where(zip_ == 0, 4, rank)
+    (tmp_path / "ds" / "data").mkdir(parents=True)
+    pd.DataFrame({"zip": zip_.astype(str), "edu": [levels[r] for r in rank]}).to_csv(tmp_path / "ds" / "data" / "part.csv", index=False)  # fmt: skip
+    (tmp_path / "ds" / "table.yaml").write_text(yaml.safe_dump({"name": "e", "attributes": [{"name": "zip"}, {"name": "edu", "order": levels}]}))  # fmt: skip
+    pd.DataFrame({"zip": zip_.astype(str), "edu": rank}).to_csv(tmp_path / "ranks.csv", index=False)
+    ours = check_table(InProcessEngine(), str(tmp_path / "ds" / "data"), ["zip"], "edu", Model(t=0.1), ordered=True)  # fmt: skip
+    ranks = check_table(InProcessEngine(), str(tmp_path / "ranks.csv"), ["zip"], "edu", Model(t=0.1), ordered=True)  # fmt: skip
+    assert ours.measured == pytest.approx(ranks.measured) and ours.measured["t"] > 0.1
+    (tmp_path / "ds" / "table.yaml").write_text(yaml.safe_dump({"name": "e", "attributes": [{"name": "zip"}, {"name": "edu", "order": levels[:-1]}]}))  # fmt: skip
+    with pytest.raises(DataError, match="'doctorate' is not in the declared order"):
+        check_table(InProcessEngine(), str(tmp_path / "ds"), ["zip"], "edu", Model(), ordered=True)

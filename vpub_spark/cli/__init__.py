@@ -42,6 +42,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("vpub: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # Spark's own errors (a bad SQL query, a failed job): one line, exit 2
+        from ..engines.spark.errors import is_spark_error, one_line
+
+        if not is_spark_error(e):
+            raise
+        print(f"vpub: error: {one_line('Spark', str(e))}", file=sys.stderr)
+        return 2
 
 
 def run() -> None:

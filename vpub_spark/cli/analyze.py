@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from rich.markup import escape
+
 from ..errors import SpecError
 from ..release.reader import open_release
 from ..report import console
-from ..utility.evaluate import evaluate, load_release_and_source
+from ..utility.evaluate import evaluate
 from ..utility.queries import estimate_count, exact_count
 from ..utility.release_models import release_models
 from ..utility.where import parse_where
@@ -16,6 +18,8 @@ from .common import engine_of, engine_options, warn_explicit_seed
 
 
 def cmd_query(args: argparse.Namespace) -> int:
+    """The estimate comes from the release's models, in this process on either engine
+    (as `vpub utility`); `--source`'s exact count is read and counted by the engine."""
     rel = open_release(args.release)
     models, domains = release_models(rel)
     query = parse_where(args.where, domains)
@@ -23,15 +27,37 @@ def cmd_query(args: argparse.Namespace) -> int:
     est = estimate_count(models, query, n, domains)
     console.print(f"estimate: [bold]{est:,.1f}[/bold] of {n:,} rows  (COUNT(*) WHERE {args.where})")
     if args.source:
-        _, _, _, src = load_release_and_source(args.release, args.source)
-        act = exact_count(src, query)
+        act, chosen = _exact_count(args, rel, domains, query)
         error = abs(act - est) / act if act else float("nan")
         console.print(
-            f"exact:    {act:,}  relative error {error:.2%}"
+            f"exact:    {act:,}  relative error {error:.2%} ({chosen} engine)"
             if act
-            else f"exact:    0 (relative error undefined; estimate {est:,.1f})"
+            else f"exact:    0 (relative error undefined; estimate {est:,.1f}; {chosen} engine)"
         )
     return 0
+
+
+def _exact_count(args: argparse.Namespace, rel, domains, query) -> tuple[int, str]:
+    """The query's exact answer on `--source` and the engine that counted it (`auto`:
+    chosen by the source's size)."""
+    from ..engines import choose, make_engine
+    from ..engines.spark.session import SparkSettings
+    from ..tablespec import table_spec_from_dict
+    from ..utility.codes import recoding, with_unpublished
+    from ..utility.evaluate import load_source
+
+    chosen, settings, _ = choose(args.engine, SparkSettings.load(args.spark_conf), args.source)
+    if chosen != "spark":
+        _, src = load_source(rel, args.source, domains)
+        return exact_count(src, query), chosen
+    from ..utility.spark_workload import spark_counts
+
+    engine = make_engine(chosen, settings)
+    with console.status("counting the source with Spark ..."):
+        loaded = engine.load(args.source, table_spec_from_dict(rel.manifest["source"]["table_spec"]))  # fmt: skip
+        space = with_unpublished(domains, loaded)
+        counts = spark_counts(loaded, recoding(loaded, space), {a: len(space[a]) for a in loaded.names})  # fmt: skip
+        return int(counts([query])[0]), chosen
 
 
 def cmd_utility(args: argparse.Namespace) -> int:
@@ -66,9 +92,11 @@ def cmd_utility(args: argparse.Namespace) -> int:
 def cmd_statdb_query(args: argparse.Namespace) -> int:
     from ..statdb.db import StatDB
 
-    db = StatDB.open(args.store)
+    db = StatDB.open(args.store, args.verify_key)
     answer = db.count(args.where, args.method)
-    console.print(f"{answer.method}: COUNT(*) WHERE {args.where} is in [bold]{answer}[/bold]")
+    console.print(
+        f"{answer.method}: COUNT(*) WHERE {escape(args.where)} is in [bold]{answer}[/bold]"
+    )
     return 0
 
 
@@ -95,6 +123,21 @@ def cmd_statdb_batch(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_statdb_verify(args: argparse.Namespace) -> int:
+    """Every integrity check of a store (exit 1 when one fails, as `vpub audit`)."""
+    import json
+
+    from ..release.store_integrity import verify_store
+    from ..report import audit_table
+
+    report = verify_store(args.store, args.verify_key)
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2))
+    else:
+        console.print(audit_table(report))
+    return 0 if report.passed else 1
+
+
 def cmd_statdb_build(args: argparse.Namespace) -> int:
     from ..config import load_config, with_overrides
     from ..engines import engine_for
@@ -106,7 +149,7 @@ def cmd_statdb_build(args: argparse.Namespace) -> int:
         if args.state is None:
             raise SpecError("vpub statdb build needs --config, or --state naming an existing store")
         return _built(reuse_store(args.state))
-    cfg = with_overrides(load_config(args.config), state=args.state, input_path=args.input, engine=args.engine, seed=args.seed, seed_file=args.seed_file, spark=args.spark_conf)  # fmt: skip
+    cfg = with_overrides(load_config(args.config), state=args.state, input_path=args.input, engine=args.engine, seed=args.seed, seed_file=args.seed_file, spark=args.spark_conf, sign_key=args.sign_key)  # fmt: skip
     warn_explicit_seed(cfg.seed)
     engine, why = engine_for(cfg.engine, SparkSettings.load(cfg.spark), cfg.input_path)
     console.print(f"engine: {engine.name} ({why})")
@@ -134,14 +177,21 @@ def _register_statdb(sub) -> None:
         "--engine", choices=["auto", "spark", "inprocess"], default=None, help="override engine"
     )
     sdb.add_argument("--spark-conf", default=None, help="override spark (settings YAML)")
+    sdb.add_argument("--sign-key", default=None, metavar="PEM", help="sign the store's store.json with this Ed25519 private key (vpub keys generate)")  # fmt: skip
     sdb.add_argument("--seed", type=int, default=None, help="an explicit seed (reproducible; keep it private); default: a secret one, kept in the store")  # fmt: skip
     sdb.add_argument("--seed-file", default=None, metavar="FILE", help="read the seed from this owner-only file")  # fmt: skip
     sdb.set_defaults(func=cmd_statdb_build)
     sdq = sds.add_parser("query", help="one counting query's result interval")
     sdq.add_argument("store", help="a private bucket store (vpub statdb build, or vpub publish with method marginals)")  # fmt: skip
-    sdq.add_argument("--where", required=True, help='e.g. "age between 30 and 50 and occupation in (3, 4)"')  # fmt: skip
+    sdq.add_argument("--where", required=True, help="e.g. \"age between 30 and 50 and occupation in (3, 'Craft (repair)')\": labels with spaces, commas, parentheses or quotes are quoted, a quote doubled (docs/conditions.md)")  # fmt: skip
     sdq.add_argument("--method", choices=["dyn-ana", "dyn-gen"], default="dyn-ana", help="A-Count or G-Count")  # fmt: skip
+    sdq.add_argument("--verify-key", default=None, metavar="PEM", help="refuse the store unless store.json carries a valid Ed25519 signature by this key")  # fmt: skip
     sdq.set_defaults(func=cmd_statdb_query)
+    sdv = sds.add_parser("verify", help="check a store's integrity: store.json unedited, every file's SHA-256, every code in its domain, every bucket m-invariant; with --verify-key its signature")  # fmt: skip
+    sdv.add_argument("store", help="a private bucket store (vpub statdb build, or vpub publish with method marginals)")  # fmt: skip
+    sdv.add_argument("--verify-key", default=None, metavar="PEM", help="also check store.json's Ed25519 signature with this public key")  # fmt: skip
+    sdv.add_argument("--json", action="store_true", help="print the result as JSON")
+    sdv.set_defaults(func=cmd_statdb_verify)
     sdw = sds.add_parser("workload", help="write a 004 §9 query workload (lambda, ql) for a store")  # fmt: skip
     sdw.add_argument("store")
     sdw.add_argument("--lam", type=int, default=2, help="QI attributes each query constrains (004's lambda)")  # fmt: skip
@@ -208,6 +258,7 @@ def register(sub) -> None:
     qy.add_argument(
         "--source", default=None, help="also compute the exact count and the relative error"
     )
+    engine_options(qy, default="auto")  # the engine that reads --source
     qy.set_defaults(func=cmd_query)
 
     ut = sub.add_parser(

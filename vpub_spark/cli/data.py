@@ -92,7 +92,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     engine = engine_of(args)
     qi = [a.strip() for a in args.qi.split(",") if a.strip()]
-    report = check_table(engine, args.data, qi, args.sa, parse_model(args.model), args.ordered, args.worst)  # fmt: skip
+    report = check_table(engine, args.data, qi, args.sa, parse_model(args.model), args.ordered, args.worst, args.weight, args.table)  # fmt: skip
     if args.json:
         print(json.dumps(report.as_dict(), indent=2, default=float))
     else:
@@ -134,7 +134,9 @@ def register(sub) -> None:
     ck.add_argument("--qi", required=True, help="quasi-identifiers, comma-separated")
     ck.add_argument("--sa", required=True, help="the sensitive attribute")
     ck.add_argument("--model", default=None, help="thresholds to check, e.g. k=5,l=3,entropy_l=2.5,c=3,t=0.2 (exit 1 if one fails)")  # fmt: skip
-    ck.add_argument("--ordered", action="store_true", help="the sensitive attribute is numeric: ordered EMD for t")  # fmt: skip
+    ck.add_argument("--ordered", action="store_true", help="ordered EMD for t: the sensitive attribute in its declared order (--table), else as numbers")  # fmt: skip
+    ck.add_argument("--table", default=None, metavar="SPEC", help="a table spec declaring the sensitive attribute's order (order:, bins); default: the data set's table.yaml, if any")  # fmt: skip
+    ck.add_argument("--weight", default=None, metavar="COLUMN", help="each row counts as COLUMN rows (fractions allowed); default: a vpub export's own (weight, count or size beside group_id), else 1; 'none': every row once")  # fmt: skip
     ck.add_argument("--worst", type=int, default=5, help="how many of the smallest classes to show")
     ck.add_argument("--json", action="store_true")
     engine_options(ck, default="inprocess")

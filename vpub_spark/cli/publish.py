@@ -83,7 +83,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         )
     with console.status("auditing ..."):
         if args.state:
-            report = audit_store(args.state)
+            report = audit_store(args.state, args.verify_key)
         else:
             spark = args.engine == "spark"  # Spark: the tables audited in its tasks too
             engine = engine_of(args) if args.source or spark else None
@@ -203,7 +203,7 @@ def _register_marginals_and_audit(sub) -> None:
         "--verify-key",
         default=None,
         metavar="PEM",
-        help="check the manifest's Ed25519 signature with this public key",
+        help="check the manifest's (with --state: store.json's) Ed25519 signature with this public key",
     )
     au.add_argument("--secret", default=None, metavar="PATH", help="the owner's run record, private store or seed file: also check the release's proof and keyed source fingerprint")  # fmt: skip
     engine_options(

@@ -124,6 +124,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 def cmd_register(args: argparse.Namespace) -> int:
     from ..engines.spark.engine import SparkEngine
+    from ..engines.spark.errors import spark_errors
     from ..engines.spark.session import SparkSettings
     from ..release.reader import open_release
     from ..release.sql import register
@@ -134,12 +135,15 @@ def cmd_register(args: argparse.Namespace) -> int:
     engine = SparkEngine(SparkSettings.load(args.spark_conf))
     with console.status("starting Spark ..."):
         engine.start()
-    names = register(engine.spark, rel)
+    with spark_errors(f"registering {args.release_id}"):
+        names = register(engine.spark, rel)
     where = engine.spark.conf.get("spark.sql.catalogImplementation", "in-memory")
     kind = "as temporary views (this session only; the release is on an object store)" if rel.remote else f"in the {where} catalog"  # fmt: skip
     console.print(f"registered {kind}: " + ", ".join(names))
     if args.sql:  # collected whole (at most 1,000 rows), so no task is left running at exit
-        print(engine.spark.sql(args.sql).limit(1000).toPandas().to_string(index=False))
+        with spark_errors("--sql"):  # a bad query: one line, exit 2
+            result = engine.spark.sql(args.sql).limit(1000).toPandas()
+        print(result.to_string(index=False))
     return 0
 
 

@@ -16,8 +16,9 @@ from .files import data_files, detect_format
 
 
 def read_arrow(path: str, spec: TableSpec, fmt: str | None = None) -> pa.Table:
-    """The spec's source columns; CSV is read as strings, like the Spark engine does.
-    A file that cannot be read (corrupt, not `spec.encoding`) is a one-line error."""
+    """The spec's source columns; CSV (RFC 4180: `"` quotes, `""` inside them, the
+    delimiter and line breaks inside them) is read as strings, like the Spark engine
+    does. A file that cannot be read (corrupt, not `spec.encoding`) is a one-line error."""
     kind = detect_format(path, fmt)
     files = data_files(path, kind)
     cols = sorted({a.column for a in spec.attributes})
@@ -41,15 +42,34 @@ def _read_csv(file: str, spec: TableSpec, cols: list[str], path: str) -> pa.Tabl
     if not utf8 and (bad := encoding_error(file, spec.encoding)):
         raise bad
     read = pacsv.ReadOptions(encoding=spec.encoding)
+    # RFC 4180: line breaks inside quotes (and so across pyarrow's blocks): 10-20% slower
+    parse = pacsv.ParseOptions(newlines_in_values=True)
     try:
-        header = pacsv.open_csv(file, read_options=read).schema.names
+        header = pacsv.open_csv(file, read_options=read, parse_options=parse).schema.names
         check_columns(header, spec, path)
         convert = pacsv.ConvertOptions(
             column_types={c: pa.string() for c in cols}, include_columns=cols
         )
-        return pacsv.read_csv(file, read_options=read, convert_options=convert)
+        table = pacsv.read_csv(file, read_options=read, parse_options=parse, convert_options=convert)  # fmt: skip
     except (pa.ArrowException, OSError) as e:
         raise (encoding_error(file, spec.encoding) or unreadable(file, e)) from None
+    return lf_newlines(table)
+
+
+def lf_newlines(table: pa.Table) -> pa.Table:
+    """CRLF inside values as LF, as Spark's CSV reader gives them (in a CRLF file), so
+    both engines see the same labels. Only a column whose characters hold a CR is
+    rewritten (a scan of its bytes: 0.01 s for 12M values, against 0.35 s to search
+    every value)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    for i, name in enumerate(table.column_names):
+        column = table.column(i)
+        data = [c.buffers()[2] for c in column.chunks]
+        if any(b is not None and (np.frombuffer(b, np.uint8) == 13).any() for b in data):
+            table = table.set_column(i, name, pc.replace_substring(column, "\r\n", "\n"))
+    return table
 
 
 def _broken_parquet(files: list[str], error: Exception) -> DataError:

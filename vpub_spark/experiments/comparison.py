@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..config import resolve_paths
 from ..tablespec import load_yaml
 from .compare import MEASURES, compare_config_from_dict, run_compare, write_results
 from .compare_marginals import marginals_compare_config_from_dict, run_marginals_compare
@@ -46,7 +47,7 @@ class Comparison:
 def load_comparison(
     path: str, repeats: int | None = None, queries: int | None = None, out: str | None = None
 ) -> Comparison:
-    raw = load_yaml(path)
+    raw = resolve_paths(load_yaml(path), Path(path).parent)  # as a publish config: file-relative
     if isinstance(raw, dict) and "marginals" in raw:
         measures = {"relative_error": "mean relative error", "time_s": "time for M1..Mk (s)"}
         comp = Comparison(

@@ -48,12 +48,14 @@ from ..release.objectstore import mirrored
 from ..release.store import (
     BUCKET,
     BUCKETS,
+    GROUPS,
     ROW,
     STORE_FILE,
     STORE_FORMAT,
     SUB,
     bucket_files,
     check_store_location,
+    file_digests,
     group_dir,
     new_store_id,
     read_store,
@@ -62,6 +64,7 @@ from ..release.store import (
     store_location,
     write_store,
 )
+from ..release.store_integrity import verified
 from ..storage import is_remote
 from .method import Design, Plan, PublishResult, sizes_of, summary_frame, summary_schema
 
@@ -373,7 +376,9 @@ class MarginalsMethod:
         return state if is_remote(state) else Path(state)
 
     def record(self, cfg, design, loaded, store, manifest, target) -> None:
-        """store.json (DESIGN.md §9): what later `marginals add` and the private audit need."""
+        """store.json: what later `marginals add` and the private audit need: the served
+        domains only (QI and sensitive: marginals are made of them), every file's
+        SHA-256, signed with the release's `sign_key`."""
         s, chosen = cfg.marginals, design.detail
         published = [
             {"release_id": manifest["release_id"], "release": release_location(target), "table": mg.name, "attributes": list(mg.attributes)}
@@ -381,9 +386,9 @@ class MarginalsMethod:
         ]  # fmt: skip
         write_store(store, {
             "format": STORE_FORMAT, "store_id": design.store_id, "m": cfg.privacy.m, "seed": cfg.secret_seed,
-            "qi": list(chosen.qi), "sensitive": s.sensitive, "domains": {a: list(loaded.dictionaries[a].labels) for a in loaded.names},
-            "source": manifest["source"], "published": published,
-        })  # fmt: skip
+            "qi": list(chosen.qi), "sensitive": s.sensitive, "domains": {a: list(loaded.dictionaries[a].labels) for a in [*chosen.qi, s.sensitive]},
+            "source": manifest["source"], "published": published, "files": file_digests(store),
+        }, cfg.sign_key)  # fmt: skip
         restrict(store)
 
 
@@ -424,7 +429,7 @@ def add_marginal(
 
 
 def _add(state: Path, attributes, output, release_id, overwrite, step: Steps, wait_s, sign_key) -> PublishResult:  # fmt: skip
-    meta = read_store(state)
+    meta, _ = verified(state)  # nothing is published from, or sealed into, a damaged store
     sensitive, qi = meta["sensitive"], tuple(meta["qi"])
     (mg,) = _marginals([tuple(attributes)], qi, sensitive)
     dictionaries = {a: Dictionary(a, tuple(v)) for a, v in meta["domains"].items()}
@@ -455,6 +460,9 @@ def _add(state: Path, attributes, output, release_id, overwrite, step: Steps, wa
     meta = read_store(state)
     published = {"release_id": release_id, "release": release_location(target), "table": mg.name, "attributes": list(mg.attributes)}  # fmt: skip
     meta["published"].append(published)
-    write_store(state, meta)
+    new = f"{GROUPS}/{release_id}/{mg.name}/"  # only the new links are sealed: an earlier edit stays detected
+    kept = {f: d for f, d in meta["files"].items() if not f.startswith(new)}
+    meta["files"] = kept | file_digests(state, GROUPS, release_id, mg.name)
+    write_store(state, meta, sign_key)
     restrict(state)
     return PublishResult(target, manifest, report, dict(step.timings), None)

@@ -2,6 +2,8 @@
 
 Run by the data owner, who holds the store. From the store's files and every release
 it lists, with pyarrow and pandas only (no publisher code):
+- the store's integrity (release/store_integrity.py: store.json unedited, every file
+  listed and of its SHA-256, every code in its domain), with `verify_key` its signature;
 - every bucket holds each value of its signature equally often, at least m values;
 - for every published marginal: the release is committed and names this store, every
   tuple is linked to exactly one published group, the group's sizes and sensitive
@@ -16,13 +18,15 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import VpubError
 from .checks import AuditReport, Checker
 from .layout import COUNT, GROUP
 from .reader import Release, open_release
-from .store import BUCKET, ROW, bucket_files, group_dir, read_store
+from .store import BUCKET, ROW, group_dir
+from .store_integrity import store_checks
 
 SEP = "\x1f"
 
@@ -33,7 +37,7 @@ def _signature(frame: pd.DataFrame, key: str, value: str) -> pd.Series:
     return pairs.groupby(key)[value].agg(SEP.join)
 
 
-def audit_store(state: str | Path) -> AuditReport:
+def audit_store(state: str | Path, verify_key: str | None = None) -> AuditReport:
     """The private audit; a store on an object store is read from a private local copy."""
     from ..storage import is_remote
     from .objectstore import base_name, local_input
@@ -41,18 +45,10 @@ def audit_store(state: str | Path) -> AuditReport:
     name = base_name(state)
     state = local_input(str(state)) if is_remote(state) else Path(state)
     report = AuditReport(f"store {name}")
-
     check = report.check
-    try:
-        meta = read_store(state)
-    except (VpubError, ValueError) as e:
-        check("store", False, str(e))
+    meta, tuples = store_checks(state, report, verify_key)
+    if meta is None or tuples is None:
         return report
-    files = bucket_files(state)
-    if not check("store: bucket files", files, f"{len(files)} files"):
-        return report
-    tuples = pd.concat([pq.read_table(f).to_pandas() for f in files], ignore_index=True)
-    bucket_checks(meta, tuples, check)
     s, domains = meta["sensitive"], meta["domains"]
     labels = tuples.assign(
         **{a: np.asarray(domains[a], dtype=object)[tuples[a].to_numpy()] for a in [*meta["qi"], s]}
@@ -71,37 +67,25 @@ def audit_store(state: str | Path) -> AuditReport:
             "store ids match" if rel.committed else "not committed",
         )
         links = _links(Path(group_dir(state, pub["release_id"], pub["table"])))
+        if links is None:
+            check(f"{name}: links readable", False, "a links file is not a readable Parquet file")
+            continue
         linked = links[ROW].is_unique and set(links[ROW]) == set(tuples[ROW])
         if check(f"{name}: every tuple in exactly one group", linked, f"{len(links)} links for {len(tuples)} tuples"):  # fmt: skip
             _published_checks(rel, pub, meta, tuples, labels.merge(links, on=ROW, how="left"), bucket_sig, check)  # fmt: skip
     return report
 
 
-def bucket_checks(meta: dict, tuples: pd.DataFrame, check: Checker) -> None:
-    """Every tuple once; every bucket holds each value of its signature equally often."""
-    s, m = meta["sensitive"], int(meta["m"])
-    check(
-        "store: rows",
-        len(tuples) == int(meta["source"]["rows"]) and tuples[ROW].is_unique,
-        f"{len(tuples)} tuples, the source had {meta['source']['rows']}",
-    )
-    per = tuples.groupby([BUCKET, s]).size().groupby(level=0).agg(["min", "max", "size"])
-    ok = (per["min"] == per["max"]) & (per["size"] >= m)
-    check(
-        f"store: buckets {m}-invariant",
-        ok.all(),
-        f"{len(per)} buckets; each value of a signature equally often, >= {m} values"
-        if ok.all()
-        else f"{int((~ok).sum())} buckets are not",
-    )
-
-
-def _links(directory: Path) -> pd.DataFrame:
-    """A published marginal's tuple -> group links (none if the directory is missing)."""
-    if not directory.is_dir():
+def _links(directory: Path) -> pd.DataFrame | None:
+    """A published marginal's tuple -> group links (none if the directory is missing;
+    None if a file is not readable)."""
+    files = sorted(f for f in directory.glob("*.parquet") if not f.name.startswith(".")) if directory.is_dir() else []  # fmt: skip
+    if not files:
         return pd.DataFrame(columns=[ROW, GROUP])
-    files = sorted(directory.glob("*.parquet"))
-    return pd.concat([pq.read_table(f).to_pandas() for f in files], ignore_index=True)
+    try:
+        return pd.concat([pq.read_table(f).to_pandas() for f in files], ignore_index=True)
+    except (pa.ArrowException, OSError, ValueError):
+        return None
 
 
 def _published_checks(rel: Release, pub: dict, meta: dict, tuples: pd.DataFrame, t: pd.DataFrame, bucket_sig: pd.Series, check: Checker) -> None:  # fmt: skip

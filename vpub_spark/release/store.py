@@ -1,20 +1,30 @@
-"""The private bucket store of the marginal publisher (002 §3; 004 Lemma 4; DESIGN.md §9).
+"""The private bucket store of the marginal publisher (002 §3; 004 Lemma 4).
 
 A store is a directory with owner-only permissions, never inside a release and never
 inside the publication's output root:
 - `store.json`: an opaque `store_id`, m, the seed, the QI attributes, the sensitive
-  attribute, every attribute's domain (labels in code order), the source's row count
-  and fingerprint, and `published`: every marginal made from the store (release id,
-  release path, table, attributes);
+  attribute, the domains of those attributes only (labels in code order: what the
+  store serves), the source's row count and fingerprint, `published`: every marginal
+  made from the store (release id, release path, table, attributes), `files`: the
+  SHA-256 of every file under `buckets/` and `groups/`, and `digest`: the SHA-256 of
+  its own content (everything else, as canonical JSON);
+- `store.json.sig` (optional): an Ed25519 signature of store.json's bytes, with the
+  keys of signed releases (`--sign-key`; `signed_by` names the key);
 - `buckets/part-<p>.parquet`: one row per tuple: `row` (a stable id), the QI and
   sensitive codes, `sub` (its 002 sub-table) and `bucket`;
 - `groups/<release_id>/<table>/part-<p>.parquet`: `row`, `group_id`: which published
   group of that marginal holds the tuple (what the private audit re-checks).
-Releases name the store only by its `store_id`.
+Releases name the store only by its `store_id`. Every writer of store.json
+(`vpub statdb build`, `vpub publish` with method marginals, `vpub marginals add`) lists
+the digests of the files it wrote (`file_digests`); the checks are in
+release/store_integrity.py. Format 2 added `files` and `digest`; a format-1 store
+(no digests) is refused with how to rebuild it.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import uuid
@@ -23,8 +33,10 @@ from pathlib import Path
 from ..errors import SpecError, VpubError
 
 STORE_FILE, BUCKETS, GROUPS = "store.json", "buckets", "groups"
+SIGNATURE = f"{STORE_FILE}.sig"
 ROW, SUB, BUCKET = "row", "sub", "bucket"
-STORE_FORMAT = 1
+STORE_FORMAT = 2  # 2: store.json lists its files' SHA-256 and its own digest
+REBUILD = "rebuild it with `vpub statdb build` (or `vpub publish` with method marginals) into a new marginals.state"  # fmt: skip
 
 
 def check_store_location(state: str | Path, output: str | Path, new: bool = True, what: str = "private store") -> None:  # fmt: skip
@@ -61,12 +73,22 @@ def new_store_id() -> str:
 
 
 def read_store(state: str | Path) -> dict:
+    """store.json, parsed; a missing, unparsable or other-format index is refused."""
     p = Path(state) / STORE_FILE
     if not p.is_file():
         raise VpubError(
             f"{Path(state).name}: no {STORE_FILE}; not a bucket store (made by `vpub publish` with method marginals)"
         )
-    meta = json.loads(p.read_text())
+    try:
+        meta = json.loads(p.read_text())
+    except (ValueError, UnicodeDecodeError) as e:
+        raise VpubError(
+            f"{p.name}: not valid JSON ({e}); the store is damaged, {REBUILD}"
+        ) from None
+    if not isinstance(meta, dict):
+        raise VpubError(f"{p.name}: not a JSON object; the store is damaged, {REBUILD}")
+    if meta.get("format") == 1:
+        raise VpubError(f"{p.name}: store format 1 lists no digests of its files, this version reads {STORE_FORMAT}: {REBUILD}")  # fmt: skip
     if meta.get("format") != STORE_FORMAT:
         raise VpubError(
             f"{p.name}: store format {meta.get('format')}, this version reads {STORE_FORMAT}"
@@ -74,14 +96,78 @@ def read_store(state: str | Path) -> dict:
     return meta
 
 
-def write_store(state: str | Path, meta: dict) -> None:
-    """Write store.json atomically, owner-only."""
-    p = Path(state) / STORE_FILE
-    tmp = p.with_name(f".{STORE_FILE}.{uuid.uuid4().hex[:8]}.tmp")
+def content_digest(meta: dict) -> str:
+    """The SHA-256 of store.json's content but its `digest`, as canonical JSON."""
+    body = {k: v for k, v in meta.items() if k != "digest"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _write_private(p: Path, data: bytes) -> None:
+    """Write `p` atomically, owner-only."""
+    tmp = p.with_name(f".{p.name}.{uuid.uuid4().hex[:8]}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(json.dumps(meta, indent=2) + "\n")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
     os.replace(tmp, p)
+
+
+def write_store(state: str | Path, meta: dict, sign_key: str | None = None) -> None:
+    """Write store.json atomically, owner-only, sealed with its `digest`; with `sign_key`
+    (an Ed25519 private key, PEM) also its signature `store.json.sig`, else no signature
+    (an older one would no longer match). `meta["files"]` comes from `file_digests`."""
+    from .signing import _load, key_id
+
+    key = None if sign_key is None else _load(sign_key, True)
+    meta = {k: v for k, v in meta.items() if k not in ("digest", "signed_by")}
+    if key is not None:
+        meta["signed_by"] = key_id(key.public_key())
+    meta["digest"] = content_digest(meta)
+    data = (json.dumps(meta, indent=2) + "\n").encode()
+    _write_private(Path(state) / STORE_FILE, data)
+    sig = Path(state) / SIGNATURE
+    if key is None:
+        sig.unlink(missing_ok=True)
+    else:
+        _write_private(sig, base64.b64encode(key.sign(data)) + b"\n")
+
+
+def hidden(path: str) -> bool:
+    """A path with a hidden component: a running writer's lock or stage, never data."""
+    return any(c.startswith(".") for c in path.split("/"))
+
+
+def covered_files(state: str | Path, *under: str) -> list[str]:
+    """The files the digests cover (relative paths): everything under `buckets/` and
+    `groups/` (or under `under`) but hidden files. A new store whose tasks write to an
+    object store (`objectstore.mirrored`) is listed there."""
+    from ..storage import join, listing
+    from .objectstore import remote_root
+
+    tops = ["/".join(under)] if under else [BUCKETS, GROUPS]
+    root = remote_root(state)
+    if root is not None:
+        names = [f"{top}/{f}" for top in tops for f in listing(join(root, top))]
+    else:
+        base = Path(state)
+        names = [f.relative_to(base).as_posix() for top in tops for f in (base / top).rglob("*") if f.is_file()]  # fmt: skip
+    return sorted(f for f in names if not hidden(f))
+
+
+def sha256_file(path: str | Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def file_digests(state: str | Path, *under: str) -> dict[str, str]:
+    """Relative path -> SHA-256 of every covered file (`covered_files`), read where it is."""
+    from ..storage import join, read_bytes
+    from .objectstore import remote_root
+
+    root = remote_root(state)
+    if root is not None:
+        return {f: hashlib.sha256(read_bytes(join(root, f))).hexdigest() for f in covered_files(state, *under)}  # fmt: skip
+    return {f: sha256_file(Path(state) / f) for f in covered_files(state, *under)}
 
 
 def bucket_files(state: str | Path) -> list[Path]:

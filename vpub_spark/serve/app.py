@@ -7,11 +7,14 @@ of releases (`Catalog`). Every answer is an interval or an estimate, never a row
 group's contents. The endpoints and their JSON are described at `/openapi.json` (from
 the docstrings below); the page (`static/`) is served at `/`.
 
-Errors are JSON `{"error": ..., "field": ...}`: 400 malformed JSON, 401 without the
-bearer token when one is set (required off loopback: `limits.check_binding`), 404 an
-unknown release, 413 a body over `max_body` bytes, 422 naming the field of a bad
-query, 429 over the client's rate (`Retry-After` says when to come back). Every count
-is appended to the store's private query log with the client's address.
+Every error is JSON `{"error": ..., "field": ...}` (`field` names the request part
+at fault, else null): 400 malformed JSON, 401 without the bearer token when one is set
+(required off loopback: `limits.check_binding`), 404 an unknown release or path, 405 a
+wrong method (`Allow` lists the right ones), 413 a body over `max_body` bytes, 422 a
+bad query, 429 over the client's rate (`Retry-After` says when to come back), 500 an
+internal error (no detail given). A count reads and names the served attributes only
+(the QI ones and the sensitive one; `queries.py`). Every count is appended to the
+store's private query log with the client's address.
 
 Decisions: one `StatDB` is shared by the requests of a process and read only, and a
 count runs inline on the event loop (0.6 ms at 600k rows; handing it to a thread cost
@@ -30,18 +33,18 @@ from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Mount, Route
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Route
 from starlette.schemas import SchemaGenerator
-from starlette.staticfiles import StaticFiles
 
 from ..errors import VpubError
 from ..statdb.db import METHODS, StatDB
 from .catalog import Catalog, UnknownRelease
 from .limits import RateLimit
 from .openapi import BASE
-from .queries import Bad, where_of
+from .queries import Bad, query_of
 
 MAX_BODY = 16_384
 STATIC = Path(__file__).parent / "static"
@@ -78,6 +81,27 @@ async def _api_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
     body = {"error": str(exc), "field": exc.field}
     return JSONResponse(body, status_code=exc.status, headers=exc.headers)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own errors (an unknown path, a wrong method) in the same JSON."""
+    assert isinstance(exc, HTTPException)
+    path, headers = request.url.path, dict(exc.headers or {})
+    if exc.status_code == 404:
+        message = f"no such path: {path}"
+    elif exc.status_code == 405:
+        headers["Allow"] = ", ".join(sorted(m.strip() for m in headers.get("Allow", "").split(",")))  # fmt: skip
+        message = f"{request.method} is not allowed on {path}; use {headers['Allow']}"
+    else:
+        message = str(exc.detail)
+    if exc.status_code in (204, 304):
+        return Response(status_code=exc.status_code, headers=headers)
+    body = {"error": message, "field": None}
+    return JSONResponse(body, status_code=exc.status_code, headers=headers)
+
+
+async def _internal_error(request: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse({"error": "internal server error", "field": None}, status_code=500)
 
 
 class Api:
@@ -158,13 +182,11 @@ class Api:
         if method not in METHODS:
             raise ApiError(422, f"method must be one of {', '.join(METHODS)}", "method")
         try:
-            where = where_of(body, self.db)
-            t0 = time.perf_counter()
-            answer = self.db.count(where, method, log=False)
+            query, where = query_of(body, self.db)
         except Bad as e:
             raise ApiError(422, str(e), e.field) from None
-        except VpubError as e:
-            raise ApiError(422, str(e), "where") from None
+        t0 = time.perf_counter()
+        answer = self.db.count(query, method, log=False)
         elapsed = 1000 * (time.perf_counter() - t0)
         self.db.log([(f"[{self._client(request)}] {where}", answer)])
         return JSONResponse({"lower": answer.low, "upper": answer.high, "method": method, "elapsed_ms": elapsed})  # fmt: skip
@@ -239,8 +261,24 @@ def build_app(settings: ServeSettings) -> Starlette:
         return JSONResponse(spec)
 
     routes = [*api.routes(), Route("/openapi.json", openapi, include_in_schema=False)]
-    routes.append(Mount("/", StaticFiles(directory=STATIC, html=True)))
-    return Starlette(routes=routes, exception_handlers={ApiError: _api_error})
+    routes += _static_routes()
+    handlers = {ApiError: _api_error, HTTPException: _http_error, Exception: _internal_error}
+    return Starlette(routes=routes, exception_handlers=handlers)
+
+
+def _static_routes() -> list[Route]:
+    """The page's files, each at its own path (`/` is index.html), so any other path
+    is the router's JSON 404 and a wrong method on an endpoint its JSON 405."""
+
+    def serve(file: Path):
+        async def endpoint(request: Request) -> FileResponse:
+            return FileResponse(file)
+
+        return endpoint
+
+    files = sorted(p for p in STATIC.iterdir() if p.is_file())
+    routes = [Route(f"/{p.name}", serve(p), include_in_schema=False) for p in files]
+    return [Route("/", serve(STATIC / "index.html"), include_in_schema=False), *routes]
 
 
 def app_from_env() -> Starlette:

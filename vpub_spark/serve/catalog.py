@@ -4,7 +4,8 @@ release directly under DIR, its manifest summary and `vpub query`'s estimate.
 A summary holds what the manifest says in public (tables, the guarantee, the GNF
 verdicts, the audit recorded at publishing) and the audit the server itself runs on
 the files (`release/audit.py`, cached until the manifest changes). No summary carries a
-row, a group's contents or a path. Decisions: a release id is looked up among the
+row, a group's contents or a path; its `example` is a condition in the release's own
+published labels, for the page to show. Decisions: a release id is looked up among the
 listed directory names only (no path from a request reaches the file system); a
 directory without a committed manifest is not listed; a manifest that cannot be read is
 listed with its error, so a broken release is seen rather than hidden.
@@ -13,8 +14,10 @@ listed with its error, so a broken release is seen rather than hidden.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import DataError, VpubError
 from ..release.audit import audit_release
@@ -23,7 +26,7 @@ from ..release.reader import open_release, read_manifest
 from ..utility.queries import Estimator
 from ..utility.release_models import release_models
 from ..utility.risk import release_risk
-from ..utility.where import parse_where
+from ..utility.where import increasing_numbers, parse_where, range_text
 
 
 class UnknownRelease(VpubError):
@@ -38,6 +41,18 @@ def guarantee(manifest: dict) -> str:
     rules = len(manifest.get("rules") or [])
     on = f" on {rules} rule{'s' * (rules != 1)} Q -> S" if rules else ""
     return f"{model} ({params}){on}" if params else f"{model}{on}"
+
+
+def example_where(domains: Mapping[str, Sequence[Any]], attributes: list[str]) -> str | None:
+    """A condition the release answers, in its published labels (quoted as the grammar
+    reads them): the first attribute's middle values as `between` when its labels are
+    increasing numbers, else its first two labels as `in (...)`."""
+    for a in attributes:
+        labels = [str(v) for v in domains.get(a, [])]
+        if labels:
+            lo, hi = (len(labels) // 4, len(labels) // 2) if increasing_numbers(labels) else (0, min(1, len(labels) - 1))  # fmt: skip
+            return range_text(a, labels, lo, hi)
+    return None
 
 
 def _table(t: dict) -> dict:
@@ -111,17 +126,28 @@ class Catalog:
             risk = release_risk(open_release(path)) if report["passed"] else None
             self._audits[rid] = (stamp, {k: report[k] for k in ("passed", "checks", "failures")}, risk)  # fmt: skip
         _, audit, risk = self._audits[rid]
-        return summary(read_manifest(path)) | {"audit": audit, "risk": risk}
+        s = summary(read_manifest(path))
+        try:
+            estimator = self._estimator(rid, path)
+            attributes = [a for t in s["tables"] for a in t.get("attributes", [])]
+            example = example_where(estimator.domains, attributes)
+        except VpubError:
+            example = None
+        return s | {"audit": audit, "risk": risk, "example": example}
 
-    def estimate(self, rid: str, where: str) -> tuple[float, int]:
-        """`vpub query`'s estimate of COUNT(*) WHERE `where`, and the release's rows."""
-        path = self._path(rid)
+    def _estimator(self, rid: str, path: Path) -> Estimator:
+        """The release's estimator, built once per manifest version."""
         stamp = (path / MANIFEST).stat().st_mtime_ns
-        with self._lock:  # the estimator fills caches as it answers
+        with self._lock:
             if self._estimators.get(rid, (None,))[0] != stamp:
                 rel = open_release(path)
                 models, domains = release_models(rel)
                 n = int(rel.manifest["source"]["rows"])
                 self._estimators[rid] = (stamp, Estimator(models, n, domains))
-            estimator = self._estimators[rid][1]
+            return self._estimators[rid][1]
+
+    def estimate(self, rid: str, where: str) -> tuple[float, int]:
+        """`vpub query`'s estimate of COUNT(*) WHERE `where`, and the release's rows."""
+        estimator = self._estimator(rid, self._path(rid))
+        with self._lock:  # the estimator fills caches as it answers
             return estimator.count(parse_where(where, estimator.domains)), estimator.n

@@ -19,7 +19,7 @@ BASE = {
         "schemas": {
             "CountQuery": {
                 "type": "object",
-                "description": "where text, or ranges and/or sensitive",
+                "description": "where text (labels quoted as the condition language reads them), or ranges and/or sensitive (labels exactly as /statdb/schema lists them, no quoting); on the served attributes only",  # fmt: skip
                 "properties": {
                     "where": {
                         "type": "string",
@@ -50,6 +50,14 @@ BASE = {
                     "rows": {"type": "integer"},
                     "m": {"type": "integer"},
                     "methods": _LABELS,
+                },
+            },  # fmt: skip
+            "Error": {
+                "type": "object",
+                "description": "every error response, 4xx and 5xx",
+                "properties": {
+                    "error": {"type": "string"},
+                    "field": {"type": "string", "nullable": True},
                 },
             },  # fmt: skip
             "EstimateQuery": {

@@ -1,7 +1,8 @@
 """`vpub statdb batch` and `vpub statdb workload`: 004 §9's query workloads as files.
 
-A workload file holds one query per line in the `--where` grammar (`#` comments and
-blank lines are skipped); `write_workload` makes one with λ and ql (`workload.py`).
+A workload file holds one query per line in the condition grammar (`utility/where.py`;
+`#` comments and blank lines are skipped; a label with a line break cannot be written);
+`write_workload` makes one with λ and ql (`workload.py`).
 `answer_workload` checks every line against the store's attributes first (a bad line
 fails the batch before any work, naming its line), then the engine spreads the queries
 over `parts` tasks (Spark: mapInPandas); each Python worker opens the store once and
@@ -36,6 +37,13 @@ def write_workload(store: str | Path, lam: int, ql: float, count: int, seed: int
     meta = read_store(Path(store))
     sizes = {a: len(v) for a, v in meta["domains"].items()}
     queries = workload(sizes, list(meta["qi"]), str(meta["sensitive"]), lam, ql, count, seed)
+    broken = [
+        a for a, labels in meta["domains"].items() if any("\n" in v or "\r" in v for v in labels)
+    ]
+    if broken:
+        raise SpecError(
+            f"{broken[0]} has a label with a line break; a workload file holds one query per line"
+        )
     head = f"# {count} queries, lambda = {lam}, ql = {ql}, seed {seed} (004 §9)\n"
     Path(out).write_text(head + "".join(where_text(meta, q) + "\n" for q in queries))
     return len(queries)

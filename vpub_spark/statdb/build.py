@@ -3,9 +3,11 @@
 The first m-unique partition of the table and its bucketization U (004 Definition 11,
 Lemma 5), made exactly as the marginal publisher makes them (publish/marginals.py: the
 same QI-local chunks from one counting pass, one task per chunk on Spark, the same
-kernel) and kept in the same private store format (release/store.py), with no marginal
-published yet: `vpub marginals add` can publish marginals from it later, and every
-query answer and every marginal stays jointly m-invariant (004 Lemma 4).
+kernel) and kept in the same private store format (release/store.py: the served
+domains only, every file's SHA-256, signed with the config's `output.sign_key` if it
+names one), with no marginal published yet: `vpub marginals add` can publish
+marginals from it later, and every query answer and every marginal stays jointly
+m-invariant (004 Lemma 4).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from ..release.store import (
     STORE_FORMAT,
     bucket_files,
     check_store_location,
+    file_digests,
     new_store_id,
     read_store,
     restrict,
@@ -97,9 +100,10 @@ def build_store(cfg: PublishConfig, engine: Engine, observer=None) -> Built:
             labels = {a: loaded.dictionaries[a].labels for a in loaded.names}
             write_store(store, {
                 "format": STORE_FORMAT, "store_id": new_store_id(), "m": m, "seed": cfg.secret_seed, "qi": list(qi),
-                "sensitive": s.sensitive, "domains": {a: list(v) for a, v in labels.items()},
+                "sensitive": s.sensitive, "domains": {a: list(labels[a]) for a in [*qi, s.sensitive]},
                 "source": source_entry(cfg, loaded, fingerprint(counts, labels)), "published": [],
-            })  # fmt: skip
+                "files": file_digests(store),
+            }, cfg.sign_key)  # fmt: skip
             restrict(store)
             ids = [
                 pq.read_table(f, columns=[BUCKET])[BUCKET].to_numpy() for f in bucket_files(store)

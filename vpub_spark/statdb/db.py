@@ -12,9 +12,10 @@ with no query), so they are one more member of the store's m-invariant series an
 shown beside the dynamic answers. 004 §9 anatomizes and generalizes independently; two
 unrelated partitions of one table invite an intersection attack, so a store never
 serves them, nor `ran-pert`, whose noise is outside the series (that comparison is
-`vpub compare`'s). Opening a store checks that
-it is owner-only and that every bucket still holds each value of its signature equally
-often (a tampered store is refused); every answered query is appended to the store's
+`vpub compare`'s). Opening a store checks that it is owner-only and intact
+(release/store_integrity.py: every file of the SHA-256 store.json lists, every code
+in its domain, every bucket m-invariant; a tampered store is refused); it serves the
+QI and sensitive attributes only; every answered query is appended to the store's
 private log `queries.jsonl` (query, method, interval, time).
 """
 
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import stat
 import threading
 from dataclasses import dataclass
@@ -32,7 +32,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 
 from ..errors import SpecError, VpubError
 from ..kernels.statdb import (
@@ -47,10 +46,9 @@ from ..kernels.statdb import (
     qi_mask,
     signature_buckets,
 )
-from ..release.checks import AuditReport
-from ..release.private_audit import bucket_checks
-from ..release.store import BUCKET, bucket_files, read_store
-from ..utility.where import parse_where
+from ..release.store import BUCKET, read_store
+from ..release.store_integrity import verified
+from ..utility.where import codes_text, label_text, parse_where, range_text
 
 LOG = "queries.jsonl"
 METHODS = ("dyn-ana", "dyn-gen", "sta-ana", "sta-gen")
@@ -95,38 +93,20 @@ def parse_query(meta: dict, where: str) -> Query:
             raise SpecError(f"the condition on {a} selects no value (an empty range)")
         lo, hi = min(codes), max(codes)
         if len(codes) != hi - lo + 1:
-            raise SpecError(f"the condition on {a} is not a range of its domain; use between")
+            order = ", ".join(label_text(v) for v in meta["domains"][a])
+            raise SpecError(
+                f"the condition on {a} selects no range of its values, which are in order: {order}"
+            )
         ranges[a] = (lo, hi)
     chosen = conditions.get(sensitive, frozenset(range(len(meta["domains"][sensitive]))))
     return Query(ranges, frozenset(chosen))
 
 
-def label_text(value: str) -> str:
-    """A label as the `--where` grammar reads it: bare, or quoted when it holds a space,
-    comma, parenthesis or quote."""
-    if re.fullmatch(r"[^\s,()'\"]+", value):
-        return value
-    return f"'{value}'" if "'" not in value else f'"{value}"'
-
-
-def range_text(a: str, labels: list[str], lo: int, hi: int) -> str:
-    """`a between x and y` where the labels are numbers in increasing order (what
-    `between` compares), else the range's labels as `a in (...)`."""
-    try:
-        numbers = [float(v) for v in labels]
-    except ValueError:
-        numbers = []
-    if numbers and all(x < y for x, y in zip(numbers, numbers[1:], strict=False)):
-        return f"{a} between {labels[lo]} and {labels[hi]}"
-    return f"{a} in ({', '.join(label_text(v) for v in labels[lo : hi + 1])})"
-
-
 def where_text(meta: dict, query: Query) -> str:
-    """A Query as `--where` text in the store's labels (`parse_query` reads it back)."""
+    """A Query as condition text in the store's labels (`parse_query` reads it back)."""
     d, s = meta["domains"], str(meta["sensitive"])
     parts = [range_text(a, d[a], lo, hi) for a, (lo, hi) in query.ranges.items()]
-    chosen = ", ".join(label_text(d[s][v]) for v in sorted(query.sensitive))
-    return " and ".join([*parts, f"{s} in ({chosen})"])
+    return " and ".join([*parts, codes_text(s, d[s], query.sensitive)])
 
 
 def _narrow(codes: np.ndarray) -> np.ndarray:
@@ -139,9 +119,10 @@ class StatDB:
     """Counting queries with result intervals from a store (see the module docstring)."""
 
     def __init__(self, state: Path, meta: dict, tuples: pd.DataFrame):
-        self.state, self.meta = state, meta
         self.qi, self.sensitive = list(meta["qi"]), str(meta["sensitive"])
-        self.domains = {a: list(v) for a, v in meta["domains"].items()}
+        # the served attributes only: the QI attributes and the sensitive one
+        self.domains = {a: list(meta["domains"][a]) for a in [*self.qi, self.sensitive]}
+        self.state, self.meta = state, meta | {"domains": self.domains}
         values = tuples[self.sensitive].to_numpy(np.int64)
         bucket = signature_buckets(tuples[BUCKET].to_numpy(np.int64), values)
         order = np.lexsort((values, bucket))  # bucket by bucket, value by value (004 §6.2)
@@ -162,20 +143,14 @@ class StatDB:
             return ana, StaticGeneralization.of(group, self.codes, self.qi, self.values)
 
     @classmethod
-    def open(cls, state: str | Path) -> StatDB:
-        """Open a store: owner-only, and every bucket intact (else a clear error)."""
+    def open(cls, state: str | Path, verify_key: str | None = None) -> StatDB:
+        """Open a store: owner-only and intact (release/store_integrity.py: store.json
+        unedited, every file of its SHA-256, every code in its domain, every bucket
+        m-invariant; with `verify_key` signed by that key), else a one-line error."""
         state = Path(state)
-        meta = read_store(state)
+        read_store(state)  # not a store, or another format: said as it is
         _check_private(state)
-        files = bucket_files(state)
-        if not files:
-            raise VpubError(f"{state.name}: the store holds no buckets")
-        tuples = pd.concat([pq.read_table(f).to_pandas() for f in files], ignore_index=True)
-        report = AuditReport(state.name)
-        bucket_checks(meta, tuples, report.check)
-        if not report.passed:
-            failures = "; ".join(report.as_dict()["failures"])
-            raise VpubError(f"{state.name}: the store was changed or damaged, refused: {failures}")
+        meta, tuples = verified(state, verify_key)
         return cls(state, meta, tuples)
 
     def query(self, where: str) -> Query:

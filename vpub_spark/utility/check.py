@@ -5,23 +5,47 @@ aggregated and the classes measured in tasks (applyInPandas over shards of the Q
 hash); only the summary and the worst classes reach the driver.
 
 Every column is read as a label (no value is treated as missing: a suppressed `*` is
-a value like any other); `ordered` reads the sensitive attribute as numbers, in their
-order, for the ordered EMD.
+a value like any other).
+
+**Order** (`ordered`: the ordered EMD for t): the sensitive attribute's declared order
+when a table spec declares one (`order:`, a categorical's groups, or a numeric
+attribute's bins by their lower bounds; the table then holds those labels, e.g.
+`17-24`), else its values read as numbers. The spec is `table`, or the data set's own
+`table.yaml` (a directory holding it, or its `data/`), as `vpub datasets` writes.
+
+**Weights**: a row may stand for several rows or a share of one (`weight`, a column of
+numbers >= 0, fractions allowed): k counts the weighted rows of a class, and the
+l-diversity variants and t read the weighted distributions. Without `weight`, a file
+`vpub export` wrote is recognized by its `group_id` column (decision: the exports'
+own layouts, nothing else is guessed): its `weight` (anatomy, long) or `count`
+(generalized, long) column; a wide export (the sensitive attribute as columns
+`P(<S>=<value>)`) counts each row as its `size` (generalized) or 1 (anatomy) times each
+share. A projection's export (`count`, no `group_id`) needs `weight="count"`. `"none"`
+counts every row once. The report's `rows` is then the weighted row count (the
+release's rows), `file_rows` the rows read. The kernel counts integers, so weights are
+counted in units of 2^-32 of a row: exact for whole weights, within 1e-9 of a row per
+(class, value) cell for fractions.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..errors import SpecError
+from ..errors import DataError, SpecError
 from ..kernels.classes import COUNT, MEASURES, class_counts, class_measures
-from ..tablespec import table_spec_from_dict
+from ..model import Attribute
+from ..tablespec import load_table_spec, table_spec_from_dict
 
 WORST = 5
+GROUP_ID = "group_id"  # release/layout.GROUP: the column every `vpub export` layout has
+UNWEIGHTED = "none"
+UNIT = 2**32  # fractional weights are counted by the kernel in 1/UNIT of a row
 
 
 @dataclass(frozen=True)
@@ -38,7 +62,7 @@ class Model:
         """Per requested model, which classes fail it."""
         out = {}
         if self.k is not None:
-            out[f"k-anonymity (k = {self.k})"] = m["k"] < self.k
+            out[f"k-anonymity (k = {self.k})"] = m["k"] < self.k - 1e-9
         if self.l is not None:
             out[f"distinct l-diversity (l = {self.l})"] = m["distinct_l"] < self.l
         if self.entropy_l is not None:
@@ -52,13 +76,15 @@ class Model:
 
 @dataclass
 class CheckReport:
-    rows: int
+    rows: float  # the table's (weighted) row count
     classes: int
     qi: list[str]
     sensitive: str
     measured: dict[str, float]  # the table's level of each measure
     checks: dict[str, dict] = field(default_factory=dict)  # model -> passed, classes, rows
     worst: list[dict] = field(default_factory=list)  # the smallest classes, decoded
+    file_rows: int = 0  # the rows read
+    weight: str | None = None  # how rows were weighted (None: each counts once)
 
     @property
     def passed(self) -> bool:
@@ -68,40 +94,209 @@ class CheckReport:
         return asdict(self) | {"passed": self.passed}
 
 
-def spec_for(qi: list[str], sensitive: str, ordered: bool) -> dict:
+@dataclass(frozen=True)
+class Reading:
+    """How the checked file is read (see the module docstring): its weight column, a
+    wide export's share columns, the sensitive attribute's declared order."""
+
+    weight: str | None = None  # None: every row once
+    shares: tuple[tuple[str, str], ...] = ()  # wide: (sensitive value, its P(S=v) column)
+    order: tuple[str, ...] | None = None
+
+    @property
+    def weighted(self) -> bool:
+        return self.weight is not None or bool(self.shares)
+
+    def describe(self) -> str | None:
+        if self.shares:
+            return f"{self.weight or '1'} x P(...) per row (wide export)"
+        return self.weight
+
+
+def _number(x: float) -> float:
+    """A measured count as shown: an integer when it is one (weights' rounding aside)."""
+    r = round(float(x), 6)
+    return int(r) if r.is_integer() else r
+
+
+def columns_of(path: str) -> list[str]:
+    """The column names of a CSV or Parquet file or directory (its first file)."""
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    from ..engines.files import data_files, detect_format
+
+    kind = detect_format(path)
+    first = data_files(path, kind)[0]
+    try:
+        if kind == "parquet":
+            return list(pq.read_schema(first).names)
+        return list(pacsv.open_csv(first).schema.names)
+    except (pa.ArrowException, OSError) as e:
+        raise DataError(f"{first}: cannot read its columns ({e})") from None
+
+
+def declared_order(attr: Attribute) -> tuple[str, ...] | None:
+    """An attribute's declared order of labels: `order`, its groups', or its bins' (by
+    lower bound); None for plain values."""
+    if attr.order is not None:
+        return attr.order
+    if attr.groups is not None:
+        return attr.group_labels
+    if attr.bins is not None:
+        return tuple(b.label for b in sorted(attr.bins, key=lambda b: b.lo))
+    return None
+
+
+def _declared(path: str, table: str | None, sensitive: str) -> tuple[str, ...] | None:
+    """The sensitive attribute's order from `table`, or from the data set's table.yaml."""
+    from ..storage import is_remote
+
+    p = Path(path)
+    own = [q for q in (p / "table.yaml", p.parent / "table.yaml" if p.name == "data" else None) if q and q.is_file()]  # fmt: skip
+    spec_file = table or (None if is_remote(path) or not own else str(own[0]))
+    if spec_file is None:
+        return None
+    attr = next((a for a in load_table_spec(spec_file).attributes if sensitive in (a.name, a.column)), None)  # fmt: skip
+    if attr is None and table is not None:
+        raise SpecError(f"{table}: declares no attribute {sensitive}")
+    return None if attr is None else declared_order(attr)
+
+
+def reading(path: str, sensitive: str, weight: str | None = None, table: str | None = None) -> Reading:  # fmt: skip
+    """How to read the file at `path` (see the module docstring): `weight` a column,
+    None to recognize an export's, or `UNWEIGHTED`."""
+    from ..storage import is_remote
+
+    if is_remote(path):  # no columns to look at before the engine reads it
+        return Reading(None if weight in (None, UNWEIGHTED) else weight, (), _declared(path, table, sensitive))  # fmt: skip
+    cols = columns_of(path)
+    prefix = f"P({sensitive}="
+    shares = tuple((c[len(prefix) : -1], c) for c in cols if c.startswith(prefix) and c.endswith(")"))  # fmt: skip
+    if sensitive in cols:
+        shares = ()
+    elif not shares:
+        raise SpecError(f"{path}: unknown column {sensitive}, and no {prefix}...) columns (a wide export); the input has: {', '.join(cols)}")  # fmt: skip
+    if weight is None and GROUP_ID in cols:
+        weight = next((w for w in (("size",) if shares else ("weight", "count")) if w in cols), None)  # fmt: skip
+    elif weight == UNWEIGHTED:
+        weight = None
+    if weight is not None and weight not in cols:
+        raise SpecError(f"{path}: unknown weight column {weight}; the input has: {', '.join(cols)}")  # fmt: skip
+    return Reading(weight, shares, _declared(path, table, sensitive))
+
+
+def spec_for(qi: list[str], sensitive: str, ordered: bool, how: Reading | None = None) -> dict:
+    """The table spec `vpub check` reads with: labels, the sensitive attribute in its
+    declared order (or as numbers when `ordered`), weights and shares as numbers."""
+    how = how or Reading()
     if sensitive in qi:
         raise SpecError(f"{sensitive} is both a quasi-identifier and the sensitive attribute")
-    attrs = [{"name": a} for a in qi] + [{"name": sensitive} | ({"kind": "numeric"} if ordered else {})]  # fmt: skip
+    attrs: list[dict[str, Any]] = [{"name": a} for a in qi]
+    if how.shares:
+        attrs += [{"name": f"vpubshare{i}", "source": c, "kind": "numeric"} for i, (_, c) in enumerate(how.shares)]  # fmt: skip
+    elif how.order is not None:
+        attrs.append({"name": sensitive, "order": list(how.order)})
+    else:
+        attrs.append({"name": sensitive} | ({"kind": "numeric"} if ordered else {}))
+    if how.weight is not None:
+        attrs.append({"name": "vpubweight", "source": how.weight, "kind": "numeric"})
     return {"name": "checked", "attributes": attrs, "missing_values": []}
+
+
+def _share_values(how: Reading, ordered: bool) -> list[str]:
+    """A wide export's sensitive values, coded in order: declared, numeric (`ordered`)
+    or as the columns come."""
+    values = [v for v, _ in how.shares]
+    if how.order is not None:
+        unknown = [v for v in values if v not in how.order]
+        if unknown:
+            raise DataError(f"value {unknown[0]!r} is not in the declared order")
+        return sorted(values, key=how.order.index)
+    if ordered:
+        try:
+            return sorted(values, key=float)
+        except ValueError:
+            raise DataError(f"a sensitive value of the P(...) columns is not a number ({', '.join(values[:5])}); declare its order with a table spec") from None  # fmt: skip
+    return values
+
+
+def _weigher(qi: list[str], sensitive: str, luts: dict[str, np.ndarray], shares: list[tuple[int, str]] | None):  # fmt: skip
+    """Per frame of codes: the weighted (QI, sensitive) counts in 1/UNIT of a row (the
+    kernel counts integers), on either engine."""
+
+    def run(frame: pd.DataFrame) -> pd.DataFrame:
+        w = luts["vpubweight"][frame["vpubweight"].to_numpy()] if "vpubweight" in luts else np.ones(len(frame))  # fmt: skip
+        if shares is None:
+            parts = [frame[qi + [sensitive]].assign(**{COUNT: w})]
+        else:
+            parts = [frame[qi].assign(**{sensitive: np.int32(code), COUNT: w * luts[col][frame[col].to_numpy()]}) for code, col in shares]  # fmt: skip
+        out = pd.concat(parts, ignore_index=True)
+        out = out[out[COUNT] > 0]
+        summed = out.groupby([*qi, sensitive], sort=False, observed=True)[COUNT].sum()
+        return summed.mul(UNIT).round().astype(np.int64).reset_index()
+
+    return run
+
+
+def _luts(loaded) -> dict[str, np.ndarray]:
+    """Code -> number of the weight and share columns; negative weights refused."""
+    luts = {}
+    for a in loaded.names:
+        if a == "vpubweight" or a.startswith("vpubshare"):
+            values = np.array([float(x) for x in loaded.dictionaries[a].labels])
+            if (values < 0).any():
+                raise DataError(f"weight column {loaded.spec.attribute(a).column}: negative value {values.min():g}")  # fmt: skip
+            luts[a] = values
+    return luts
+
+
+def check_table(engine, path: str, qi: list[str], sensitive: str, model: Model, ordered: bool = False, worst: int = WORST, weight: str | None = None, table: str | None = None) -> CheckReport:  # fmt: skip
+    """Measure (and check against `model`) the table at `path`; `weight` as `reading`."""
+    how = reading(path, sensitive, weight, table)
+    try:
+        loaded = engine.load(path, table_spec_from_dict(spec_for(qi, sensitive, ordered, how)))
+    except DataError as e:
+        if not (ordered and how.order is None and "is not a number" in str(e)):
+            raise
+        raise DataError(f"{e}; declare the order of {sensitive}'s labels in a table spec (order: or bins), e.g. --table SPEC") from None  # fmt: skip
+    values = _share_values(how, ordered) if how.shares else list(loaded.dictionaries[sensitive].labels)  # fmt: skip
+    weigh = None
+    if how.weighted:
+        shares = [(values.index(v), f"vpubshare{i}") for i, (v, _) in enumerate(how.shares)] if how.shares else None  # fmt: skip
+        weigh = _weigher(qi, sensitive, _luts(loaded), shares)
+    unit, l = (UNIT if weigh else 1), model.l or 2
+    if engine.name == "spark":
+        measured, checks, classes, small, total = _on_spark(engine, loaded, qi, sensitive, weigh, unit, l, ordered, model, worst)  # fmt: skip
+    else:
+        counts = weigh(loaded.data) if weigh else class_counts(loaded.data, qi, sensitive)
+        p = _distribution(counts.groupby(sensitive)[COUNT].sum())
+        m = class_measures(counts, qi, sensitive, p, l, ordered)
+        m["k"] = m["k"] / unit if weigh else m["k"]
+        (measured, checks), classes = _summary(m, model, l), len(m)
+        small, total = m.nsmallest(worst, ["k", "distinct_l"]), float(counts[COUNT].sum()) / unit
+    decoded = small.assign(**{a: [loaded.dictionaries[a].labels[int(c)] for c in small[a]] for a in qi})  # fmt: skip
+    decoded["k"] = [_number(k) for k in decoded["k"]]
+    return CheckReport(_number(total), classes, qi, sensitive, measured, checks, decoded.to_dict("records"), loaded.rows, how.describe())  # fmt: skip
+
+
+def _distribution(totals: pd.Series) -> pd.Series:
+    """The whole table's sensitive distribution over the values it holds, by code."""
+    totals = totals[totals > 0].sort_index().astype(float)
+    return totals / totals.sum()
 
 
 def _measured(level, l: int) -> dict[str, float]:
     """The table's level of each measure from `level` (the least k, distinct and entropy
     l; the largest recursive c bound and t), as the report names them."""
-    return {"k": int(level["k"]), "distinct_l": int(level["distinct_l"]), "entropy_l": float(level["entropy_l"]), f"recursive_c (l = {l})": float(level["recursive_c"]), "t": float(level["t"])}  # fmt: skip
+    return {"k": _number(level["k"]), "distinct_l": int(level["distinct_l"]), "entropy_l": float(level["entropy_l"]), f"recursive_c (l = {l})": float(level["recursive_c"]), "t": float(level["t"])}  # fmt: skip
 
 
 def _summary(m: pd.DataFrame, model: Model, l: int) -> tuple[dict, dict]:
     least, most = m[["k", "distinct_l", "entropy_l"]].min(), m[["recursive_c", "t"]].max()
     measured = _measured(pd.concat([least, most]), l)
-    checks = {name: {"passed": not bad.any(), "failing_classes": int(bad.sum()), "rows_in_failing": int(m.loc[bad, "k"].sum())} for name, bad in model.failing(m).items()}  # fmt: skip
+    checks = {name: {"passed": not bad.any(), "failing_classes": int(bad.sum()), "rows_in_failing": _number(m.loc[bad, "k"].sum())} for name, bad in model.failing(m).items()}  # fmt: skip
     return measured, checks
-
-
-def check_table(engine, path: str, qi: list[str], sensitive: str, model: Model, ordered: bool = False, worst: int = WORST) -> CheckReport:  # fmt: skip
-    """Measure (and check against `model`) the table at `path`."""
-    loaded = engine.load(path, table_spec_from_dict(spec_for(qi, sensitive, ordered)))
-    counts = loaded.counts[sensitive].astype(float)
-    p = pd.Series(counts / counts.sum(), index=np.arange(len(counts)))
-    l = model.l or 2
-    if engine.name == "spark":
-        measured, checks, classes, small = _on_spark(engine, loaded, qi, sensitive, p, l, ordered, model, worst)  # fmt: skip
-    else:
-        m = class_measures(class_counts(loaded.data, qi, sensitive), qi, sensitive, p, l, ordered)
-        (measured, checks), classes = _summary(m, model, l), len(m)
-        small = m.nsmallest(worst, ["k", "distinct_l"])
-    decoded = small.assign(**{a: [loaded.dictionaries[a].labels[int(c)] for c in small[a]] for a in qi})  # fmt: skip
-    return CheckReport(loaded.rows, classes, qi, sensitive, measured, checks, decoded.to_dict("records"))  # fmt: skip
 
 
 def _measure_shard(qi: list[str], sensitive: str, p: pd.Series, l: int, ordered: bool):
@@ -111,7 +306,20 @@ def _measure_shard(qi: list[str], sensitive: str, p: pd.Series, l: int, ordered:
     return run
 
 
-def _on_spark(engine, loaded, qi, sensitive, p, l, ordered, model: Model, worst: int):
+def _spark_counts(loaded, qi: list[str], sensitive: str, weigh):
+    """The (QI, sensitive) counts as a Spark frame: counted, or weighed in tasks."""
+    from pyspark.sql import functions as F
+
+    from ..engines.spark.schema import struct_type
+
+    if weigh is None:
+        return loaded.data.groupBy(*qi, sensitive).agg(F.count(F.lit(1)).alias(COUNT))
+    schema = pa.schema([(a, pa.int32()) for a in [*qi, sensitive]] + [(COUNT, pa.int64())])
+    weighed = loaded.data.mapInPandas(lambda frames: (weigh(f) for f in frames), struct_type(schema))  # fmt: skip
+    return weighed.groupBy(*qi, sensitive).agg(F.sum(COUNT).alias(COUNT))
+
+
+def _on_spark(engine, loaded, qi, sensitive, weigh, unit: int, l, ordered, model: Model, worst: int):  # fmt: skip
     """The counts and the per-class measures in Spark; a summary back."""
     from pyspark.sql import functions as F
 
@@ -119,19 +327,24 @@ def _on_spark(engine, loaded, qi, sensitive, p, l, ordered, model: Model, worst:
     from ..engines.spark.schema import struct_type
 
     parts = max(1, engine.spark.sparkContext.defaultParallelism)
-    counts = loaded.data.groupBy(*qi, sensitive).agg(F.count(F.lit(1)).alias(COUNT))
+    counts = _spark_counts(loaded, qi, sensitive, weigh).persist()
+    with spark_errors(loaded.source):
+        p = _distribution(counts.groupBy(sensitive).agg(F.sum(COUNT).alias(COUNT)).toPandas().set_index(sensitive)[COUNT])  # fmt: skip
     shards = counts.withColumn("__shard", F.pmod(F.hash(*qi), F.lit(parts)))
     schema = pa.schema([(a, pa.int32()) for a in qi] + [("k", pa.int64()), ("distinct_l", pa.int64())] + [(c, pa.float64()) for c in MEASURES[2:]])  # fmt: skip
     m = shards.groupBy("__shard").applyInPandas(_measure_shard(qi, sensitive, p, l, ordered), struct_type(schema))  # fmt: skip
+    if unit != 1:
+        m = m.withColumn("k", F.col("k") / F.lit(float(unit)))
     with spark_errors(loaded.source):
         m = m.persist()
-        agg = [F.count(F.lit(1)).alias("classes"), F.min("k").alias("k"), F.min("distinct_l").alias("distinct_l"), F.min("entropy_l").alias("entropy_l"), F.max("recursive_c").alias("recursive_c"), F.max("t").alias("t")]  # fmt: skip
+        agg = [F.count(F.lit(1)).alias("classes"), F.min("k").alias("k"), F.min("distinct_l").alias("distinct_l"), F.min("entropy_l").alias("entropy_l"), F.max("recursive_c").alias("recursive_c"), F.max("t").alias("t"), F.sum("k").alias("total")]  # fmt: skip
         fails = model.failing(m)  # Spark columns work with the same comparisons
         agg += [F.sum(bad.cast("int")).alias(f"f{i}") for i, bad in enumerate(fails.values())]
         agg += [F.sum(F.when(bad, F.col("k")).otherwise(0)).alias(f"r{i}") for i, bad in enumerate(fails.values())]  # fmt: skip
         row = m.agg(*agg).collect()[0]
         small = m.orderBy("k", "distinct_l").limit(worst).toPandas()
         m.unpersist()
+        counts.unpersist()
     measured = _measured(row, l)
-    checks = {name: {"passed": int(row[f"f{i}"]) == 0, "failing_classes": int(row[f"f{i}"]), "rows_in_failing": int(row[f"r{i}"])} for i, name in enumerate(fails)}  # fmt: skip
-    return measured, checks, int(row["classes"]), small
+    checks = {name: {"passed": int(row[f"f{i}"]) == 0, "failing_classes": int(row[f"f{i}"]), "rows_in_failing": _number(row[f"r{i}"])} for i, name in enumerate(fails)}  # fmt: skip
+    return measured, checks, int(row["classes"]), small, float(row["total"])

@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from urllib.parse import unquote
@@ -15,12 +13,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ...encoding import EncodingPlan, encode_batch
-from ...errors import DataError, SpecError, VpubError
+from ...errors import DataError, SpecError
 from ...model import TableSpec
 from ...storage import is_remote
-from ..base import LoadedTable, check_columns, encoding_error, plan_encoding
-from ..files import detect_format
+from ..base import LoadedTable, check_columns, encoding_error, plan_encoding, unreadable
+from ..files import data_files, detect_format
 from .direct import direct_source
+from .errors import spark_errors
 from .schema import struct_type
 from .session import SparkSettings, get_session
 
@@ -31,39 +30,6 @@ def _encoder(plan: EncodingPlan):
             yield encode_batch(b, plan)
 
     return run
-
-
-@contextmanager
-def spark_errors(what: str) -> Iterator[None]:
-    """Spark's and its Python workers' failures as one line naming `what` and the root
-    cause (the last Python error of a worker, else the deepest Java cause, else the first
-    line of Spark's message), never a Java stack trace."""
-    try:
-        yield
-    except VpubError:
-        raise
-    except Exception as e:
-        if not type(e).__module__.startswith(("py4j", "pyspark")):
-            raise
-        raise _one_line(what, str(e)) from None
-
-
-def _one_line(what: str, text: str) -> VpubError:
-    worker = [  # a Python worker's error: `OSError: ...`, `vpub_spark.errors.StorageError: ...`
-        (kind.rsplit(".", 1)[-1], message)
-        for kind, message in re.findall(r"^((?:\w+\.)*\w+(?:Error|Exception)): (.+)$", text, re.M)
-        if not kind.startswith(("org.", "java.", "scala.", "py4j."))
-    ]
-    java = re.findall(r"^Caused by: [\w.$]+: (.+)$", text, re.M)
-    if worker:
-        kind, message = worker[-1]
-        if kind in ("VpubError", "DataError", "SpecError", "PrivacyError", "StorageError"):
-            return DataError(message)
-        return DataError(f"{what}: {kind}: {message}")
-    if java:
-        return DataError(f"{what}: {java[-1].strip()}")  # the deepest cause
-    lines = [x.strip(": ") for x in text.splitlines() if x.strip() and not x.startswith("An error")]
-    return DataError(f"{what}: {lines[0] if lines else 'Spark failed'}")
 
 
 SPARK_CHARSETS = {  # Python's codec name -> the charsets Spark 4's CSV reader accepts
@@ -148,6 +114,43 @@ def csv_header(path: Path, encoding: str) -> list[str] | None:
     return list(names)
 
 
+def read_csv(reader, path: Path, spec: TableSpec):
+    """CSV as RFC 4180 says, like the in-process engine (pyarrow): a header line, fields
+    in `"` quotes may hold the delimiter, line breaks and `""` (one quote); a record of
+    another width than the header is an error (FAILFAST), as in pyarrow. Line breaks
+    inside quotes need `multiLine`, which makes a CSV file unsplittable: each file is
+    read by one task (Parquet is unaffected)."""
+    reader = reader.options(
+        header=True, inferSchema=False, multiLine=True, quote='"', escape='"', mode="FAILFAST"
+    ).option("encoding", spark_charset(spec.encoding))
+    header = csv_header(path, spec.encoding)
+    if header is not None:  # no job to read the header
+        reader = reader.schema(struct_type(pa.schema([(c, pa.string()) for c in header])))
+    return reader.csv(str(path))
+
+
+def as_arrow_csv(df):
+    """CSV strings as both engines give them: an empty field is `""` (Spark reads null),
+    a CRLF inside quotes LF (Spark turns it into LF in a CRLF file only; the in-process
+    engine always, `inprocess.lf_newlines`)."""
+    from pyspark.sql import functions as F
+
+    empty, crlf, lf = F.lit(""), F.lit("\r\n"), F.lit("\n")
+    return df.select(
+        *[F.replace(F.coalesce(F.col(c), empty), crlf, lf).alias(c) for c in df.columns]
+    )
+
+
+def check_footers(files: list[str]) -> None:
+    """Every Parquet file's footer read in the driver (its end only: cheap), so that a
+    truncated or foreign file is a one-line error naming it, not a failed Spark task."""
+    for f in files:
+        try:
+            pq.read_metadata(f)
+        except (pa.ArrowException, OSError) as e:
+            raise unreadable(f, e) from None
+
+
 def _frame(spark, files: list[str], read, schema: pa.Schema):
     """A DataFrame of the objects `files`, one task per file running `read`."""
     from .direct import item_frame
@@ -215,27 +218,24 @@ class SparkEngine:
         return time.perf_counter() - t0
 
     def read(self, path: str, spec: TableSpec, fmt: str | None = None):
-        """The spec's source columns as stored (CSV: strings); the kernels normalize them."""
+        """The spec's source columns as stored (CSV: strings, read as the in-process
+        engine reads them: `read_csv`); the kernels normalize them. Parquet footers are
+        read here first, so a damaged file is an error naming it (`check_footers`)."""
         if is_remote(path):
             return self._read_store(path, spec, fmt)
         kind = detect_format(path, fmt)
-        p = str(Path(path))
+        if kind == "parquet":
+            check_footers(data_files(path, "parquet"))
         reader = self.spark.read
         if Path(path).is_dir():  # only the data files, like the in-process engine
             reader = reader.option(
                 "pathGlobFilter", "*.csv*" if kind == "csv" else "*.parquet"
             ).option("recursiveFileLookup", True)
         with spark_errors(path):
-            if kind == "csv":
-                reader = reader.option("header", True).option("inferSchema", False)
-                header = csv_header(Path(path), spec.encoding)
-                if header is not None:  # no job to read the header
-                    reader = reader.schema(struct_type(pa.schema([(c, pa.string()) for c in header])))  # fmt: skip
-                df = reader.option("encoding", spark_charset(spec.encoding)).csv(p)
-            else:
-                df = reader.parquet(p)
+            df = read_csv(reader, Path(path), spec) if kind == "csv" else reader.parquet(str(Path(path)))  # fmt: skip
         check_columns(df.columns, spec, path)
-        return df.select(*sorted({a.column for a in spec.attributes}))
+        df = df.select(*sorted({a.column for a in spec.attributes}))
+        return as_arrow_csv(df) if kind == "csv" else df
 
     def _read_store(self, uri: str, spec: TableSpec, fmt: str | None):
         """An input on an object store, read by the tasks (`store_frame`): Parquet as

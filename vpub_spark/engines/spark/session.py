@@ -12,6 +12,9 @@ The driver JVM's start-up (issue 18, measured in the README "Scale"):
   (`-XX:TieredStopAtLevel=1`): the optimizing compiler's threads then no longer compete
   with the job for this machine's cores, which costs more than it gains on a short run.
   Measured faster at 45k and 100k rows, 7% slower at 1M rows (`auto.SMALL_BYTES`).
+
+The JVM's stderr (Spark's error logs, its Python workers' tracebacks) goes to a log file
+(`log_file`), never to the terminal: an error is one line that names it.
 """
 
 from __future__ import annotations
@@ -192,6 +195,9 @@ def get_session(settings: SparkSettings | None = None, dump_archive: Path | None
     conf["spark.driver.extraJavaOptions"] = driver_java_options(settings, dump_archive)
     conf.update(dict(settings.conf))
     submitted = _submitted_conf()
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        _launch_logged(conf)
+    _quiet_python_logs()
     builder = SparkSession.builder
     for k, v in conf.items():
         if k not in submitted:  # what spark-submit was told wins over our defaults
@@ -199,6 +205,102 @@ def get_session(settings: SparkSettings | None = None, dump_archive: Path | None
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+_LOG: list[Path] = []
+
+
+def log_file() -> Path | None:
+    """The file the driver JVM's stderr goes to (Spark's error logs, the JVM's warnings,
+    the Python workers' stderr), when this process started the JVM."""
+    return _LOG[-1] if _LOG else None
+
+
+def log_size() -> int:
+    """The log's size now (0 without a log): where what happens next starts."""
+    path = log_file()
+    try:
+        return path.stat().st_size if path is not None else 0
+    except OSError:
+        return 0
+
+
+def log_details(since: int = 0) -> str:
+    """` (details in <log>)` when the log holds an error past byte `since`, else ''."""
+    path = log_file()
+    return f" (details in {path})" if path is not None and _has_errors(path, since) else ""
+
+
+_ERROR_LINE = re.compile(rb"\bERROR\b|Exception|Error|Traceback")
+
+
+def _has_errors(path: Path, since: int = 0) -> bool:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(since, path.stat().st_size - (1 << 20)))  # at most the last MiB
+            return bool(_ERROR_LINE.search(f.read()))
+    except OSError:
+        return False
+
+
+def _new_log() -> Path | None:
+    """A new owner-only log file in `$VPUB_LOG_DIR` (default: `vpub-logs-<user id>` in
+    the temporary directory); None when it cannot be made."""
+    import tempfile
+    import time
+
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    root = Path(os.environ.get("VPUB_LOG_DIR") or Path(tempfile.gettempdir()) / f"vpub-logs-{uid}")
+    path = root / f"spark-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    try:
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o600))
+    except OSError:
+        return None
+    return path
+
+
+def _launch_logged(conf: dict[str, str]) -> None:
+    """Start the driver JVM (pyspark's gateway, with `conf`) with its stderr in a log file
+    (`log_file`), not on the terminal; removed at exit when it holds no error. Nothing
+    happens once a JVM runs (a stopped session's is reused), or under spark-submit."""
+    import atexit
+
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None or (path := _new_log()) is None:
+        return
+    _LOG.append(path)  # first: a JVM that fails to start says why in it
+    atexit.register(_drop_quiet_log, path)
+    with open(path, "ab") as err:
+        gateway = launch_gateway(SparkConf(loadDefaults=False).setAll(list(conf.items())), popen_kwargs={"stderr": err})  # fmt: skip
+    SparkContext._ensure_initialized(gateway=gateway)
+
+
+def _drop_quiet_log(path: Path) -> None:
+    if not _has_errors(path):
+        path.unlink(missing_ok=True)
+
+
+def _quiet_python_logs() -> None:
+    """pyspark's own reports off the terminal, as they repeat an error that is raised
+    (and shown as one line, `errors.spark_errors`): its warning before a failed Arrow
+    conversion (a traceback) is not shown, and the JSON its query-context loggers write
+    for a failed query goes to the Spark log (`log_file`), or nowhere."""
+    import logging
+    import warnings
+
+    from pyspark.logger import PySparkLogger
+
+    warnings.filterwarnings("ignore", message=r".*attempted Arrow optimization.*can not continue", category=UserWarning)  # fmt: skip
+    path = log_file()
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        logger = PySparkLogger.getLogger(name)
+        for handler in list(logger.handlers):
+            logger.removeHandler(handler)
+            handler.close()
+        logger.addHandler(logging.FileHandler(path, delay=True) if path else logging.NullHandler())
 
 
 def _submitted_conf() -> set[str]:

@@ -1,5 +1,7 @@
 // vpub serve's page: plain JavaScript, no build step, no CDN. It reads the schema,
 // builds the form, asks every method for the same query and draws the intervals.
+// Queries go as JSON ranges/sensitive in the schema's own labels (no condition text
+// is built here), so any label works, parentheses and quotes included.
 "use strict";
 
 const METHODS = ["dyn-ana", "dyn-gen", "sta-ana", "sta-gen"];
@@ -36,7 +38,7 @@ async function api(path, body) {
 function select(id, labels, chosen) {
   const s = el("select", { id });
   labels.forEach((label, i) => {
-    const o = el("option", { value: label }, label);
+    const o = el("option", { value: String(i) }, label);  // the label's index in the schema
     if (i === chosen) o.selected = true;
     s.appendChild(o);
   });
@@ -64,7 +66,7 @@ function buildForm() {
   const choices = document.getElementById("sensitive-fields");
   choices.replaceChildren();
   slabels.forEach((value, i) => {
-    const box = el("input", { type: "checkbox", id: "sens-" + i, value });
+    const box = el("input", { type: "checkbox", id: "sens-" + i, value: String(i) });
     box.checked = true;
     const label = el("label", { for: box.id });
     label.append(box, " " + value);
@@ -78,15 +80,14 @@ function sensitiveBoxes() {
 
 function query() {
   const ranges = {};
-  for (const name of Object.keys(schema.qi)) {
+  for (const [name, labels] of Object.entries(schema.qi)) {
     if (!document.getElementById("qi-" + name + "-use").checked) continue;
-    ranges[name] = [
-      document.getElementById("qi-" + name + "-low").value,
-      document.getElementById("qi-" + name + "-high").value,
-    ];
+    ranges[name] = ["low", "high"].map((end) =>
+      labels[Number(document.getElementById("qi-" + name + "-" + end).value)]);
   }
-  const sensitive = sensitiveBoxes().filter((b) => b.checked).map((b) => b.value);
-  if (!sensitive.length) throw new Error("tick at least one " + Object.keys(schema.sensitive)[0]);
+  const [sname, slabels] = Object.entries(schema.sensitive)[0];
+  const sensitive = sensitiveBoxes().filter((b) => b.checked).map((b) => slabels[Number(b.value)]);
+  if (!sensitive.length) throw new Error("tick at least one " + sname);
   return { ranges, sensitive };
 }
 
@@ -127,8 +128,10 @@ async function count(event) {
 }
 
 function listItems(id, items) {
+  // a list and its heading (the list's parent box) are shown only when there is something to list
   const list = document.getElementById(id);
   list.replaceChildren(...items.map((t) => el("li", {}, t)));
+  document.getElementById(id + "-box").hidden = !items.length;
 }
 
 async function openRelease(id) {
@@ -151,7 +154,14 @@ async function openRelease(id) {
       const text = rule ? rule.lhs.join(", ") + " → " + rule.rhs : "rule " + v.rule;
       return text + ": " + v.status + " (" + v.reason + ")";
     }));
-    document.getElementById("estimate-result").textContent = "";
+    const result = document.getElementById("estimate-result");
+    result.textContent = "";
+    delete result.dataset.estimate;
+    const input = document.getElementById("estimate-where");
+    input.value = "";
+    input.placeholder = r.example || "";
+    document.getElementById("estimate-example").textContent = (r.example ? "For example: " + r.example + ". " : "") +
+      "Quote a label holding spaces, commas, parentheses or quotes ('Mexican (Mexicano)'), a quote inside doubled ('it''s').";
   } catch (e) {
     showError(e.message);
   }
@@ -161,10 +171,14 @@ async function estimate(event) {
   event.preventDefault();
   showError("");
   const id = document.getElementById("release-detail").dataset.id;
+  const out = document.getElementById("estimate-result");
+  out.textContent = "";  // no stale answer beside a new question
+  delete out.dataset.estimate;
   try {
-    const where = document.getElementById("estimate-where").value;
+    const input = document.getElementById("estimate-where");
+    if (!input.value.trim() && input.placeholder) input.value = input.placeholder;  // the example
+    const where = input.value;
     const r = await api("/releases/" + encodeURIComponent(id) + "/estimate", { where });
-    const out = document.getElementById("estimate-result");
     out.dataset.estimate = r.estimate;
     out.textContent = "About " + r.estimate.toLocaleString(undefined, { maximumFractionDigits: 1 }) +
       " of " + r.rows.toLocaleString() + " rows.";
@@ -202,8 +216,12 @@ async function start() {
     showError(e.message);
     return;
   }
-  document.getElementById("store-info").textContent =
-    schema.rows.toLocaleString() + " people; every answer is m-invariant with m = " + schema.m + " (004).";
+  const sname = Object.keys(schema.sensitive)[0];
+  const promise = schema.m
+    ? " No one can learn a person's " + sname + " beyond 1 in " + schema.m + "."
+    : "";
+  document.getElementById("store-info").textContent = schema.rows.toLocaleString() +
+    " people. Answers are ranges that always hold the true count." + promise;
   buildForm();
   await loadReleases();
   document.body.dataset.ready = "yes";

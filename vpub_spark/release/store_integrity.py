@@ -1,0 +1,207 @@
+"""The integrity of a private bucket store (`vpub statdb verify STORE`; `StatDB.open`).
+
+A store (release/store.py, format 2) seals itself like a release: store.json lists the
+SHA-256 of every file under `buckets/` and `groups/` and carries the SHA-256 of its own
+content (`digest`); with a signing key it is also signed (`store.json.sig`, Ed25519,
+the keys of `vpub keys generate`). `verify_store` checks, from the files alone:
+- store.json: readable, of this format, its content matches its digest (not edited),
+  complete (a domain for every QI attribute and the sensitive one);
+- with a verify key, the signature of store.json's bytes (a signed store checked
+  without a key is a warning, as for releases);
+- the files: none listed missing, none unlisted (hidden files aside: a running
+  writer's lock or stage), every file's SHA-256 the listed one;
+- every bucket file a readable Parquet file with integer, non-null `row`, `sub`,
+  `bucket`, QI and sensitive columns, and every code inside its attribute's domain;
+- every tuple once, as many as the source had; every bucket holds each value of its
+  signature equally often, at least m values.
+Any edit of a file changes its SHA-256: swapping two sensitive values inside one bucket
+keeps every bucket's counts (the bucket checks pass) but not the file's bytes. Whoever
+can write the store can also re-seal it (recompute the digests); only the signature,
+checked with a verify key kept apart from the store, detects that. The private audit
+(`vpub audit --state`) runs these checks and re-checks every published marginal too.
+
+Decision: a store of format 1 (no digests) is refused with a one-line message saying
+how to rebuild it, never sealed as it is: its files could already be damaged. A reader
+opening a store while `vpub marginals add` changes it may see the new links before
+store.json lists them, and is refused: open it again.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..errors import VpubError
+from .checks import AuditReport, Checker
+from .store import (
+    BUCKET,
+    BUCKETS,
+    ROW,
+    SIGNATURE,
+    STORE_FILE,
+    SUB,
+    content_digest,
+    covered_files,
+    read_store,
+    sha256_file,
+)
+
+KEYS = ("store_id", "m", "seed", "qi", "sensitive", "domains", "source", "published", "files")
+
+
+def verify_store(state: str | Path, verify_key: str | None = None) -> AuditReport:
+    """Every integrity check of the store (see the module docstring); a store on an
+    object store is read from a private local copy."""
+    from ..storage import is_remote
+    from .objectstore import base_name, local_input
+
+    report = AuditReport(f"store {base_name(state)}")
+    store_checks(local_input(str(state)) if is_remote(state) else Path(state), report, verify_key)
+    return report
+
+
+def verified(state: Path, verify_key: str | None = None) -> tuple[dict, pd.DataFrame]:
+    """store.json and every tuple of the store once every check passed; else a one-line
+    VpubError naming each failed check and file."""
+    report = AuditReport(f"store {state.name}")
+    meta, tuples = store_checks(state, report, verify_key)
+    if not report.passed or meta is None or tuples is None:
+        failures = "; ".join(report.as_dict()["failures"])
+        raise VpubError(f"{state.name}: the store was changed or damaged, refused: {failures}")
+    return meta, tuples
+
+
+def store_checks(state: Path, report: AuditReport, verify_key: str | None = None) -> tuple[dict | None, pd.DataFrame | None]:  # fmt: skip
+    """Record the checks in `report`; store.json and the tuples, where they could be read."""
+    check = report.check
+    meta = _index(state, check)
+    if meta is None:
+        return None, None
+    if verify_key is not None:
+        check("store: signature", *verify_signature(state, verify_key))
+    elif meta.get("signed_by"):
+        report.warnings.append(f"the store is signed ({meta['signed_by']}) but no verify key was given: its signature was not checked")  # fmt: skip
+    data = _files(state, meta, check)
+    tuples = _buckets(meta, data, check)
+    if tuples is not None:
+        bucket_checks(meta, tuples, check)
+    return meta, tuples
+
+
+def _index(state: Path, check: Checker) -> dict | None:
+    """store.json, if readable, unedited and complete."""
+    try:
+        meta = read_store(state)
+    except VpubError as e:
+        check(f"store: {STORE_FILE}", False, str(e))
+        return None
+    same = meta.get("digest") == content_digest(meta)
+    if not check(f"store: {STORE_FILE} unchanged", same, "its content matches its digest" if same else f"{STORE_FILE} was edited after it was written: its content does not match its digest"):  # fmt: skip
+        return None
+    missing = [k for k in KEYS if k not in meta]
+    served = [*meta.get("qi", []), meta.get("sensitive")]
+    no_domain = [str(a) for a in served if a not in meta.get("domains", {})]
+    detail = f"{STORE_FILE} lacks {', '.join(missing)}" if missing else f"{STORE_FILE} has no domain for {', '.join(no_domain)}"  # fmt: skip
+    ok = not missing and not no_domain
+    return meta if check(f"store: {STORE_FILE} complete", ok, "every field" if ok else detail) else None  # fmt: skip
+
+
+def verify_signature(state: Path, verify_key: str) -> tuple[bool, str]:
+    """(ok, why): store.json is, byte for byte, what the key's private half signed."""
+    from cryptography.exceptions import InvalidSignature
+
+    from .signing import _load, key_id
+
+    key = _load(verify_key, False)
+    sig = state / SIGNATURE
+    if not sig.is_file():
+        return False, f"no {SIGNATURE}: the store is not signed"
+    try:
+        key.verify(base64.b64decode(sig.read_text()), (state / STORE_FILE).read_bytes())
+    except (InvalidSignature, ValueError):
+        return False, f"{STORE_FILE} is not what key {key_id(key)} signed"
+    return True, f"signed by key {key_id(key)}"
+
+
+def _some(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
+def _files(state: Path, meta: dict, check: Checker) -> dict[str, bytes]:
+    """Check the files against store.json's list; the bytes of the listed bucket files."""
+    listed, present = dict(meta["files"]), set(covered_files(state))
+    missing, extra = sorted(set(listed) - present), sorted(present - set(listed))
+    why = [f"missing {_some(missing)}"] * bool(missing) + [f"not listed in {STORE_FILE}: {_some(extra)}"] * bool(extra)  # fmt: skip
+    check("store: every file listed", not why, "; ".join(why) or f"{len(listed)} files")
+    data, changed = {}, []
+    for rel in sorted(set(listed) & present):
+        if rel.startswith(f"{BUCKETS}/"):
+            data[rel] = (state / rel).read_bytes()
+            digest = hashlib.sha256(data[rel]).hexdigest()
+        else:
+            digest = sha256_file(state / rel)
+        if digest != listed[rel]:
+            changed.append(rel)
+    ok = not changed
+    check("store: SHA-256 of every file", ok, f"{len(listed) - len(missing)} files match {STORE_FILE}" if ok else f"{_some(changed)}: SHA-256 differs from {STORE_FILE}'s (changed or damaged)")  # fmt: skip
+    return data
+
+
+def _buckets(meta: dict, data: dict[str, bytes], check: Checker) -> pd.DataFrame | None:
+    """The listed bucket files as one frame, if every one is readable and in its domains."""
+    if not check("store: bucket files", data, f"{len(data)} files" if data else "the store holds no bucket file"):  # fmt: skip
+        return None
+    tables, unreadable = {}, []
+    for rel, raw in data.items():
+        try:
+            tables[rel] = pq.read_table(pa.BufferReader(raw))
+        except (pa.ArrowException, OSError, ValueError) as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            unreadable.append(f"{rel}: not a readable Parquet file ({first})")
+    check("store: bucket files readable", not unreadable, "; ".join(unreadable) or f"{len(tables)} Parquet files")  # fmt: skip
+    wrong = [w for rel, t in tables.items() for w in _codes(rel, t, meta)]
+    check("store: codes in their domains", not wrong, "; ".join(wrong) or "every QI and sensitive code")  # fmt: skip
+    if unreadable or wrong:
+        return None
+    return pd.concat([t.to_pandas() for t in tables.values()], ignore_index=True)
+
+
+def _codes(rel: str, t: pa.Table, meta: dict) -> list[str]:
+    """What is wrong with one bucket file's columns and codes (nothing: [])."""
+    served = [*meta["qi"], meta["sensitive"]]
+    names = set(t.column_names)
+    bad = [c for c in [ROW, SUB, BUCKET, *served] if c not in names or not pa.types.is_integer(t.schema.field(c).type) or t[c].null_count]  # fmt: skip
+    if bad:
+        return [f"{rel}: no integer column without nulls named {', '.join(bad)}"]
+    out = []
+    for a in served:
+        size = len(meta["domains"][a])
+        low, high = (v.as_py() for v in pc.min_max(t[a]).values())
+        if t.num_rows and (low < 0 or high >= size):
+            out.append(f"{rel}: {a} code {low if low < 0 else high} outside its domain 0..{size - 1}")  # fmt: skip
+    return out
+
+
+def bucket_checks(meta: dict, tuples: pd.DataFrame, check: Checker) -> None:
+    """Every tuple once; every bucket holds each value of its signature equally often."""
+    s, m = meta["sensitive"], int(meta["m"])
+    check(
+        "store: rows",
+        len(tuples) == int(meta["source"]["rows"]) and tuples[ROW].is_unique,
+        f"{len(tuples)} tuples, the source had {meta['source']['rows']}",
+    )
+    per = tuples.groupby([BUCKET, s]).size().groupby(level=0).agg(["min", "max", "size"])
+    ok = (per["min"] == per["max"]) & (per["size"] >= m)
+    check(
+        f"store: buckets {m}-invariant",
+        ok.all(),
+        f"{len(per)} buckets; each value of a signature equally often, >= {m} values"
+        if ok.all()
+        else f"{int((~ok).sum())} buckets are not",
+    )
