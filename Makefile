@@ -48,7 +48,7 @@ bench-publish: check-java $(VENV)/.installed
 bench-publish-10m: check-java $(VENV)/.installed
 	$(BIN)/vpub bench publish --rows 10000000 --repeat 2 --out out/bench-10m
 
-# issue 18: a cold Spark publish of Adult (a new process each), with and without the
+# A cold Spark publish of Adult (a new process each), with and without the
 # driver's class-data archive, and in process; paired rounds, medians
 bench-cold: check-java $(VENV)/.installed
 	$(BIN)/vpub bench cold --config conf/adult_uad.yaml --repeat 5
@@ -64,17 +64,17 @@ bench-texas: check-java $(VENV)/.installed
 bench-multi-sa: check-java $(VENV)/.installed
 	$(BIN)/vpub bench multi-sa --rows 1000000 --out out/bench-1m
 
-# issue 6: M1..M5 of 1M census rows at m = 6 (Spark and in-process) and ANGEL, one run
+# M1..M5 of 1M census rows at m = 6 (Spark and in-process) and ANGEL, one run
 bench-marginals: check-java $(VENV)/.installed
 	$(BIN)/vpub bench marginals --rows 1000000 --m 6 --out out/bench-1m
 
-# issue 6: 002 Figures 2-5 on census (200k rows) and on Adult
+# 002 Figures 2-5 on census (200k rows) and on Adult
 compare-marginals: check-java $(VENV)/.installed
 	test -f out/census-200k/table.yaml || $(BIN)/vpub datasets generate census --rows 200000 --seed 1 --out out/census-200k
 	$(BIN)/vpub compare --config conf/compare_marginals.yaml
 	$(BIN)/vpub compare --config conf/compare_marginals_adult.yaml
 
-# issue 7: 10M sal and 1M texas on a local standalone cluster, 1 vs 2 one-core workers
+# 10M sal and 1M texas on a local standalone cluster, 1 vs 2 one-core workers
 bench-cluster: check-java $(VENV)/.installed
 	$(BIN)/python deploy/bench_cluster.py --data sal:10000000 --data texas:1000000
 

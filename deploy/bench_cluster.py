@@ -1,4 +1,4 @@
-"""Scale benchmark on a local standalone cluster (issue 7): publish with 1 and with 2
+"""Scale benchmark on a local standalone cluster: publish with 1 and with 2
 workers (one core each), wall time of the spark-submit run, peak resident memory per
 process role, and the speed-up from one worker to two, measured in one run.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The page's end-to-end test needs Debian's chromium and chromium-driver (issue 17).
+# The page's end-to-end test needs Debian's chromium and chromium-driver.
 # Installs them with apt when missing; if that is impossible, says so loudly and goes on:
 # the browser test then skips with the same message.
 set -uo pipefail

@@ -3,8 +3,8 @@ one line if they are identical, 1 and the first difference otherwise.
 
     python scripts/same_release.py RELEASE_A RELEASE_B
 
-How issue 13's closing note checked that a refactoring changed no release (the same
-config and seed published before and after)."""
+Checks that a refactoring changed no release (the same config and seed published
+before and after)."""
 
 from __future__ import annotations
 

@@ -165,9 +165,8 @@ def test_remote_uris_absolute_paths_and_preset_names_are_kept(tmp_path):
 
 
 def test_publish_with_a_config_outside_the_working_directory(tmp_path):
-    """The issue's failure: `vpub publish --config /abs/conf/x.yaml` from another directory
-    found neither conf/spark.yaml nor the data; now everything is found next to the config
-    and the signed release lands in its ../out/releases."""
+    """`vpub publish --config /abs/conf/x.yaml` from another directory finds conf/spark.yaml
+    and the data next to the config, and the signed release lands in its ../out/releases."""
     import json
     import subprocess
 

@@ -110,7 +110,7 @@ class MarginalSettings:
     add`), and the bucketization's knobs: `qi` (the attributes the buckets are made on),
     Spark chunks of at least `chunk_rows` rows, the `partitioning` step (`mondrian`, the
     default, or `ncp`: 002 Figure 1 with its `tries` and `blocks`; see
-    publish/marginals.subtables and the README's issue-21 diagnosis).
+    publish/marginals.subtables and the README's "Why 002's error was not reproduced").
     Decision: `qi` defaults to the attributes of the listed marginals (002 §4's setup:
     the bucketization is made close on exactly those, which is what the queries see);
     list more in `qi` to be able to add marginals on them later (`vpub marginals add`

@@ -175,7 +175,7 @@ def raw_value_counts(
     in any attribute); the number of rows; the number of rows with a missing value. An
     integer column is counted as integers and only its distinct values become strings
     (their canonical decimals, as `normalized` would give): the 10M `sal` source's
-    casts and trims of every row took 7.3 s of its 9.6 s in-process load (issue 18)."""
+    casts and trims of every row took 7.3 s of its 9.6 s in-process load."""
     columns = {a.name: table.column(a.column) for a in spec.attributes}
     columns = {n: c if pa.types.is_integer(c.type) else normalized(c) for n, c in columns.items()}
     any_missing = None
@@ -234,7 +234,7 @@ def _integer_raw(c: ColumnCodes, column_type: pa.DataType) -> tuple[list[int], l
     codes: an integer's string (`normalized`) is its canonical decimal, so it equals a
     raw value r exactly when r is canonical and int(r) is the integer. Comparing the
     integers skips the cast of every row to a string: half the 1M `sal` source (8
-    integer columns) read and encoded in 0.04-0.08 s rather than 0.16-0.22 s (issue 18)."""
+    integer columns) read and encoded in 0.04-0.08 s rather than 0.16-0.22 s."""
     held = _integers(c.raw, column_type)  # others cannot occur
     return [v for _, v in held], [c.codes[i] for i, _ in held]
 
@@ -260,7 +260,7 @@ def _canonical_int(text: str) -> bool:
 def encode_batch(batch: pa.RecordBatch | pa.Table, plan: EncodingPlan) -> pa.RecordBatch | pa.Table:  # fmt: skip
     """Encode the attributes of one batch to int32 codes; rows with a missing value are
     dropped. A table comes back as a table, its chunks as they are: combining them
-    copied the 10M `sal` source's codes once more (1.2 s of a 4.4 s load; issue 18)."""
+    copied the 10M `sal` source's codes once more (1.2 s of a 4.4 s load)."""
     arrays = []
     for c in plan.columns:
         col = batch.column(c.column)

@@ -159,8 +159,8 @@ ALSO = {"entropy_l": "entropy l-diversity", "recursive_c": "recursive (c, l)-div
 @dataclass(frozen=True)
 class PrivacySpec:
     """The privacy model: l-diversity in 000's sense (no sensitive value above 1/l of
-    its group) or m-invariance (002), and `also`, further models every group must meet
-    (issue 20): `entropy_l` (exp of the group's sensitive entropy >= it), `recursive_c`
+    its group) or m-invariance (002), and `also`, further models every group must meet:
+    `entropy_l` (exp of the group's sensitive entropy >= it), `recursive_c`
     (recursive (c, l)-diversity, r_1 < c (r_l + ... + r_m)), `k` (groups of at least k
     rows) and `t` (t-closeness). Which method enforces which: publish/registry.py."""
 

@@ -1,4 +1,4 @@
-"""Object-store I/O (issue 19): `s3://bucket/key` URIs on any S3-compatible store (AWS,
+"""Object-store I/O: `s3://bucket/key` URIs on any S3-compatible store (AWS,
 MinIO, Ceph, R2) through `pyarrow.fs`, and boto3 for the one call pyarrow cannot send
 (a conditional create). Where to connect comes from the standard environment only
 (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`,

@@ -7,10 +7,10 @@ from release_helpers import RULES_1_3, TABLE1, publish_inprocess, write_table
 from strategies import rule_sets
 
 from vpub_spark.decompose.gd import gd
+from vpub_spark.estimate.codes import to_codes
 from vpub_spark.gnf import check_gnf
 from vpub_spark.release.reader import open_release
 from vpub_spark.rules import parse_rules
-from vpub_spark.utility.codes import to_codes
 from vpub_spark.utility.queries import Estimator, exact_count
 from vpub_spark.utility.release_models import release_models
 

@@ -1,4 +1,4 @@
-"""`engine: auto` (issue 18): in process when the input's estimated peak fits half the
+"""`engine: auto`: in process when the input's estimated peak fits half the
 available memory and no cluster is configured, Spark otherwise; every choice says why."""
 
 from __future__ import annotations

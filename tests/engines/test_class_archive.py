@@ -1,4 +1,4 @@
-"""The Spark driver's class-data archive (issue 18): `vpub spark-archive` builds it once,
+"""The Spark driver's class-data archive: `vpub spark-archive` builds it once,
 atomically, and a driver JVM started afterwards maps Spark's classes from it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Damaged and foreign input (issue 14): one line naming the file and what is wrong, on
+"""Damaged and foreign input: one line naming the file and what is wrong, on
 both engines, and the engines agree on what they accept."""
 
 from __future__ import annotations

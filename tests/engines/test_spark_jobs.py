@@ -1,4 +1,4 @@
-"""The Spark path's fixed costs (issue 18): Spark jobs per publish must not grow back
+"""The Spark path's fixed costs: Spark jobs per publish must not grow back
 (counted by Spark's status tracker under a job group), and the partition keys found
 without a job must be those Spark's own hash gives."""
 

@@ -1,4 +1,4 @@
-"""`vpub bench peers` (issue 20) on a small table: both tools run in their own process and
+"""`vpub bench peers` on a small table: both tools run in their own process and
 report measured figures, ANJANA's output is l-diverse (checked with pyCANON), and the
 generalized estimate is exact on ungeneralized rows and uniform on generalized ones."""
 

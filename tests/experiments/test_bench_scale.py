@@ -1,4 +1,4 @@
-"""`vpub bench scale` and `vpub bench kl` (issue 18) on small tables: every number they
+"""`vpub bench scale` and `vpub bench kl` on small tables: every number they
 print is measured, the model is fitted on them, the three KL computations agree."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""002 §4's comparison (issue 6): the vectorized estimators equal the reference ones of
-utility/generalized.py (Zhang et al.; ANGEL), the workload follows 002's recipe, and a
+"""002 §4's comparison: the vectorized estimators equal the reference ones of
+estimate/generalized.py (Zhang et al.; ANGEL), the workload follows 002's recipe, and a
 small run produces both methods' errors and plots."""
 
 import numpy as np
@@ -8,6 +8,7 @@ import pytest
 from release_helpers import write_table
 
 from vpub_spark.errors import SpecError
+from vpub_spark.estimate.generalized import angel_count, generalized_count
 from vpub_spark.experiments.compare import write_results
 from vpub_spark.experiments.compare_marginals import (
     angel,
@@ -19,7 +20,6 @@ from vpub_spark.experiments.compare_marginals import (
 )
 from vpub_spark.kernels.angel import angel_batches, angel_tables, boxes
 from vpub_spark.kernels.minvariance import decompose
-from vpub_spark.utility.generalized import angel_count, generalized_count
 
 
 def _frame(n=1500, seed=0):
@@ -167,7 +167,7 @@ def test_turnbull_is_the_interval_censored_maximum_likelihood():
 
 def test_partitionings_give_m_eligible_subtables_and_mondrian_is_tighter():
     """Every partitioning step makes m-eligible sub-tables; Mondrian's median cuts give
-    narrower boxes than 002 Figure 1's NCP-greedy splits (issue 21's diagnosis), and
+    narrower boxes than 002 Figure 1's NCP-greedy splits, and
     continuing 002's sub-tables with Mondrian only refines them."""
     from vpub_spark.experiments.compare_marginals import box_width
     from vpub_spark.kernels.angel import boxes as box_of

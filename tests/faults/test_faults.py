@@ -1,4 +1,4 @@
-"""The fault-injection suite (issue 14; marker `faults`, in CI): a driver killed at every
+"""The fault-injection suite (marker `faults`, in CI): a driver killed at every
 step, a full disk, an unwritable store, a corrupt input, concurrent publishes (in
 tests/release/test_concurrency.py) and 20 tampered releases. Every case: a clear error,
 nothing half-committed, and a rerun commits the identical release."""

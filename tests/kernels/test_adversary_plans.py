@@ -86,7 +86,7 @@ def _chunked(plan, l: int, chunk_rows: int) -> Adversary:
 
 CASES = [  # (values on x = 0..5, l, chunk_rows, chunks of the plan)
     ([0, 1, 2, 3, 4, 5], 2, 2, 3),  # cut in three: every chunk eligible however placed
-    ([0, 0, 1, 2, 1, 2], 2, 2, 1),  # the issue's a a b c b c: one chunk, 4 + 2 before
+    ([0, 0, 1, 2, 1, 2], 2, 2, 1),  # a a b c b c: one chunk; the replaced rule cut 4 + 2
     ([0, 1, 1, 2, 2, 0], 2, 2, 1),
     ([0, 0, 1, 1, 2, 2], 3, 3, 1),
 ]
@@ -113,7 +113,7 @@ def test_a_range_cut_at_a_level_shows_that_some_chunk_failed():
 
 
 def test_chunks_closed_at_an_eligible_prefix_pin_values():
-    """The issue's table under the replaced rule: the plan 4 + 2 shows rows 0 and 1 were
+    """a a b c b c under the replaced rule: the plan 4 + 2 shows rows 0 and 1 were
     not eligible together, so both hold a: certainty."""
     t = np.array([0, 0, 1, 2, 1, 2])
     assert _chunked(_plan_by_eligible_prefix, 2, 2).worst_posterior(t) == 1

@@ -5,9 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from vpub_spark.estimate.generalized import angel_count, generalized_count
 from vpub_spark.kernels.angel import angel_tables, boxes
 from vpub_spark.kernels.mondrian import mondrian
-from vpub_spark.utility.generalized import angel_count, generalized_count
 
 # ALGORITHMS.md §1: t1..t8 (Age, Zip, S) with S: flu 0, cold 1, hiv 2
 AGE = [20, 22, 24, 26, 40, 42, 44, 46]

@@ -1,4 +1,4 @@
-"""The m-invariant marginal publisher end to end (002; issue 6): releases of generalized
+"""The m-invariant marginal publisher end to end (002): releases of generalized
 marginals audited from their files, the private store (owner-only, outside the
 output, one signature per tuple across `marginals add` calls), refused tampering,
 clear errors that leave nothing behind, determinism, and Spark giving the same release
@@ -84,7 +84,7 @@ def test_publish_add_and_both_audits(data, tmp_path):
 
 def test_002_partitioning_publishes_too_and_mondrian_boxes_are_narrower(data, tmp_path):
     """`partitioning: ncp` (002 Figure 1 as written) still publishes audited releases; the
-    default Mondrian cuts give narrower boxes (issue 21's diagnosis)."""
+    default Mondrian cuts give narrower boxes."""
     width = {}
     for how in ("ncp", "mondrian"):
         res = publish(_config(data, tmp_path / how, partitioning=how), InProcessEngine())
@@ -209,8 +209,8 @@ def test_cli_publish_add_audit(data, tmp_path):
 def test_queries_on_a_published_marginal_are_zhang_et_al(data, tmp_path, capsys):
     """`vpub query` reads a generalized release: its estimate is Zhang et al.'s from the
     published boxes (one marginal), and it is exact when the query spans every box."""
+    from vpub_spark.estimate.generalized import generalized_count
     from vpub_spark.release.reader import open_release
-    from vpub_spark.utility.generalized import generalized_count
     from vpub_spark.utility.queries import estimate_count
     from vpub_spark.utility.release_models import release_models
 

@@ -1,4 +1,4 @@
-"""Privacy models beyond 000's l-diversity (issue 20, `privacy.also`): what each method
+"""Privacy models beyond 000's l-diversity (`privacy.also`): what each method
 guarantees (publish/registry.check_models' proofs), tested on random tables with the
 groups measured independently (kernels/classes.py), the refusals, the manifest, and an
 audit that fails when a release does not meet the models its manifest claims."""

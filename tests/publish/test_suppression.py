@@ -1,4 +1,4 @@
-"""The suppression budget (issue 20, publish/suppression.py, kernels/suppression.py):
+"""The suppression budget (publish/suppression.py, kernels/suppression.py):
 the fewest rows, the same rows on both engines, recorded in the manifest, checked by the
 audit (budget, and the tables against the source less exactly those rows)."""
 

@@ -1,4 +1,4 @@
-"""The release catalog (issue 19, release/catalog.py, `vpub releases`): list, show with
+"""The release catalog (release/catalog.py, `vpub releases`): list, show with
 lineage, latest, diff and prune, on a local root and on a real S3-compatible server."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The distributed audit (issue 18): file set by file set in the engine's tasks, only
+"""The distributed audit: file set by file set in the engine's tasks, only
 summaries in the driver. It must say what the in-driver audit says, on good releases
 and on tampered ones."""
 

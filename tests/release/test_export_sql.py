@@ -1,4 +1,4 @@
-"""Analysis-ready export and SQL tables over a release (issue 19): the flat files are what
+"""Analysis-ready export and SQL tables over a release: the flat files are what
 pandas reads without vpub and their weighted counts are the release's estimates; the SQL
 tables and the anatomy view give the same rows, in the session catalog and in a Hive
 metastore (embedded Derby) that outlives the session."""
@@ -16,11 +16,11 @@ import yaml
 from release_helpers import config, job_table, marginal_release, vpub, write_table
 
 from vpub_spark.engines.inprocess import InProcessEngine
+from vpub_spark.estimate.codes import to_codes
 from vpub_spark.publish.pipeline import publish
 from vpub_spark.release.export import export
 from vpub_spark.release.reader import open_release
 from vpub_spark.release.sql import register, sql_name
-from vpub_spark.utility.codes import to_codes
 from vpub_spark.utility.queries import estimate_count
 from vpub_spark.utility.release_models import release_models
 

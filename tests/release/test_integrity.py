@@ -1,4 +1,4 @@
-"""Releases that prove their integrity (issue 14): part checksums in the manifest, an
+"""Releases that prove their integrity: part checksums in the manifest, an
 optional Ed25519 signature, and 20 kinds of tampering, each refused."""
 
 from __future__ import annotations

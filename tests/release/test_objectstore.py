@@ -1,4 +1,4 @@
-"""Releases on an object store (issue 19, release/objectstore.py), against a real
+"""Releases on an object store (release/objectstore.py), against a real
 S3-compatible server on loopback (moto's standalone server, started here): publish on
 both engines, audit from the store, readers ignoring uncommitted releases, an input on
 the store, overwrite, a killed run cleaned by the next, concurrent runs. The same

@@ -1,4 +1,4 @@
-"""What a release must never show, and how a failed write ends (issue 14)."""
+"""What a release must never show, and how a failed write ends."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Re-publication with a private store on an object store (issue 19; objectstore.mirrored),
+"""Re-publication with a private store on an object store (objectstore.mirrored),
 against the real S3-compatible server on loopback: the first marginal release and its
 store on S3, `marginals add` from that store, the private audit from the store, the
 same releases as with a local store, an aborted run's objects cleaned, a held store

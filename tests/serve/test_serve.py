@@ -1,4 +1,4 @@
-"""`vpub serve` (issue 17): a real uvicorn server on loopback over a store and a release
+"""`vpub serve`: a real uvicorn server on loopback over a store and a release
 directory. Answers equal the library's, under 1,000 concurrent requests too; bad
 requests get 4xx errors naming the field, and every error (an unknown path, a wrong
 method too) is JSON; no token, no answer; off loopback a token is required; the rate

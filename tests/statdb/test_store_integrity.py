@@ -152,7 +152,8 @@ def test_an_intact_store_verifies_and_opens(store):
 
 
 def test_an_out_of_domain_code_is_refused_even_when_resealed(copy):
-    """The issue's case: an age code outside its domain answered two different totals."""
+    """An age code outside its domain would answer two different totals: refused even
+    with the store's digests recomputed."""
     _out_of_domain(bucket_files(copy)[0])
     _reseal(copy)
     with pytest.raises(VpubError, match=r"buckets/part-\d+\.parquet: age code 200 outside its domain 0\.\.49"):  # fmt: skip

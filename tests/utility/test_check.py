@@ -1,4 +1,4 @@
-"""`vpub check` (issue 20): the equivalence-class measures, cross-checked against pyCANON
+"""`vpub check`: the equivalence-class measures, cross-checked against pyCANON
 (a test dependency) on random tables, the textbook recursive (c, l), Spark equal to in
 process, the ordered EMD in a declared order (bins, `order:`), and the command's report
 and exit code."""

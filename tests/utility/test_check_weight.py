@@ -1,4 +1,4 @@
-"""`vpub check` on the project's own exports (issue "Real data through every surface"):
+"""`vpub check` on the project's own exports:
 each row weighs what it stands for, so a long anatomy export (one row per tuple and
 sensitive value, `weight` = c_g(s) / |g|) counts the release's rows, not the file's;
 wide exports (the sensitive attribute as `P(S=v)` columns) and generalized ones

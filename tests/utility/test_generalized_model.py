@@ -1,4 +1,4 @@
-"""The estimate model of a generalized marginal (utility/generalized.py): Zhang et al.'s
+"""The estimate model of a generalized marginal (estimate/generalized.py): Zhang et al.'s
 estimate with value sets, checked against the range estimator, enumeration and a
 published marginals release."""
 
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vpub_spark.errors import DataError
-from vpub_spark.utility.generalized import GeneralizedModel, generalized_count
+from vpub_spark.estimate.generalized import GeneralizedModel, generalized_count
 
 
 def _model(

@@ -1,4 +1,4 @@
-"""Risk and information-loss figures (issue 20, utility/risk.py): the formulas on known
+"""Risk and information-loss figures (utility/risk.py): the formulas on known
 class sizes, the anatomy QIT's prosecutor risk against pyCANON's k, generalized tables'
 risk bounded by 1/m and their GCP computed by hand, and `vpub utility` showing them."""
 

@@ -9,13 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from release_helpers import RULES_1_3, TABLE1, publish_inprocess, write_table
 
+from vpub_spark.estimate import models
+from vpub_spark.estimate.codes import to_codes
+from vpub_spark.estimate.models import AnatomyModel, ProjectionModel
 from vpub_spark.kernels.anatomy import anatomize
 from vpub_spark.release.reader import open_release
-from vpub_spark.utility import models, queries
-from vpub_spark.utility.codes import to_codes
+from vpub_spark.utility import queries
 from vpub_spark.utility.junction import estimate_rows
 from vpub_spark.utility.kl import kl_divergence
-from vpub_spark.utility.models import AnatomyModel, ProjectionModel
 from vpub_spark.utility.queries import (
     estimate_count,
     exact_count,
@@ -281,7 +282,7 @@ def test_workload_by_cubes_equals_drawing_and_counting_one_at_a_time(case, qd, p
 @given(seed=st.integers(0, 10**6), cols=st.sampled_from([("a", "b", "s"), ("a", "s"), ("s",), ("a",), ("a", "b"), ("b", "s")]))  # fmt: skip
 def test_anatomy_marginal_is_its_definition(seed, cols):
     """est(x) = sum_g n_g(x_Q) * c_g(x_S) / |g| (000 §5.1), computed row by row here;
-    `AnatomyModel.marginal` answers by sorted packed keys (issue 18). Keys include
+    `AnatomyModel.marginal` answers by sorted packed keys. Keys include
     codes no group holds and repeat; the ST holds suppressed values (-1), which count in
     |g| and are never asked for."""
     rng = np.random.default_rng(seed)
@@ -370,7 +371,7 @@ def test_batched_estimates_equal_one_count_at_a_time(seed, cube_cells, cover_cel
 def test_a_suppressed_code_meets_no_condition():
     """-1 (a suppressed value) is in no query's values, also when a query asks for the
     largest code: the lookup table read it as that code before."""
-    from vpub_spark.utility.codes import mask
+    from vpub_spark.estimate.codes import mask
 
     frame = pd.DataFrame({"a": np.array([-1, 0, 2, 2, -1], np.int32), "b": [1, 1, 1, 0, 1]})
     assert mask(frame, {"a": frozenset({2})}).tolist() == [False, False, True, True, False]

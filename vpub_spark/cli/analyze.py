@@ -42,8 +42,8 @@ def _exact_count(args: argparse.Namespace, rel, domains, query) -> tuple[int, st
     chosen by the source's size)."""
     from ..engines import choose, make_engine
     from ..engines.spark.session import SparkSettings
+    from ..estimate.codes import recoding, with_unpublished
     from ..tablespec import table_spec_from_dict
-    from ..utility.codes import recoding, with_unpublished
     from ..utility.evaluate import load_source
 
     chosen, settings, _ = choose(args.engine, SparkSettings.load(args.spark_conf), args.source)

@@ -120,7 +120,7 @@ def register(sub) -> None:
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--out", required=True)
     g.add_argument("--overwrite", action="store_true")
-    g.add_argument("--dependence", type=float, default=0.0, help="share of rows whose last (sensitive) attribute is a function of the others, 0..1 (issue 21)")  # fmt: skip
+    g.add_argument("--dependence", type=float, default=0.0, help="share of rows whose last (sensitive) attribute is a function of the others, 0..1")  # fmt: skip
     engine_options(g)
     g.set_defaults(func=cmd_datasets_generate)
 

@@ -1,4 +1,4 @@
-"""Spark started before the command line imports the data libraries (issue 18): for
+"""Spark started before the command line imports the data libraries: for
 `vpub publish` on the Spark engine, the driver JVM boots in the background while this
 process imports pandas, pyarrow and the rest (about 0.7-0.9 s), instead of after them.
 Imports only light modules: the config, the engine choice, the session's settings.

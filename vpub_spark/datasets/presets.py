@@ -7,6 +7,7 @@ finds its table spec.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from ..engines.base import Engine, LoadedTable
@@ -69,7 +70,8 @@ def write_generated(
         raise SpecError(f"--rows must be positive, not {rows}")
     if not 0 <= dependence <= 1:
         raise SpecError(f"--dependence must be in [0, 1], not {dependence}")
+    block = partial(synthetic.generate_block, name, seed, rows, dependence=dependence)
     with staged_directory(out, overwrite) as stage:
-        engine.generate(name, rows, seed, stage / DATA, progress, dependence)
+        engine.write_blocks(synthetic.blocks(rows), block, synthetic.arrow_schema(name), stage / DATA, progress)  # fmt: skip
         write_table_spec(spec, stage / SPEC)
     return Written(Path(out), rows, 0, spec)

@@ -93,6 +93,11 @@ def schema(name: str) -> tuple[tuple[str, int], ...]:
     return SCHEMAS[name]
 
 
+def arrow_schema(name: str) -> pa.Schema:
+    """The schema of `generate_block`'s batches: one int32 column per attribute."""
+    return pa.schema([(a, pa.int32()) for a, _ in schema(name)])
+
+
 def table_spec(name: str) -> TableSpec:
     """The table spec of a generated data set: numeric attributes with values 1..|domain|."""
     return TableSpec(
@@ -135,7 +140,7 @@ def block_rows(rows: int, block: int) -> int:
 
 def dependent(codes: list[np.ndarray], domain: int, seed: int, dependence: float, rng: np.random.Generator) -> np.ndarray:  # fmt: skip
     """The last attribute with a share `dependence` of its rows replaced by a seeded
-    function of the first `DEPENDS_ON` attributes (issue 21: a knob for how strongly the
+    function of the first `DEPENDS_ON` attributes (a knob for how strongly the
     QI determine the sensitive attribute; 0 leaves the network's draw as it is, 1 makes
     it a function of them). Decision: the first three in schema order (age, gender and
     education in census and sal), which every marginal of 002's M3..M5 holds, so the

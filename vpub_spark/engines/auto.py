@@ -1,4 +1,4 @@
-"""`engine: auto` (issue 18): in process when the input fits this machine's memory and
+"""`engine: auto`: in process when the input fits this machine's memory and
 no cluster is configured, Spark otherwise; the choice is returned with its reason.
 
 Decision, from measurements (README "Choosing the engine"): the in-process engine's

@@ -100,15 +100,20 @@ class Engine(Protocol):
 
     def write_decoded(self, loaded: LoadedTable, directory: Path) -> None: ...
 
-    def generate(
+    def write_blocks(
         self,
-        name: str,
-        rows: int,
-        seed: int,
+        blocks: int,
+        block: Callable[[int], pa.RecordBatch],
+        schema: pa.Schema,
         directory: Path,
         progress: Callable[[int], object] | None = None,
-        dependence: float = 0.0,
-    ) -> None: ...
+    ) -> None:
+        """Parquet files under `directory` holding the record batches `block(0)` ..
+        `block(blocks - 1)` (each of `schema`), made where the engine's tasks run; the
+        caller says what a block holds (`datasets/presets.py`: a generated data set's
+        rows), so `block` must be picklable. `progress(rows)` after each block, where
+        the engine can tell."""
+        ...
 
     # publishing
     def persist(self, loaded: LoadedTable) -> LoadedTable: ...

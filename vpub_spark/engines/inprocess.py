@@ -148,15 +148,14 @@ class InProcessEngine:
             directory / "part-00000.parquet",
         )
 
-    def generate(self, name: str, rows: int, seed: int, directory: Path, progress=None, dependence: float = 0.0) -> None:  # fmt: skip
+    def write_blocks(self, blocks: int, block, schema: pa.Schema, directory: Path, progress=None) -> None:  # fmt: skip
+        """The blocks one after another into one file (`schema`: each batch's own)."""
         import pyarrow.parquet as pq
-
-        from ..datasets.synthetic import blocks, generate_block
 
         directory.mkdir(parents=True, exist_ok=True)
         writer = None
-        for b in range(blocks(rows)):
-            batch = generate_block(name, seed, rows, b, dependence)
+        for b in range(blocks):
+            batch = block(b)
             writer = writer or pq.ParquetWriter(directory / "part-00000.parquet", batch.schema)
             writer.write_batch(batch)
             if progress:

@@ -1,5 +1,5 @@
 """`vpub bench cold`: the wall time of whole `vpub publish` commands, each in a new
-process, so every Spark run pays its JVM start (issue 18's target: Adult on Spark in 8 s
+process, so every Spark run pays its JVM start (the target: Adult on Spark in 8 s
 with start-up). Variants run in turn within each round (paired): Spark with the
 class-data archive (`vpub spark-archive`, built first and not timed), Spark without one
 (an empty `VPUB_CACHE`), Spark with the archive but its JVM started only after the

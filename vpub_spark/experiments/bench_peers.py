@@ -1,4 +1,4 @@
-"""`vpub bench peers` (issue 20): vpub against ANJANA on the same work, one rule
+"""`vpub bench peers`: vpub against ANJANA on the same work, one rule
 QI -> S with l-diversity, side by side: wall time, peak memory and query error.
 
 - **vpub**: `publish` in process with the rule `qi -> sensitive` (UAD), its release's

@@ -1,4 +1,4 @@
-"""`vpub bench scale` (issue 18): UAD releases of growing `sal` tables on Spark, each
+"""`vpub bench scale`: UAD releases of growing `sal` tables on Spark, each
 with its per-step times, the driver's peak memory (the Python driver and, apart, the
 local JVM, which in local mode also hosts the executors), partitions, files and bytes;
 then a cost model fitted on them and its prediction for a billion rows on a cluster.

@@ -8,7 +8,7 @@ write releases), and the KL divergence and the mean relative error of a 1,000-qu
 workload are measured. Results go to a tidy table (Parquet and CSV) and PNG plots.
 
 Methods: `uad` (ours), `uad_plain` (Algorithm 2 as written: the largest DSATUR class,
-for issue 3's comparison of UAD's choices), `gd` (Algorithm 1 with its KL add-back,
+to compare UAD's choices against), `gd` (Algorithm 1 with its KL add-back,
 under a per-run time budget), `single_attribute`, `multi_sa_bip` (000 Appendix B in
 exact mode: its time is the QI/SA split plus every program and the placement).
 `input.sample_rows` draws a seeded sample first (000 §6.1 uses 10,000 Adult rows
@@ -32,12 +32,12 @@ from ..decompose.multi_sa import split
 from ..engines.base import LoadedTable
 from ..engines.inprocess import InProcessEngine
 from ..errors import SpecError
+from ..estimate.models import EstimateModel, anonymized_model
+from ..estimate.multi_sa import multi_sa_model
 from ..kernels.bip import multi_sa_chunk
 from ..model import Schema
 from ..rules import ineligibility, random_rules
 from ..utility.kl import kl_divergence
-from ..utility.models import EstimateModel, anonymized_model
-from ..utility.multi_sa import multi_sa_model
 from ..utility.queries import relative_errors, workload
 from ..utility.score import kl_scorer
 from .common import check_keys, load_input, parse_sweeps

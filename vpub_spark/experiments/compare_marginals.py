@@ -12,8 +12,8 @@ attribute; each attribute A gets a random interval of length floor(|A| * s^(1/w)
 exact answer is 0 is redrawn (its relative error is undefined), and redraws are counted.
 Estimates: Zhang et al. from our generalized marginal (uniform inside a box, the
 sensitive counts of the group) and ANGEL's estimator from GT and BT
-(utility/generalized.py; both vectorized here over the groups, tested equal to it).
-Two more estimators on our marginals test issue 21's estimator hypothesis:
+(estimate/generalized.py; both vectorized here over the groups, tested equal to it).
+Two more estimators on our marginals test whether the estimator causes the error:
 `marginals_ends` (a box is its group's minimum bounding box, so a group of n >= 2
 tuples has one at each end of every attribute's interval and n - 2 spread uniformly)
 and `marginals_ml` (each attribute's distribution fitted to all boxes by maximum

@@ -1,4 +1,4 @@
-"""Equivalence-class measures of a table (issue 20): k-anonymity, the l-diversity variants
+"""Equivalence-class measures of a table: k-anonymity, the l-diversity variants
 and t-closeness, per class of rows that share their quasi-identifiers, computed from
 the counts of (QI combination, sensitive value). Pure pandas/NumPy, vectorized.
 

@@ -9,7 +9,8 @@ not allowed; split on the first allowed attribute, else P is final. All nodes of
 level are handled at once: one sort per attribute rank. `flexible` (l-diverse only, the
 marginal publisher's partitioning step): where the median cut is not allowed, the
 allowed cut nearest the middle on the same attribute is taken before the next
-attribute is tried (issue 21: m-eligible sub-tables that 002 Figure 1 leaves wide).
+attribute is tried: narrower m-eligible sub-tables than 002 Figure 1's (README, "Why
+002's error was not reproduced").
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The fewest rows to suppress so that a sensitive attribute becomes l-eligible (issue 20,
-`privacy.suppression`), and which ones. Pure NumPy.
+"""The fewest rows to suppress so that a sensitive attribute becomes l-eligible
+(`privacy.suppression`), and which ones. Pure NumPy.
 
 An attribute is l-eligible when no value covers more than 1/l of the rows (DESIGN.md
 §3). Removing x_i rows of value i (X = sum x_i) leaves it eligible iff

@@ -1,4 +1,4 @@
-"""`vpub spark-archive`: the Spark driver's class-data archive (JEP 350, issue 18).
+"""`vpub spark-archive`: the Spark driver's class-data archive (JEP 350).
 
 A JVM that starts Spark loads and verifies about 20,000 classes from its jars; that is
 most of a cold run's fixed cost on a small input. Java 17 can write the classes it loaded

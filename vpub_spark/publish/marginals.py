@@ -132,7 +132,7 @@ def write_generalized(stage: str | Path, table: str, codes: pd.DataFrame, sensit
 
 
 def subtables(codes: pd.DataFrame, s: np.ndarray, m: int, extents, seed: int, tries: int, blocks: int, how: str):  # fmt: skip
-    """The partitioning step's m-eligible sub-tables (issue 21's diagnosis, README):
+    """The partitioning step's m-eligible sub-tables (README: why 002's error was not reproduced):
     `mondrian` (the default) cuts the widest attribute at the median, or where that
     breaks m-eligibility at the allowed value boundary nearest the middle
     (kernels/mondrian.py, `flexible`; l = m is exactly m-eligibility);

@@ -58,7 +58,7 @@ def generalizes(cfg: PublishConfig) -> bool:
 
 
 def check_models(cfg: PublishConfig) -> None:
-    """`privacy.also` against what the method guarantees (issue 20), refused before any
+    """`privacy.also` against what the method guarantees, refused before any
     work. Every method but multi_sa_bip bounds each group's sensitive shares by 1/p
     (p = l, or m for m-unique groups), and so guarantees:
     - entropy l-diversity for every l_e <= p: p_i <= 1/p gives -log p_i >= log p, so

@@ -1,4 +1,4 @@
-"""The suppression budget (issue 20): `privacy.suppression: 0.05` lets a configured rule
+"""The suppression budget: `privacy.suppression: 0.05` lets a configured rule
 whose RHS is not l-eligible be met by suppressing the fewest rows
 (`kernels/suppression.py`) instead of stopping, within 5% of the rows; off (0) by
 default. Applies to the rule-based methods (anatomy, l-diversity). RHS attributes are

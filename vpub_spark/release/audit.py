@@ -193,7 +193,7 @@ def within(published: pd.DataFrame, expected: pd.DataFrame, suppressed: int) -> 
 
 
 def _suppression_checks(m: dict, check: Checker) -> None:
-    """The suppressed rows add up and stay within the budget (issue 20)."""
+    """The suppressed rows add up and stay within the budget."""
     s = m.get("suppression")
     if not s:
         return
@@ -203,7 +203,7 @@ def _suppression_checks(m: dict, check: Checker) -> None:
 
 
 def _model_checks(rel: Release, m: dict, check: Checker) -> None:
-    """`privacy.also` (issue 20), per group of every table with sensitive counts (ST):
+    """`privacy.also`, per group of every table with sensitive counts (ST):
     exp of the group's sensitive entropy >= entropy_l; r_1 < c (r_l + ... + r_m) with
     l the release's l (or m); groups of at least k rows (generalized tables; projections:
     every combination's count); each group's EMD to the table's sensitive distribution

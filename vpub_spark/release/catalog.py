@@ -1,4 +1,4 @@
-"""The release catalog of an output root, local or `s3://` (issue 19): list, show with
+"""The release catalog of an output root, local or `s3://`: list, show with
 lineage, the latest release of a family, diff, prune.
 
 - A **family** is a line of releases of the same publication (`output.family`; default

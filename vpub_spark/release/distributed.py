@@ -1,4 +1,4 @@
-"""The distributed audit (issue 18): each task audits one file set of a table (the files
+"""The distributed audit: each task audits one file set of a table (the files
 of one name across the table's parts, which one partition task wrote) and returns a small
 summary; the driver only combines summaries. The driver's memory does not grow with the
 release's rows.

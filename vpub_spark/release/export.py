@@ -1,4 +1,4 @@
-"""Analysis-ready export (issue 19): one table of a release as a flat CSV or Parquet file
+"""Analysis-ready export: one table of a release as a flat CSV or Parquet file
 that pandas or R opens without vpub, with a data dictionary (Markdown) beside it.
 
 Layouts (decisions):

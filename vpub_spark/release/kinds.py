@@ -1,8 +1,9 @@
-"""The registry of table kinds (DESIGN.md §2, §4): per kind, its parts, its audit
-checks, its comparison with the source and its estimate model.
+"""The registry of table kinds: per kind, its parts, its audit checks, its comparison
+with the source and its estimate model.
 
 A new kind is one entry here (plus its checks in `release/checks.py` and its model in
-`utility/`); nothing else dispatches on a kind's name.
+`estimate/`); nothing else dispatches on a kind's name. The models live in `estimate/`,
+below `release/`, so this registry names them without importing from above it.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..errors import DataError
+from ..estimate.generalized import GeneralizedModel
+from ..estimate.models import AnatomyModel, EstimateModel, ProjectionModel
+from ..estimate.multi_sa import MultiSaModel
 from ..model import PublishedTable
-from ..utility.generalized import GeneralizedModel
-from ..utility.models import AnatomyModel, EstimateModel, ProjectionModel
-from ..utility.multi_sa import MultiSaModel
 from . import checks
 from .checks import Checker, Pairs, SourceCounts
 from .reader import Release

@@ -7,12 +7,16 @@
   _SUCCESS                     written last, only after the audit passed
 ```
 Every module that reads or writes a release takes its names from here; this module
-imports nothing of the package.
+imports only the parts' column names (`estimate/columns.py`, below it).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+
+from ..estimate.columns import COUNT as COUNT
+from ..estimate.columns import GROUP as GROUP
+from ..estimate.columns import SIZE as SIZE
 
 FORMAT_VERSION = (
     3  # 2: every part file has its SHA-256 in the manifest; 3: no seed (a secret), a keyed proof
@@ -21,7 +25,6 @@ MANIFEST, SUCCESS = "manifest.json", "_SUCCESS"
 # a local stage whose parts go straight to an object store names that place here (hidden:
 # never uploaded; release/objectstore.py)
 REMOTE = ".remote.json"
-GROUP, COUNT, SIZE = "group_id", "count", "size"
 RESERVED = (GROUP, COUNT)  # no source attribute may carry these names
 
 

@@ -1,4 +1,4 @@
-"""Releases on an S3-compatible object store (issue 19): `s3://bucket/prefix` outputs and
+"""Releases on an S3-compatible object store: `s3://bucket/prefix` outputs and
 inputs (the I/O, and where to connect, in `storage.py`), and a commit protocol that
 needs no rename.
 

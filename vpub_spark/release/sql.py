@@ -1,4 +1,4 @@
-"""SQL tables over a release (issue 19): `vpub releases register` creates one external
+"""SQL tables over a release: `vpub releases register` creates one external
 Parquet table per part in the Spark session's catalog, or in a Hive metastore when the
 session has `spark.sql.catalogImplementation=hive` (tables then outlive the session),
 named `<release>_<table>_<part>` (characters other than letters, digits and `_` become

@@ -1,1 +1,1 @@
-"""`vpub serve`: the statistical database over HTTP (issue 17)."""
+"""`vpub serve`: the statistical database over HTTP."""

@@ -1,6 +1,6 @@
 """`vpub serve`: the statistical database and the release catalog as a web service and
 a web page (004 §1.2: "an online server with a user-friendly interface ... displays the
-result in the user's web browser"; issue 17).
+result in the user's web browser").
 
 A Starlette application over one private store (`StatDB`) and, optionally, a directory
 of releases (`Catalog`). Every answer is an interval or an estimate, never a row or a

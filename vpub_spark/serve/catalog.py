@@ -1,4 +1,4 @@
-"""The release catalog `vpub serve --releases DIR` shows (issue 17): every committed
+"""The release catalog `vpub serve --releases DIR` shows: every committed
 release directly under DIR, its manifest summary and `vpub query`'s estimate.
 
 A summary holds what the manifest says in public (tables, the guarantee, the GNF

@@ -1,4 +1,4 @@
-"""What `vpub serve` lets in: the binding rule and per-client rate limits (issue 17)."""
+"""What `vpub serve` lets in: the binding rule and per-client rate limits."""
 
 from __future__ import annotations
 

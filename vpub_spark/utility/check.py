@@ -1,4 +1,4 @@
-"""`vpub check` (issue 20): k-anonymity, distinct / entropy / recursive (c, l)-diversity
+"""`vpub check`: k-anonymity, distinct / entropy / recursive (c, l)-diversity
 and t-closeness of any table (CSV or Parquet, from any tool), per equivalence class
 (`kernels/classes.py`), on either engine. On Spark the (QI, sensitive) counts are
 aggregated and the classes measured in tasks (applyInPandas over shards of the QI

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..engines.inprocess import InProcessEngine
+from ..estimate.codes import source_codes, with_unpublished
 from ..release.reader import open_release
 from ..tablespec import table_spec_from_dict
-from .codes import source_codes, with_unpublished
 from .kl import kl_divergence
 from .queries import relative_errors, workload
 from .release_models import release_models

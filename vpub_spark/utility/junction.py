@@ -15,7 +15,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from .models import EstimateModel
+from ..estimate.models import EstimateModel
 
 
 def junction_tree(

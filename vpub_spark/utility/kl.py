@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..estimate.models import EstimateModel
 from .junction import log_terms
-from .models import EstimateModel
 
 
 def _expected_log(source: pd.DataFrame, cols: list[str], model: EstimateModel, n: int) -> float:

@@ -24,9 +24,9 @@ import numpy as np
 import pandas as pd
 
 from ..errors import SpecError
-from .codes import EST, Query, mask
+from ..estimate.codes import EST, Query, mask
+from ..estimate.models import AnatomyModel, EstimateModel, ProjectionModel
 from .junction import estimate_rows, junction_tree
-from .models import AnatomyModel, EstimateModel, ProjectionModel
 
 
 def exact_count(source: pd.DataFrame, query: Query) -> int:
@@ -137,7 +137,7 @@ class Estimator:
         table's factor comes from its estimate cube over the query's attributes
         (`_cube_count`), all of them summed down from fewer covering cubes (`covers`).
         1,000 queries on the 1M `sal` release: 11.0 s one `count` at a time, 2.7 s with
-        one cube per attribute set, 1.07 s with covering cubes (README, issue 18)."""
+        one cube per attribute set, 1.07 s with covering cubes (measured; README)."""
         factorize = not self.overlapping and not self.views  # `count`'s product branch
         for i, m in enumerate(self.models if factorize else []):
             if isinstance(m, AnatomyModel | ProjectionModel):
@@ -276,7 +276,7 @@ def cube(frame: pd.DataFrame | Mapping[str, np.ndarray], cols: tuple[str, ...], 
     """The contingency table of `frame` (a frame, or columns as arrays) on `cols`
     (codes), as a dense array. The cell key
     is built in place in one int64 array: a new array per step (and a converted copy of
-    each column) made 56 cubes of 2M rows take 2.59 s against 0.31 s (issue 18)."""
+    each column) made 56 cubes of 2M rows take 2.59 s against 0.31 s."""
     if cols:
         key = np.asarray(frame[cols[0]]).astype(np.int64)  # a copy, built on in place
         for c in cols[1:]:
@@ -325,7 +325,7 @@ def cubes(frame: pd.DataFrame | Mapping[str, np.ndarray], sets: Sequence[tuple[s
     """The contingency cube (`cube`) of each of `sets`: the rows are counted into
     `covers`' fewer, larger cubes, each then summed down to the sets it holds. On the
     10M `sal` source, 1,000 queries of 3 attributes need 56 cubes, held by 13 covers:
-    the in-process workload took 1.31 s against 3.64 s (README, issue 18)."""
+    the in-process workload took 1.31 s against 3.64 s (measured; README)."""
     return cover_cubes(partial(cube, frame, sizes=sizes), sets, sizes)
 
 

@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
+from ..estimate.codes import shown_labels, sort_labels
+from ..estimate.models import EstimateModel
 from ..release.kinds import table_kind
 from ..release.reader import Release
-from .codes import shown_labels, sort_labels
-from .models import EstimateModel
 
 
 def release_domains(

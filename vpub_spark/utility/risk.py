@@ -1,4 +1,4 @@
-"""Re-identification risk and information loss of a release's tables (issue 20), from
+"""Re-identification risk and information loss of a release's tables, from
 the published files alone.
 
 An **equivalence class** is the set of published rows an attacker cannot tell apart by

@@ -8,9 +8,9 @@ from collections.abc import Callable, Mapping
 
 import pandas as pd
 
+from ..estimate.models import EstimateModel, anonymized_model
 from ..model import Schema
 from .kl import kl_divergence
-from .models import EstimateModel, anonymized_model
 
 
 def kl_scorer(

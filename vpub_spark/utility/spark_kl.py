@@ -225,7 +225,7 @@ def broadcast_kl(engine, release: Release, loaded) -> float:
     every task, holding the whole release, sums both terms over its share of them. On the
     1M `sal` source (998,808 distinct rows of 1M): 4.55 s as two jobs (Spark's entropy,
     then a Python pass over all rows), 2.5 s grouped by Spark's aggregate, less by
-    `distinct_rows`' shuffle of packed keys (README, issue 18)."""
+    `distinct_rows`' shuffle of packed keys (measured; README)."""
     from ..engines.spark.engine import spark_errors
     from ..engines.spark.schema import struct_type
 
@@ -290,7 +290,7 @@ def packed_rows(loaded) -> tuple[Any, Packing] | None:
 def packed(batch, packing: Packing):
     """An encoded batch's rows packed as `packing` says (NumPy int64): the mixed radix
     of `models._pack` over the packing's sizes gives exactly its strides."""
-    from .models import _pack
+    from ..estimate.models import _pack
 
     return _pack([batch.column(c).to_numpy() for c in packing.cols], packing.sizes, batch.num_rows)  # fmt: skip
 
@@ -342,7 +342,7 @@ def direct_keys(engine, loaded, packing: Packing):
     reduce partition its keys and counts as a few binary rows (hash of the key, Spark's
     `partition_keys` so that partition p lands in task p). The shuffle moves a few rows
     of bytes, not a row per key: Spark turns rows into Arrow batches at about a million
-    rows a second (README, issue 18)."""
+    rows a second (measured; README)."""
     from ..engines.spark.direct import direct_frame
     from ..engines.spark.schema import struct_type
 

@@ -1,4 +1,4 @@
-"""The KL divergence (000 §5.1) on Spark in one shuffle (issue 18).
+"""The KL divergence (000 §5.1) on Spark in one shuffle.
 
 Every term of `utility/kl.py`'s decomposition (the source's entropy, each junction-tree
 clique, each separator) is a sum over the source's distinct keys of one term's
@@ -22,11 +22,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..estimate.codes import EST
+from ..estimate.models import AnatomyModel, ProjectionModel
 from ..release.kinds import table_kind
 from ..release.reader import Release
-from .codes import EST
 from .junction import log_terms
-from .models import AnatomyModel, ProjectionModel
 
 SCHEMA = pa.schema([("term", pa.int32()), ("key", pa.int64()), ("src", pa.int64()), ("est", pa.float64())])  # fmt: skip
 KINDS = ("anatomy", "projection")

@@ -1,4 +1,4 @@
-"""The utility of a release on Spark (000 §5.1, §6.1; issue 18): the KL divergence
+"""The utility of a release on Spark (000 §5.1, §6.1): the KL divergence
 (`spark_kl.py`) and the exact answers of a query workload, counted in the engine's
 tasks as contingency cubes (`queries.CubeCounts`): one pass over the source per round of
 draws, each task summing its rows into one cube per attribute set, and only the cubes'
@@ -12,10 +12,10 @@ import time
 import numpy as np
 import pyarrow as pa
 
+from ..estimate.codes import Query, recoding, with_unpublished
 from ..kernels.arrays import pack_counts, unpack_counts
 from ..release.reader import open_release
 from ..tablespec import table_spec_from_dict
-from .codes import Query, recoding, with_unpublished
 from .evaluate import Utility
 from .queries import CubeCounts, cubes, draw_workload, relative_errors
 from .release_models import release_models
@@ -35,7 +35,7 @@ def _task_cubes(sets: list[tuple[str, ...]], luts: dict[str, np.ndarray], sizes:
     source rows a task's cubes took 7.4 MB as the int64 indexes and counts of their
     non-zero cells, and moving them to the driver took about half of the job (0.45 of
     0.87 s); packed, 0.83 MB. One row per cell moved a million rows back into the JVM;
-    one row per cube and chunk sent a 10M task's cells three times (README, issue 18)."""
+    one row per cube and chunk sent a 10M task's cells three times (measured; README)."""
 
     def run(batches):
         held = _zero_cubes(sets, sizes)
@@ -70,7 +70,7 @@ def spark_counts(loaded, luts: dict[str, np.ndarray], sizes: dict[str, int]) -> 
         with spark_errors("workload counts"):
             # the cubes are bounded by the domains, not the rows: summed here rather than
             # by a Spark aggregation, which adds a shuffle and a stage; as Arrow, not as
-            # pickled rows (0.10-0.16 s less at 1M rows; README, issue 18)
+            # pickled rows (0.10-0.16 s less at 1M rows, measured; README)
             table = got.toArrow()
         for i, blob in zip(table.column("set").to_pylist(), table.column("counts").to_pylist(), strict=True):  # fmt: skip
             out[sets[i]] += unpack_counts(blob)

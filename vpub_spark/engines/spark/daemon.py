@@ -1,4 +1,4 @@
-"""The Python workers' daemon (`spark.python.daemon.module`, issue 18): pyspark's own
+"""The Python workers' daemon (`spark.python.daemon.module`): pyspark's own
 daemon, started so that the workers it forks are ready at once.
 
 - Spark puts `pyspark.zip` first on the workers' path. Python keeps no compiled

@@ -1,4 +1,4 @@
-"""Tasks that read a Spark LoadedTable's source themselves (issue 18): the Parquet files
+"""Tasks that read a Spark LoadedTable's source themselves: the Parquet files
 read by pyarrow in the tasks, a range of row groups each, and encoded there with the
 load's own plan (`encode_batch`), so that no source row crosses from the JVM to
 Python. Spark hands a Python task about a million rows a second whatever their width
@@ -103,8 +103,7 @@ def item_frame(spark, items: list[tuple], names: tuple[str, ...], run: Callable,
     of plain values), `run` called with one Arrow batch of its item (`names` its
     columns). The tasks are `spark.range`'s, their items in the closure: a DataFrame
     made from a Python RDD converts its rows in a Python worker of its own, a second
-    one per task (an empty job: 0.27 s against 0.21 s, medians of 10; README, issue
-    18)."""
+    one per task (an empty job: 0.27 s against 0.21 s, medians of 10; README)."""
     return spark.range(len(items), numPartitions=max(1, len(items))).mapInArrow(partial(_item_task, items=items, names=names, run=run), schema)  # fmt: skip
 
 

@@ -361,22 +361,19 @@ class SparkEngine:
         with spark_errors(f"writing {directory}"):
             loaded.data.mapInArrow(decode, schema).write.parquet(str(directory))
 
-    def generate(self, name: str, rows: int, seed: int, directory: Path, progress=None, dependence: float = 0.0) -> None:  # fmt: skip
-        from ...datasets.synthetic import blocks, generate_block, schema
-
-        nblocks = blocks(rows)
-        parts = max(1, min(nblocks, self.spark.sparkContext.defaultParallelism * 4))
+    def write_blocks(self, blocks: int, block, schema: pa.Schema, directory: Path, progress=None) -> None:  # fmt: skip
+        """Tasks over the block numbers (at most 4 per core), each making its blocks
+        itself; `progress` is not called (the rows never pass through the driver)."""
+        parts = max(1, min(blocks, self.spark.sparkContext.defaultParallelism * 4))
 
         def make(batches):
             for b in batches:
-                for block in b.column(0).to_pylist():
-                    yield generate_block(name, seed, rows, block, dependence)
+                for i in b.column(0).to_pylist():
+                    yield block(i)
 
-        from pyspark.sql import types as T
-
-        out = T.StructType([T.StructField(a, T.IntegerType()) for a, _ in schema(name)])
+        out = struct_type(schema)
         with spark_errors(f"writing {directory}"):
-            self.spark.range(nblocks, numPartitions=parts).mapInArrow(make, out).write.parquet(
+            self.spark.range(blocks, numPartitions=parts).mapInArrow(make, out).write.parquet(
                 str(directory)
             )
 
@@ -484,8 +481,8 @@ class SparkEngine:
     def map_rows(self, frame, run, schema, parts):
         """`run` per task over `frame` spread on `parts` tasks (`frame_tasks`); for small
         driver-side frames such as a query workload, never for the data. A frame made
-        from a Python RDD started a second Python worker in every task (README, issue
-        18)."""
+        from a Python RDD started a second Python worker in every task (measured;
+        README)."""
         from .direct import frame_tasks
 
         if frame.empty:

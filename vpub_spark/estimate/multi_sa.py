@@ -17,8 +17,8 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from ..release.layout import COUNT, GROUP
 from .codes import EST, Query, mask, to_codes
+from .columns import COUNT, GROUP
 
 
 @dataclass(frozen=True)

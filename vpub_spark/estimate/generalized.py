@@ -22,8 +22,8 @@ import pandas as pd
 
 from ..errors import DataError
 from ..kernels.angel import Ranges, box_fraction
-from ..release.layout import COUNT, GROUP, SIZE
 from .codes import Query, to_codes
+from .columns import COUNT, GROUP, SIZE
 
 
 def generalized_count(

@@ -1,6 +1,6 @@
 """One estimate model per table kind, behind one protocol (000 §5.1; DESIGN.md §6).
 
-A model is one published table in code space (`utility/codes.py`) and answers three
+A model is one published table in code space (`codes.py`) and answers three
 questions: `marginal(keys)`, its estimated count at each row of `keys` (codes of some
 of its attributes; what KL and the junction-tree estimate use); `count(query)`, its
 estimated COUNT(*) of a query's conditions on its attributes; and `joint`, its whole
@@ -9,7 +9,7 @@ estimated distribution (for message passing over overlapping tables).
 - `AnatomyModel`: for any subset A of its attributes (QI part Q_A, maybe S),
   est_A(x) = sum_g n_g(x_{Q_A}) * (c_g(x_S) / |g| if S in A else 1): QI values and the
   sensitive value are independent inside a group.
-- `MultiSaModel` (utility/multi_sa.py) and `GeneralizedModel` (utility/generalized.py).
+- `MultiSaModel` (multi_sa.py) and `GeneralizedModel` (generalized.py).
 `release/kinds.py` names each kind's model; `utility/release_models.py` builds a
 release's models from its files.
 """
@@ -25,8 +25,8 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-from ..release.layout import COUNT, GROUP
 from .codes import EST, Query, mask, to_codes
+from .columns import COUNT, GROUP
 
 
 class EstimateModel(Protocol):
@@ -257,8 +257,8 @@ class AnatomyModel:
         return self._sorted_held[tuple(q)]
 
     def _sorted_marginal(self, keys: pd.DataFrame, q: list[str]) -> np.ndarray | None:
-        """`marginal` by sorted packed keys in NumPy, without pandas joins (issue 18: at
-        7.8M keys of a 10M-row table the joins took 99 s): each distinct key meets the
+        """`marginal` by sorted packed keys in NumPy, without pandas joins (they do not
+        scale: at 7.8M keys of a 10M-row table they took 99 s): each distinct key meets the
         (group, x_q) runs of its QI key, weighted by c_g(s) / |g| when s is asked for.
         None when the codes do not pack into int64 (then the joins answer)."""
         with_s = self.sensitive in keys.columns
@@ -320,7 +320,7 @@ class AnatomyModel:
         each group's few values, all pairs at once. At 10M rows (1M groups of 10, 50
         sensitive values: a 50 MB table) one task's 34M pairs took 1.8 s by the slots
         and 12.6 s by the search; one search over all (group, s) keys took 22 s for
-        67M pairs (~12 cache misses a pair; issue 18)."""
+        67M pairs (~12 cache misses a pair)."""
         first, values, share = self._shares
         slots = self._share_slots
         if slots is not None:
