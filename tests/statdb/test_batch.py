@@ -90,3 +90,18 @@ def test_bench_statdb_times_both_methods_and_checks_every_interval(store, tmp_pa
         assert r["methods"][method]["held_the_truth"] == 20
         assert 0 < r["methods"][method]["p50_ms"] <= r["methods"][method]["p99_ms"]
     assert json.loads((tmp_path / f"{store[0].name}.json").read_text())["queries"] == 20
+
+
+def test_a_workload_file_keeps_labels_with_unicode_line_separators(tmp_path):
+    """Only "\n" ends a query: labels holding NEL, LINE SEPARATOR or a form feed (which
+    `str.splitlines` would split at) are read back whole."""
+    from vpub_spark.kernels.statdb import Query
+    from vpub_spark.statdb.batch import read_workload
+
+    meta = {"domains": {"a": ["x\x85y", "p\u2028q"], "s": ["u\x0cv", "w"]}, "qi": ["a"], "sensitive": "s"}  # fmt: skip
+    queries = [Query({"a": (0, 1)}, frozenset({0})), Query({"a": (1, 1)}, frozenset({0, 1}))]
+    path = tmp_path / "w.txt"
+    path.write_text("# two\n" + "".join(where_text(meta, q) + "\n" for q in queries))
+    read = read_workload(path, meta)
+    assert list(read["line"]) == [2, 3]
+    assert [parse_query(meta, w) for w in read["where"]] == queries

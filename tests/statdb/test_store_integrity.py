@@ -223,7 +223,9 @@ def test_a_store_keeps_and_serves_only_the_qi_and_sensitive_attributes(signed):
         db.query("sex = F")
 
 
-def test_a_signed_store_verifies_with_its_key_only_and_marginals_add_keeps_it(signed, tmp_path):
+def test_a_signed_store_verifies_with_its_key_only_and_marginals_add_keeps_it_signed(
+    signed, tmp_path
+):
     state, out, private, public, tmp = signed
     report = verify_store(state)
     assert report.passed and "signature was not checked" in report.warnings[0]
@@ -237,9 +239,16 @@ def test_a_signed_store_verifies_with_its_key_only_and_marginals_add_keeps_it(si
     assert r.audit.passed and verify_store(copy, public).passed
     assert audit_store(copy, public).passed
     assert any(f.startswith("groups/later/zip-job/") for f in read_store(copy)["files"])
-    add_marginal(copy, ["age"], out, "unsigned")  # no key: the store is no longer signed
-    assert not (copy / SIGNATURE).exists() and verify_store(copy).passed
-    assert not verify_store(copy, public).passed
+    with pytest.raises(VpubError, match="the store is signed .*give its signing key"):
+        add_marginal(copy, ["age"], out, "unsigned")  # a signed store is never silently unsigned
+    assert not (out / "unsigned").exists() and verify_store(copy, public).passed
+    other, _ = generate_keys(tmp_path / "third")
+    before = (copy / STORE_FILE).read_bytes()
+    with pytest.raises(VpubError, match="signature does not verify with this signing key"):
+        add_marginal(
+            copy, ["age"], out, "resigned", sign_key=str(other)
+        )  # nor re-signed by another key
+    assert (copy / STORE_FILE).read_bytes() == before and verify_store(copy, public).passed
 
 
 def test_marginals_add_refuses_a_damaged_store_and_publishes_nothing(signed, tmp_path):

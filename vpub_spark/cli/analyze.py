@@ -25,7 +25,9 @@ def cmd_query(args: argparse.Namespace) -> int:
     query = parse_where(args.where, domains)
     n = int(rel.manifest["source"]["rows"])
     est = estimate_count(models, query, n, domains)
-    console.print(f"estimate: [bold]{est:,.1f}[/bold] of {n:,} rows  (COUNT(*) WHERE {args.where})")
+    console.print(
+        f"estimate: [bold]{est:,.1f}[/bold] of {n:,} rows  (COUNT(*) WHERE {escape(args.where)})"
+    )
     if args.source:
         act, chosen = _exact_count(args, rel, domains, query)
         error = abs(act - est) / act if act else float("nan")

@@ -64,7 +64,7 @@ from ..release.store import (
     store_location,
     write_store,
 )
-from ..release.store_integrity import verified
+from ..release.store_integrity import verified_for_update
 from ..storage import is_remote
 from .method import Design, Plan, PublishResult, sizes_of, summary_frame, summary_schema
 
@@ -429,7 +429,9 @@ def add_marginal(
 
 
 def _add(state: Path, attributes, output, release_id, overwrite, step: Steps, wait_s, sign_key) -> PublishResult:  # fmt: skip
-    meta, _ = verified(state)  # nothing is published from, or sealed into, a damaged store
+    meta = verified_for_update(
+        state, sign_key
+    )  # nothing is published from, or sealed into, a damaged store
     sensitive, qi = meta["sensitive"], tuple(meta["qi"])
     (mg,) = _marginals([tuple(attributes)], qi, sensitive)
     dictionaries = {a: Dictionary(a, tuple(v)) for a, v in meta["domains"].items()}

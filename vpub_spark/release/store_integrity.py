@@ -114,11 +114,16 @@ def _index(state: Path, check: Checker) -> dict | None:
 
 def verify_signature(state: Path, verify_key: str) -> tuple[bool, str]:
     """(ok, why): store.json is, byte for byte, what the key's private half signed."""
+    from .signing import _load
+
+    return _signed_by(state, _load(verify_key, False))
+
+
+def _signed_by(state: Path, key) -> tuple[bool, str]:
     from cryptography.exceptions import InvalidSignature
 
-    from .signing import _load, key_id
+    from .signing import key_id
 
-    key = _load(verify_key, False)
     sig = state / SIGNATURE
     if not sig.is_file():
         return False, f"no {SIGNATURE}: the store is not signed"
@@ -127,6 +132,23 @@ def verify_signature(state: Path, verify_key: str) -> tuple[bool, str]:
     except (InvalidSignature, ValueError):
         return False, f"{STORE_FILE} is not what key {key_id(key)} signed"
     return True, f"signed by key {key_id(key)}"
+
+
+def verified_for_update(state: Path, sign_key: str | None) -> dict:
+    """store.json of a store about to change, once every check passed. A signed store
+    stays signed and is never re-signed unchecked: the update needs its signing key,
+    whose public half must verify the current signature."""
+    from .signing import _load
+
+    meta, _ = verified(state)
+    signed_by = meta.get("signed_by")
+    if signed_by and sign_key is None:
+        raise VpubError(f"{state.name}: the store is signed (key {signed_by}); give its signing key (--sign-key) to change it")  # fmt: skip
+    if signed_by and sign_key is not None:
+        ok, why = _signed_by(state, _load(sign_key, True).public_key())
+        if not ok:
+            raise VpubError(f"{state.name}: the store's signature does not verify with this signing key, refused: {why}")  # fmt: skip
+    return meta
 
 
 def _some(names: list[str]) -> str:

@@ -105,7 +105,7 @@ def _syntax_error(text: str, e: UnexpectedInput) -> SpecError:
     token = getattr(e, "token", None)
     if isinstance(e, UnexpectedEOF) or (token is not None and token.type == "$END"):
         return SpecError(f"the condition ends too early{hint} (use: {EXAMPLE})")
-    lines = text.splitlines() or [text]
+    lines = text.split("\n")  # as lark counts lines
     near = lines[e.line - 1][e.column - 1 : e.column + 19]
     where = f"line {e.line}, column {e.column}" if len(lines) > 1 else f"column {e.column}"
     what = "unexpected character" if isinstance(e, UnexpectedCharacters) else "unexpected"
