@@ -21,3 +21,15 @@ class StorageError(VpubError):
 
 class PrivacyError(VpubError):
     """A privacy requirement that no publication can meet (e.g. an RHS that is not l-eligible)."""
+
+
+_RECORD = r"((?:Expected \d+ columns?, got \d+|[Mm]alformed (?:CSV )?records?(?: are detected in record parsing)?))\s*:.*"  # fmt: skip
+
+
+def without_values(message: str) -> str:
+    """A reader's message without the record it quotes (`Expected 2 columns, got 3:
+    <the row>`, `Malformed CSV record: <the row>`): an error names the file and the
+    problem, never a row's values, which may be private."""
+    import re
+
+    return re.sub(_RECORD, r"\1 (the record is not shown)", message, flags=re.S)

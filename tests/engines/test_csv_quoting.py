@@ -105,7 +105,7 @@ def test_a_record_of_another_width_is_refused_naming_the_file(tmp_path, inproces
     spec = {"name": "t", "attributes": [{"name": "name"}, {"name": "job"}]}
     (tmp_path / "table.yaml").write_text(yaml.safe_dump(spec))
     path, spec = resolve_input(tmp_path, None)
-    with pytest.raises(DataError, match=r"b\.csv: cannot read the input: .*Expected 2 columns"):
-        inprocess.load(path, spec)
-    with pytest.raises(DataError, match=r"b\.csv: cannot read the input: .*Malformed CSV record"):
-        spark_engine.load(path, spec)
+    for engine, says in ((inprocess, "Expected 2 columns"), (spark_engine, "Malformed CSV record")):
+        with pytest.raises(DataError, match=rf"b\.csv: cannot read the input: .*{says}") as e:
+            engine.load(path, spec)
+        assert "extra" not in str(e.value) and "cid" not in str(e.value)  # never a row's values

@@ -13,7 +13,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..encoding import Dictionary, EncodingPlan, build_dictionary
-from ..errors import DataError, SpecError
+from ..errors import DataError, SpecError, without_values
 from ..kernels.partitioning import PartitionPlan, Sharding
 from ..model import TableSpec
 
@@ -206,4 +206,4 @@ def encoding_error(path: str | Path, encoding: str) -> DataError | None:
 def unreadable(path: str | Path, error: Exception) -> DataError:
     """One line naming the file and what is wrong with it (never a traceback)."""
     first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    return DataError(f"{path}: cannot read the input: {first}")
+    return DataError(f"{path}: cannot read the input: {without_values(first)}")

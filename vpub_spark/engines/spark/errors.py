@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from urllib.parse import unquote
 
-from ...errors import DataError, VpubError
+from ...errors import DataError, VpubError, without_values
 
 VPUB_KINDS = ("VpubError", "DataError", "SpecError", "PrivacyError", "StorageError")
 
@@ -72,8 +72,8 @@ def _file_read(text: str) -> str | None:
 
 
 def _clean(message: str) -> str:
-    """A Spark message without its SQLSTATE code."""
-    return re.sub(r"\s*SQLSTATE: \w+\.?", "", message).strip()
+    """A Spark message without its SQLSTATE code or a record's values."""
+    return without_values(re.sub(r"\s*SQLSTATE: \w+\.?", "", message).strip())
 
 
 __all__ = ["is_spark_error", "one_line", "spark_errors"]

@@ -245,19 +245,35 @@ def _has_errors(path: Path, since: int = 0) -> bool:
 
 def _new_log() -> Path | None:
     """A new owner-only log file in `$VPUB_LOG_DIR` (default: `vpub-logs-<user id>` in
-    the temporary directory); None when it cannot be made."""
+    the temporary directory); None when it cannot be made. A directory that is not this
+    user's alone (another user made it first in a shared /tmp) is never written into: a
+    new private one is made instead, so no one else can read the log or plant a link."""
+    import secrets
     import tempfile
     import time
 
     uid = os.getuid() if hasattr(os, "getuid") else 0
     root = Path(os.environ.get("VPUB_LOG_DIR") or Path(tempfile.gettempdir()) / f"vpub-logs-{uid}")
-    path = root / f"spark-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    name = f"spark-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{secrets.token_hex(3)}.log"
     try:
-        root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o600))
+        if not _private_dir(root):
+            root = Path(tempfile.mkdtemp(prefix="vpub-logs-"))
+        flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+        os.close(os.open(root / name, flags, 0o600))
     except OSError:
         return None
-    return path
+    return root / name
+
+
+def _private_dir(root: Path) -> bool:
+    """Whether `root` is a real directory of this user's, closed to others (made so when
+    it does not exist)."""
+    import stat
+
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = os.lstat(root)
+    mine = not hasattr(os, "getuid") or st.st_uid == os.getuid()
+    return stat.S_ISDIR(st.st_mode) and mine and not st.st_mode & 0o077
 
 
 def _launch_logged(conf: dict[str, str]) -> None:
