@@ -275,3 +275,14 @@ def test_statdb_verify_passes_an_intact_store_and_fails_a_swapped_one(copy, caps
     assert main(["statdb", "verify", str(copy), "--json"]) == 1
     failures = json.loads(capsys.readouterr().out)["failures"]
     assert any(f.startswith("store: SHA-256 of every file") and "buckets/part-" in f for f in failures), failures  # fmt: skip
+
+
+def test_serve_opens_a_signed_store_only_with_its_verify_key(signed, tmp_path):
+    from vpub_spark.serve.app import ServeSettings, build_app
+
+    state, _, _, public, _ = signed
+    app = build_app(ServeSettings(str(state), verify_key=public))
+    assert app.state.signed_by == read_store(state)["signed_by"]
+    _, wrong = generate_keys(tmp_path / "other")
+    with pytest.raises(VpubError, match="store.json is not what key"):
+        build_app(ServeSettings(str(state), verify_key=str(wrong)))

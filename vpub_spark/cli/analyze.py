@@ -222,13 +222,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from ..serve.app import ENV, ServeSettings, build_app, settings_env
     from ..serve.limits import check_binding
 
-    settings = ServeSettings(args.store, args.releases, args.token_file, args.max_body, args.rate, args.burst)  # fmt: skip
+    settings = ServeSettings(args.store, args.releases, args.token_file, args.max_body, args.rate, args.burst, args.verify_key)  # fmt: skip
     check_binding(args.host, settings.token())
     if args.releases is not None and not Path(args.releases).is_dir():
         raise SpecError(f"--releases {Path(args.releases).name}: no such directory")
     app = build_app(settings)
     shown = "the page, the API at /openapi.json" + (", the release catalog" if args.releases else "")  # fmt: skip
     console.print(f"serving {Path(args.store).name} on http://{args.host}:{args.port}/ ({shown}); {args.workers} worker(s)")  # fmt: skip
+    if args.verify_key is None and app.state.signed_by:
+        console.print(f"note: the store is signed (key {app.state.signed_by}) but --verify-key was not given: its signature was not checked")  # fmt: skip
     if args.workers == 1:
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
         return 0
@@ -243,6 +245,7 @@ def register(sub) -> None:
     _register_statdb(sub)
     sv = sub.add_parser("serve", help="the statistical database and release catalog as a web service and page (loopback by default)")  # fmt: skip
     sv.add_argument("--store", required=True, help="a private bucket store (vpub statdb build)")
+    sv.add_argument("--verify-key", default=None, metavar="PEM", help="refuse the store unless store.json carries a valid Ed25519 signature by this key")  # fmt: skip
     sv.add_argument("--host", default="127.0.0.1")
     sv.add_argument("--port", type=int, default=8080)
     sv.add_argument("--token-file", default=None, help="clients must send 'Authorization: Bearer <token>' (required off loopback)")  # fmt: skip

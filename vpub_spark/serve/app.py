@@ -61,6 +61,7 @@ class ServeSettings:
     max_body: int = MAX_BODY
     rate: float = 50.0  # requests a second per client address (0: no limit)
     burst: int = 100
+    verify_key: str | None = None  # refuse the store unless store.json is signed by this key
 
     def token(self) -> str | None:
         if self.token_file is None:
@@ -109,7 +110,7 @@ class Api:
 
     def __init__(self, settings: ServeSettings):
         self.settings, self.token = settings, settings.token()
-        self.db = StatDB.open(settings.store)
+        self.db = StatDB.open(settings.store, settings.verify_key)
         self.catalog = Catalog(Path(settings.releases)) if settings.releases else None
         self.limit = RateLimit(settings.rate, settings.burst)
 
@@ -263,7 +264,9 @@ def build_app(settings: ServeSettings) -> Starlette:
     routes = [*api.routes(), Route("/openapi.json", openapi, include_in_schema=False)]
     routes += _static_routes()
     handlers = {ApiError: _api_error, HTTPException: _http_error, Exception: _internal_error}
-    return Starlette(routes=routes, exception_handlers=handlers)
+    app = Starlette(routes=routes, exception_handlers=handlers)
+    app.state.signed_by = api.db.meta.get("signed_by")  # the command says when it went unchecked
+    return app
 
 
 def _static_routes() -> list[Route]:
