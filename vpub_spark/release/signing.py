@@ -88,14 +88,19 @@ def sign(stage: Path, private_key_path: str | Path) -> None:
 
 def verify(release: str | Path, public_key_path: str | Path) -> tuple[bool, str]:
     """(ok, why): the release's manifest is signed by that key, byte for byte."""
+    key = _load(public_key_path, False)
+    return signed_by(key, Path(release) / MANIFEST, Path(release) / SIGNATURE, "the manifest", "release")  # fmt: skip
+
+
+def signed_by(key, signed: Path, signature: Path, what: str, holder: str) -> tuple[bool, str]:
+    """(ok, why): file `signed` is, byte for byte, what `key`'s private half signed in
+    `signature` (a release's manifest, a store's store.json)."""
     from cryptography.exceptions import InvalidSignature
 
-    key = _load(public_key_path, False)
-    sig = Path(release) / SIGNATURE
-    if not sig.is_file():
-        return False, f"no {SIGNATURE}: the release is not signed"
+    if not signature.is_file():
+        return False, f"no {signature.name}: the {holder} is not signed"
     try:
-        key.verify(base64.b64decode(sig.read_text()), (Path(release) / MANIFEST).read_bytes())
+        key.verify(base64.b64decode(signature.read_text()), signed.read_bytes())
     except (InvalidSignature, ValueError):
-        return False, f"the manifest is not what key {key_id(key)} signed"
+        return False, f"{what} is not what key {key_id(key)} signed"
     return True, f"signed by key {key_id(key)}"

@@ -28,7 +28,6 @@ store.json lists them, and is refused: open it again.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 from pathlib import Path
 
@@ -120,18 +119,9 @@ def verify_signature(state: Path, verify_key: str) -> tuple[bool, str]:
 
 
 def _signed_by(state: Path, key) -> tuple[bool, str]:
-    from cryptography.exceptions import InvalidSignature
+    from .signing import signed_by
 
-    from .signing import key_id
-
-    sig = state / SIGNATURE
-    if not sig.is_file():
-        return False, f"no {SIGNATURE}: the store is not signed"
-    try:
-        key.verify(base64.b64decode(sig.read_text()), (state / STORE_FILE).read_bytes())
-    except (InvalidSignature, ValueError):
-        return False, f"{STORE_FILE} is not what key {key_id(key)} signed"
-    return True, f"signed by key {key_id(key)}"
+    return signed_by(key, state / STORE_FILE, state / SIGNATURE, STORE_FILE, "store")
 
 
 def verified_for_update(state: Path, sign_key: str | None) -> dict:
