@@ -141,7 +141,9 @@ def _nth_permutation(n: int, index: int) -> np.ndarray:
     return np.array(out, dtype=np.int64)
 
 
-def rng_outcomes(fn: Callable[[], Any], keys: Sequence[np.ndarray] | None = None) -> list[tuple[Any, Fraction]]:  # fmt: skip
+def rng_outcomes(
+    fn: Callable[[], Any], keys: Sequence[np.ndarray] | None = None
+) -> list[tuple[Any, Fraction]]:
     """Every outcome of fn() with its exact probability: while fn runs,
     numpy.random.default_rng(seed) returns a `_Replay` (any seed), and every path of
     its draws is walked once (a path's probability: the product of 1/branches)."""
@@ -167,7 +169,9 @@ def rng_outcomes(fn: Callable[[], Any], keys: Sequence[np.ndarray] | None = None
 class Adversary:
     """003 §1's adversary for one algorithm (its `outcomes`) and one release view."""
 
-    def __init__(self, outcomes: Outcomes, release: Callable[[Any, np.ndarray], Hashable] = group_release):  # fmt: skip
+    def __init__(
+        self, outcomes: Outcomes, release: Callable[[Any, np.ndarray], Hashable] = group_release
+    ):
         self.outcomes, self.release = outcomes, release
         self._dist: dict[bytes, dict[Hashable, tuple[Fraction, Any]]] = {}
         self.runs = 0  # tables the algorithm was run on (every outcome of each)

@@ -93,30 +93,56 @@ def job_table(seed: int, n: int) -> pd.DataFrame:
     """A small table (age, zip, sex, job) whose job follows age: l-eligible for l <= 4."""
     rng = np.random.default_rng(seed)
     age = rng.integers(20, 70, n)
-    return pd.DataFrame({
-        "age": age.astype(str), "zip": rng.integers(10, 40, n).astype(str), "sex": rng.choice(["F", "M"], n),
-        "job": [f"j{x:02d}" for x in (age // 5 + rng.integers(0, 7, n)) % 12],
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "age": age.astype(str),
+            "zip": rng.integers(10, 40, n).astype(str),
+            "sex": rng.choice(["F", "M"], n),
+            "job": [f"j{x:02d}" for x in (age // 5 + rng.integers(0, 7, n)) % 12],
+        }
+    )
 
 
 def marginal_release(tmp: Path, seed: int, n: int, m: int = 3, also: dict | None = None):
     """A published m-invariant marginal (age, zip -> job) of `job_table(seed, n)`."""
     data = write_table(job_table(seed, n), tmp / "t")
-    cfg = config_from_dict({
-        "input": {"path": str(data)}, "privacy": {"model": "m-invariance", "m": m} | ({"also": also} if also else {}), "method": "marginals",
-        "marginals": {"sensitive": "job", "schemas": [["age", "zip"]], "state": str(tmp / "private" / "s"), "qi": ["age", "zip"]},
-        "output": {"path": str(tmp / "out"), "release_id": "g"}, "engine": "inprocess",
-    })  # fmt: skip
+    cfg = config_from_dict(
+        {
+            "input": {"path": str(data)},
+            "privacy": {"model": "m-invariance", "m": m} | ({"also": also} if also else {}),
+            "method": "marginals",
+            "marginals": {
+                "sensitive": "job",
+                "schemas": [["age", "zip"]],
+                "state": str(tmp / "private" / "s"),
+                "qi": ["age", "zip"],
+            },
+            "output": {"path": str(tmp / "out"), "release_id": "g"},
+            "engine": "inprocess",
+        }
+    )
     return publish(cfg, InProcessEngine())
 
 
-def marginals_store(frame: pd.DataFrame, tmp: Path, schema: list[str], sensitive: str, m: int, seed: int):  # fmt: skip
+def marginals_store(
+    frame: pd.DataFrame, tmp: Path, schema: list[str], sensitive: str, m: int, seed: int
+):
     """(store, release): a marginals store of `frame` (CSV, every attribute categorical)
     with one published marginal `schema -> sensitive`, in process."""
     data = write_table(frame, tmp / "t")
-    cfg = config_from_dict({
-        "input": {"path": str(data)}, "method": "marginals", "privacy": {"model": "m-invariance", "m": m},
-        "marginals": {"sensitive": sensitive, "schemas": [schema], "state": str(tmp / "private" / "store")},
-        "output": {"path": str(tmp / "out"), "release_id": "r"}, "engine": "inprocess", "seed": seed,
-    })  # fmt: skip
+    cfg = config_from_dict(
+        {
+            "input": {"path": str(data)},
+            "method": "marginals",
+            "privacy": {"model": "m-invariance", "m": m},
+            "marginals": {
+                "sensitive": sensitive,
+                "schemas": [schema],
+                "state": str(tmp / "private" / "store"),
+            },
+            "output": {"path": str(tmp / "out"), "release_id": "r"},
+            "engine": "inprocess",
+            "seed": seed,
+        }
+    )
     return tmp / "private" / "store", publish(cfg, InProcessEngine()).path

@@ -14,7 +14,11 @@ import urllib.request
 import uuid
 from collections.abc import Iterator
 
-ACCESS = {"AWS_ACCESS_KEY_ID": "vpub-test", "AWS_SECRET_ACCESS_KEY": "vpub-test-secret", "AWS_REGION": "us-east-1"}  # fmt: skip
+ACCESS = {
+    "AWS_ACCESS_KEY_ID": "vpub-test",
+    "AWS_SECRET_ACCESS_KEY": "vpub-test-secret",
+    "AWS_REGION": "us-east-1",
+}
 
 
 def _free_port() -> int:
@@ -35,7 +39,11 @@ def s3_server(port: int | None = None) -> Iterator[dict[str, str]]:
     """Start moto_server on `port` (default: a free one) on loopback; yield the
     environment that points pyarrow and boto3 at it (endpoint, region, credentials)."""
     port = port or _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     endpoint = f"http://127.0.0.1:{port}"
     try:
         for _ in range(100):

@@ -15,7 +15,13 @@ import uvicorn
 from vpub_spark.serve.app import ServeSettings, build_app
 
 # the labels of the store `labels_store` (tests/serve/conftest.py), as a census extract's
-EDUCATION = ["Bachelors degree(BA AB BS)", "Children", "Masters degree(MA MS)", "nan", "Some, college"]  # fmt: skip
+EDUCATION = [
+    "Bachelors degree(BA AB BS)",
+    "Children",
+    "Masters degree(MA MS)",
+    "nan",
+    "Some, college",
+]
 ORIGIN = ["Mexican (Mexicano)", "Puerto Rican", 'O\'Brien, "Jr"', "[none]", "Ünïcödé"]
 JOB = ["Adm-clerical", "Craft (repair)", "Sales, retail", "it's", "x=y", "nan", "and"]
 BIRTH = ["Mexico", "Puerto-Rico", "Outlying-US(Guam-USVI-etc)"]  # in the data, never served
@@ -27,7 +33,9 @@ def running(settings: ServeSettings):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    config = uvicorn.Config(build_app(settings), host="127.0.0.1", port=port, log_level="warning", backlog=2048)  # fmt: skip
+    config = uvicorn.Config(
+        build_app(settings), host="127.0.0.1", port=port, log_level="warning", backlog=2048
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -30,7 +30,10 @@ def _cfg(**changes):
         ({"output": {"release_id": "../up"}}, "must be a plain, non-hidden directory name"),
         ({"output": {"release_id": ".hidden"}}, "must be a plain, non-hidden directory name"),
         ({"privacy": {"l": 1}}, "l-diversity needs an integer l >= 2"),
-        ({"privacy": {"model": "k-anonymity"}}, "privacy model must be l-diversity or m-invariance"),
+        (
+            {"privacy": {"model": "k-anonymity"}},
+            "privacy model must be l-diversity or m-invariance",
+        ),
         ({"privacy": {"l": 2, "k": 3}}, "privacy has unknown keys k"),
         ({"privacy": {"model": "m-invariance", "m": 1}}, "m-invariance needs an integer m >= 2"),
         ({"rules": []}, "rules must be a non-empty list"),
@@ -43,13 +46,28 @@ def _cfg(**changes):
         ({"multi_sa": {"chunk_rows": 0}}, "multi_sa.chunk_rows must be a positive integer"),
         ({"multi_sa": {"threads": 2}}, "multi_sa has unknown keys threads"),
         ({"marginals": {"sensitive": "s", "schemas": [["a"]]}}, "marginals.state is required"),
-        ({"marginals": {"sensitive": "s", "schemas": "a", "state": "x"}}, "marginals.schemas must be a list"),
-        ({"marginals": {"sensitive": "s", "schemas": [[]], "state": "x"}}, "must be a non-empty list of attribute names"),
-        ({"marginals": {"sensitive": "s", "schemas": [["a"]], "state": "x", "chunk_rows": 0}}, "marginals.chunk_rows must be a positive integer"),
-        ({"marginals": {"sensitive": "s", "schemas": [["a"]], "state": "x", "tries": True}}, "marginals.tries must be a positive integer"),
-        ({"marginals": {"sensitive": "s", "schemas": [["a"]], "state": "x", "m": 3}}, "marginals has unknown keys m"),
+        (
+            {"marginals": {"sensitive": "s", "schemas": "a", "state": "x"}},
+            "marginals.schemas must be a list",
+        ),
+        (
+            {"marginals": {"sensitive": "s", "schemas": [[]], "state": "x"}},
+            "must be a non-empty list of attribute names",
+        ),
+        (
+            {"marginals": {"sensitive": "s", "schemas": [["a"]], "state": "x", "chunk_rows": 0}},
+            "marginals.chunk_rows must be a positive integer",
+        ),
+        (
+            {"marginals": {"sensitive": "s", "schemas": [["a"]], "state": "x", "tries": True}},
+            "marginals.tries must be a positive integer",
+        ),
+        (
+            {"marginals": {"sensitive": "s", "schemas": [["a"]], "state": "x", "m": 3}},
+            "marginals has unknown keys m",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_values_get_their_error(changes, message):
     with pytest.raises(SpecError, match=message.replace("(", r"\(").replace("{", r"\{")):
         _cfg(**changes)
@@ -63,13 +81,22 @@ def test_errors_name_the_config_file():
 @pytest.mark.parametrize(
     "changes, message",
     [
-        ({"method": "gd2"}, "method must be one of uad, gd, single_attribute, multi_sa_bip, marginals"),
+        (
+            {"method": "gd2"},
+            "method must be one of uad, gd, single_attribute, multi_sa_bip, marginals",
+        ),
         ({"method": "marginals"}, "method marginals needs privacy model m-invariance"),
-        ({"method": "uad", "privacy": {"model": "m-invariance", "m": 4}}, "method uad needs privacy model l-diversity"),
+        (
+            {"method": "uad", "privacy": {"model": "m-invariance", "m": 4}},
+            "method uad needs privacy model l-diversity",
+        ),
         ({"method": "uad", "rules": None}, "method uad needs `rules`"),
-        ({"method": "marginals", "privacy": {"model": "m-invariance", "m": 4}, "rules": None}, "method marginals needs a `marginals:` section"),
+        (
+            {"method": "marginals", "privacy": {"model": "m-invariance", "m": 4}, "rules": None},
+            "method marginals needs a `marginals:` section",
+        ),
     ],
-)  # fmt: skip
+)
 def test_the_method_registry_checks_what_a_method_needs(changes, message):
     cfg = _cfg(**changes)
     with pytest.raises(SpecError, match=message.replace("(", r"\(")):
@@ -78,10 +105,13 @@ def test_the_method_registry_checks_what_a_method_needs(changes, message):
 
 def test_every_registered_method_accepts_its_own_example():
     examples = {
-        "marginals": {"privacy": {"model": "m-invariance", "m": 4}, "rules": None,
-                      "marginals": {"sensitive": "s", "schemas": [["a"]], "state": "x"}},
+        "marginals": {
+            "privacy": {"model": "m-invariance", "m": 4},
+            "rules": None,
+            "marginals": {"sensitive": "s", "schemas": [["a"]], "state": "x"},
+        },
         **{n: {"rules": None, "streamliner": {"sensitive": "s"}} for n in ("rda", "gda", "ria")},
-    }  # fmt: skip
+    }
     for name, method in METHODS.items():
         cfg = _cfg(method=name, **examples.get(name, {}))
         assert method_for(cfg) is method
@@ -108,17 +138,29 @@ def _project(tmp_path):
     for d in ("conf", "data", "secret"):
         (root / d).mkdir(parents=True)
     job_table(2, 400).to_csv(root / "data" / "t.csv", index=False)
-    (root / "conf" / "table.yaml").write_text(yaml.safe_dump({"name": "t", "attributes": [{"name": c} for c in ("age", "zip", "sex", "job")]}))  # fmt: skip
+    (root / "conf" / "table.yaml").write_text(
+        yaml.safe_dump(
+            {"name": "t", "attributes": [{"name": c} for c in ("age", "zip", "sex", "job")]}
+        )
+    )
     (root / "conf" / "spark.yaml").write_text("master: local[1]\ndriver_memory: 1g\n")
     (root / "secret" / "seed").write_text("7\n")
     os.chmod(root / "secret", 0o700)
     os.chmod(root / "secret" / "seed", 0o600)
     job = {
-        "engine": "inprocess", "spark": "spark.yaml", "rules": ["age, zip -> job"], "privacy": {"l": 2},
-        "input": {"path": "../data/t.csv", "table": "table.yaml"}, "seed_file": "../secret/seed",
-        "output": {"path": "../out/releases", "release_id": "r", "sign_key": "../keys/signing-key.pem"},
+        "engine": "inprocess",
+        "spark": "spark.yaml",
+        "rules": ["age, zip -> job"],
+        "privacy": {"l": 2},
+        "input": {"path": "../data/t.csv", "table": "table.yaml"},
+        "seed_file": "../secret/seed",
+        "output": {
+            "path": "../out/releases",
+            "release_id": "r",
+            "sign_key": "../keys/signing-key.pem",
+        },
         "private_dir": "~/vpub-test-private",
-    }  # fmt: skip
+    }
     (root / "conf" / "job.yaml").write_text(yaml.safe_dump(job))
     return root
 
@@ -133,15 +175,23 @@ def test_relative_paths_in_a_config_resolve_against_its_directory(tmp_path, monk
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
     cfg = load_config(root / "conf" / "job.yaml")
-    assert cfg.input_path == str(root / "data" / "t.csv") and cfg.table == str(root / "conf" / "table.yaml")  # fmt: skip
-    assert cfg.spark == str(root / "conf" / "spark.yaml") and cfg.seed_file == str(root / "secret" / "seed")  # fmt: skip
+    assert cfg.input_path == str(root / "data" / "t.csv") and cfg.table == str(
+        root / "conf" / "table.yaml"
+    )
+    assert cfg.spark == str(root / "conf" / "spark.yaml") and cfg.seed_file == str(
+        root / "secret" / "seed"
+    )
     assert cfg.output_path == str(root / "out" / "releases")
     assert cfg.sign_key == str(root / "keys" / "signing-key.pem")
     assert cfg.private_dir == str(Path.home() / "vpub-test-private")
     # a relative config path gives paths relative to the same working directory
     monkeypatch.chdir(root)
     rel = load_config("conf/job.yaml")
-    assert (rel.input_path, rel.spark, rel.output_path) == ("data/t.csv", "conf/spark.yaml", "out/releases")  # fmt: skip
+    assert (rel.input_path, rel.spark, rel.output_path) == (
+        "data/t.csv",
+        "conf/spark.yaml",
+        "out/releases",
+    )
     # the command line's paths stay relative to the working directory
     assert with_overrides(rel, input_path="mine.csv", output_path="o").input_path == "mine.csv"
 
@@ -154,13 +204,23 @@ def test_remote_uris_absolute_paths_and_preset_names_are_kept(tmp_path):
     conf = tmp_path / "conf"
     conf.mkdir()
     state = str(tmp_path / "abs" / "store")
-    (conf / "m.yaml").write_text(yaml.safe_dump({
-        "input": {"path": "s3://lake/in/adult", "table": "adult"}, "output": {"path": "s3://lake/releases"},
-        "privacy": {"model": "m-invariance", "m": 4}, "method": "marginals",
-        "marginals": {"sensitive": "s", "schemas": [["a"]], "state": state},
-    }))  # fmt: skip
+    (conf / "m.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "input": {"path": "s3://lake/in/adult", "table": "adult"},
+                "output": {"path": "s3://lake/releases"},
+                "privacy": {"model": "m-invariance", "m": 4},
+                "method": "marginals",
+                "marginals": {"sensitive": "s", "schemas": [["a"]], "state": state},
+            }
+        )
+    )
     cfg = load_config(conf / "m.yaml")
-    assert (cfg.input_path, cfg.table, cfg.output_path) == ("s3://lake/in/adult", "adult", "s3://lake/releases")  # fmt: skip
+    assert (cfg.input_path, cfg.table, cfg.output_path) == (
+        "s3://lake/in/adult",
+        "adult",
+        "s3://lake/releases",
+    )
     assert cfg.marginals is not None and cfg.marginals.state == state
 
 
@@ -175,7 +235,12 @@ def test_publish_with_a_config_outside_the_working_directory(tmp_path):
     root = _project(tmp_path)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    subprocess.run(vpub("keys", "generate", "--out", str(root / "keys")), check=True, capture_output=True, timeout=120)  # fmt: skip
+    subprocess.run(
+        vpub("keys", "generate", "--out", str(root / "keys")),
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     cmd = vpub("publish", "--config", str(root / "conf" / "job.yaml"))
     done = subprocess.run(cmd, cwd=elsewhere, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr

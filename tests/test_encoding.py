@@ -119,7 +119,7 @@ def test_integer_columns_encode_as_their_strings(values, extra_raw, kind):
             st.sampled_from(["?", "", "007", "-0", "+5", " 5", "x"]),
         ),
         max_size=4,
-    ),  # fmt: skip
+    ),
     st.sampled_from([pa.int8(), pa.int32(), pa.int64(), pa.uint16()]),
 )
 @settings(max_examples=150, deadline=None)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import SpecError
-from .model import PrivacySpec, TableSpec
+from .model import PrivacySpec
 from .release.layout import PRIVATE, public_path
 from .tablespec import load_yaml
 
@@ -130,7 +130,9 @@ class MarginalSettings:
 
     def __post_init__(self) -> None:
         if self.partitioning not in self.PARTITIONINGS:
-            raise SpecError(f"marginals.partitioning must be one of {', '.join(self.PARTITIONINGS)}, not {self.partitioning!r}")  # fmt: skip
+            raise SpecError(
+                f"marginals.partitioning must be one of {', '.join(self.PARTITIONINGS)}, not {self.partitioning!r}"
+            )
         for k in ("chunk_rows", "tries", "blocks"):
             v = getattr(self, k)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
@@ -153,10 +155,15 @@ class MarginalSettings:
                 "marginals.schemas must be a list of attribute lists, e.g. [[age], [age, gender]]"
             )
         return cls(
-            str(d["sensitive"]), tuple(_names(x, "each of marginals.schemas") for x in d.get("schemas") or []), str(d["state"]),
+            str(d["sensitive"]),
+            tuple(_names(x, "each of marginals.schemas") for x in d.get("schemas") or []),
+            str(d["state"]),
             None if d.get("qi") is None else _names(d["qi"], "marginals.qi"),
-            d.get("chunk_rows", 50_000), d.get("tries", 5), d.get("blocks", 32), str(d.get("partitioning", "mondrian")),
-        )  # fmt: skip
+            d.get("chunk_rows", 50_000),
+            d.get("tries", 5),
+            d.get("blocks", 32),
+            str(d.get("partitioning", "mondrian")),
+        )
 
 
 ANONYMIZERS = ("anatomy", "rda", "gda")  # how rule-based methods anonymize a sub-table
@@ -183,21 +190,30 @@ class StreamlinerSettings:
             return None
         unknown = set(d) - set(cls.KEYS)
         if unknown:
-            raise SpecError(f"streamliner has unknown keys {', '.join(sorted(unknown))}; known: {', '.join(cls.KEYS)}")  # fmt: skip
+            raise SpecError(
+                f"streamliner has unknown keys {', '.join(sorted(unknown))}; known: {', '.join(cls.KEYS)}"
+            )
         if not d.get("sensitive"):
             raise SpecError("streamliner.sensitive is required")
         weights = d.get("weights")
-        if weights is not None and (not isinstance(weights, dict) or not all(isinstance(v, int) and v >= 0 for v in weights.values())):  # fmt: skip
-            raise SpecError("streamliner.weights must map QI attributes to integers >= 0, e.g. {age: 1, gender: 10000}")  # fmt: skip
+        if weights is not None and (
+            not isinstance(weights, dict)
+            or not all(isinstance(v, int) and v >= 0 for v in weights.values())
+        ):
+            raise SpecError(
+                "streamliner.weights must map QI attributes to integers >= 0, e.g. {age: 1, gender: 10000}"
+            )
         for k in ("segment", "chunk_rows"):
             v = d.get(k)
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
                 raise SpecError(f"streamliner.{k} must be a positive integer, not {v!r}")
         return cls(
-            str(d["sensitive"]), None if d.get("qi") is None else _names(d["qi"], "streamliner.qi"),
+            str(d["sensitive"]),
+            None if d.get("qi") is None else _names(d["qi"], "streamliner.qi"),
             None if weights is None else tuple((str(k), int(v)) for k, v in weights.items()),
-            d.get("segment"), int(d.get("chunk_rows", 50_000)),
-        )  # fmt: skip
+            d.get("segment"),
+            int(d.get("chunk_rows", 50_000)),
+        )
 
 
 @dataclass(frozen=True)
@@ -217,7 +233,7 @@ class PublishConfig:
     method: str = "uad"
     output_path: str = "releases"
     release_id: str | None = None
-    family: str | None = None  # the release family (release/catalog.py); default <table>-<method>
+    family: str | None = None  # the release family (lake/catalog.py); default <table>-<method>
     seed: int | None = None  # None: a secret seed (release/secret.py), or `seed_file`'s
     seed_file: str | None = None  # an owner-only file holding the seed (reproducible runs)
     private_dir: str | None = None  # where run records keep the seed (default: per user)
@@ -247,12 +263,16 @@ class PublishConfig:
             raise SpecError(
                 f"partitions must be a positive integer or auto, not {self.partitions!r}"
             )
-        if self.seed is not None and (not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0):  # fmt: skip
+        if self.seed is not None and (
+            not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0
+        ):
             raise SpecError(f"seed must be an integer >= 0, not {self.seed!r}")
         if self.seed is not None and self.seed_file is not None:
             raise SpecError("give seed or seed_file, not both")
         if self.anonymizer not in ANONYMIZERS:
-            raise SpecError(f"anonymizer must be one of {', '.join(ANONYMIZERS)}, not {self.anonymizer!r}")  # fmt: skip
+            raise SpecError(
+                f"anonymizer must be one of {', '.join(ANONYMIZERS)}, not {self.anonymizer!r}"
+            )
         if self.release_id is not None and (
             not self.release_id or "/" in self.release_id or self.release_id.startswith(".")
         ):
@@ -269,19 +289,11 @@ class PublishConfig:
 
     @property
     def secret_seed(self) -> int:
-        """The run's seed; `with_secret_seed` must have fixed it (the pipeline does)."""
+        """The run's seed; `publish.method.with_secret_seed` must have fixed it (the
+        pipeline does)."""
         if self.seed is None:
-            raise SpecError("the run's seed is not drawn yet (config.with_secret_seed)")
+            raise SpecError("the run's seed is not drawn yet (publish.method.with_secret_seed)")
         return self.seed
-
-    def with_secret_seed(self) -> PublishConfig:
-        """The config with its seed fixed: given, read from `seed_file`, or drawn."""
-        from .release.secret import draw_seed, read_seed_file
-
-        if self.seed is not None:
-            return self
-        seed = read_seed_file(self.seed_file) if self.seed_file else draw_seed()
-        return replace(self, seed=seed, seed_file=None)
 
     def effective(self) -> dict:
         """The configuration as run, for the manifest: no path of the private store
@@ -420,7 +432,16 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
         raise SpecError(f"{where}: {e}") from None
 
 
-PATHS = (("input", "path"), ("input", "table"), ("output", "path"), ("output", "sign_key"), ("spark",), ("seed_file",), ("private_dir",), ("marginals", "state"))  # fmt: skip
+PATHS = (
+    ("input", "path"),
+    ("input", "table"),
+    ("output", "path"),
+    ("output", "sign_key"),
+    ("spark",),
+    ("seed_file",),
+    ("private_dir",),
+    ("marginals", "state"),
+)
 
 
 def resolve_path(value: str, base: str | Path) -> str:
@@ -450,7 +471,11 @@ def resolve_paths(d: Any, base: str | Path) -> Any:
             holder = inner
         else:
             v = holder.get(key)
-            if isinstance(v, str) and v and (keys != ("input", "table") or v.endswith((".yaml", ".yml"))):  # fmt: skip
+            if (
+                isinstance(v, str)
+                and v
+                and (keys != ("input", "table") or v.endswith((".yaml", ".yml")))
+            ):
                 holder[key] = resolve_path(v, base)
     return out
 
@@ -458,22 +483,3 @@ def resolve_paths(d: Any, base: str | Path) -> Any:
 def load_config(path: str | Path) -> PublishConfig:
     """The config file at `path`, its relative paths resolved against its directory."""
     return config_from_dict(resolve_paths(load_yaml(path), Path(path).parent), str(path))
-
-
-def resolve_table(input_path: str, table: str | None) -> tuple[str, TableSpec]:
-    """(data path, table spec) for a config's input: a spec file, a preset name, or the
-    input directory's own table.yaml."""
-    from .datasets import adult, synthetic
-    from .datasets.presets import resolve_input
-
-    t = table
-    if t is not None and not t.endswith((".yaml", ".yml")):
-        if t == "adult":
-            return input_path, adult.adult_spec()
-        if t in synthetic.SCHEMAS:
-            data = Path(input_path) / "data"
-            return str(data) if data.is_dir() else input_path, synthetic.table_spec(t)
-        raise SpecError(
-            f"input.table {t!r} is neither a .yaml file nor a preset (adult, {', '.join(synthetic.SCHEMAS)})"
-        )
-    return resolve_input(input_path, t)

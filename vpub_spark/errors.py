@@ -23,7 +23,7 @@ class PrivacyError(VpubError):
     """A privacy requirement that no publication can meet (e.g. an RHS that is not l-eligible)."""
 
 
-_RECORD = r"((?:Expected \d+ columns?, got \d+|[Mm]alformed (?:CSV )?records?(?: are detected in record parsing)?))\s*:.*"  # fmt: skip
+_RECORD = r"((?:Expected \d+ columns?, got \d+|[Mm]alformed (?:CSV )?records?(?: are detected in record parsing)?))\s*:.*"
 
 
 def without_values(message: str) -> str:

@@ -153,7 +153,12 @@ class Rule:
         return {"lhs": sorted(self.lhs), "rhs": self.rhs}
 
 
-ALSO = {"entropy_l": "entropy l-diversity", "recursive_c": "recursive (c, l)-diversity", "k": "k-anonymity", "t": "t-closeness"}  # fmt: skip
+ALSO = {
+    "entropy_l": "entropy l-diversity",
+    "recursive_c": "recursive (c, l)-diversity",
+    "k": "k-anonymity",
+    "t": "t-closeness",
+}
 
 
 @dataclass(frozen=True)
@@ -182,24 +187,41 @@ class PrivacySpec:
                 f"privacy model must be l-diversity or m-invariance, not {self.model!r}"
             )
         if not isinstance(self.suppression, int | float) or not 0 <= self.suppression < 1:
-            raise SpecError(f"privacy.suppression must be a share of the rows in [0, 1), not {self.suppression!r}")  # fmt: skip
+            raise SpecError(
+                f"privacy.suppression must be a share of the rows in [0, 1), not {self.suppression!r}"
+            )
         for key, value in self.also:
             if key not in ALSO:
                 raise SpecError(f"privacy.also: unknown model {key!r}; known: {', '.join(ALSO)}")
             if not isinstance(value, int | float) or value <= 0 or (key == "t" and value > 1):
-                raise SpecError(f"privacy.also.{key} must be a positive number{' at most 1' if key == 't' else ''}, not {value!r}")  # fmt: skip
+                raise SpecError(
+                    f"privacy.also.{key} must be a positive number{' at most 1' if key == 't' else ''}, not {value!r}"
+                )
 
     @property
     def parameter(self) -> int:
         return int(self.l if self.model == "l-diversity" else self.m)  # type: ignore[arg-type]
 
     @property
+    def letter(self) -> str:
+        """The parameter's name: l (l-diversity) or m (m-invariance)."""
+        return "l" if self.model == "l-diversity" else "m"
+
+    @property
     def extra(self) -> dict[str, float]:
         return dict(self.also)
 
     def as_dict(self) -> dict:
-        base = {"model": self.model, "l": self.l} if self.model == "l-diversity" else {"model": self.model, "m": self.m}  # fmt: skip
-        return base | ({"also": dict(self.also)} if self.also else {}) | ({"suppression": self.suppression} if self.suppression else {})  # fmt: skip
+        base = (
+            {"model": self.model, "l": self.l}
+            if self.model == "l-diversity"
+            else {"model": self.model, "m": self.m}
+        )
+        return (
+            base
+            | ({"also": dict(self.also)} if self.also else {})
+            | ({"suppression": self.suppression} if self.suppression else {})
+        )
 
 
 @dataclass(frozen=True)

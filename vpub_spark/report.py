@@ -151,7 +151,7 @@ def publish_summary(result) -> None:
     schema = Schema(tuple(PublishedTable.from_entry(e) for e in m["tables"]))
     console.print(gnf_table(check_gnf(schema, parse_rules(m["rules"]))))
     l = m["privacy"]["l"]
-    if m["method"] == "multi_sa_bip":
+    if "solves" in (m.get("method_cost") or {}):  # a multi-SA release's solver account
         console.print(multi_sa_line(m["method_cost"]))
     console.print(
         f"guarantee: for every rule Q -> S, Pr[t[S] | t[Q], release] <= 1/{l} (GNF, 000 Theorem 4.1); "
@@ -161,20 +161,38 @@ def publish_summary(result) -> None:
 
 def check_report(report) -> Table:
     """`vpub check`'s report (utility/check.py's CheckReport)."""
-    t = Table(title=f"{report.rows:,} rows in {report.classes:,} equivalence classes of {', '.join(report.qi)}; sensitive: {report.sensitive}")  # fmt: skip
+    t = Table(
+        title=f"{report.rows:,} rows in {report.classes:,} equivalence classes of {', '.join(report.qi)}; sensitive: {report.sensitive}"
+    )
     t.add_column("measure / model")
     t.add_column("value / verdict")
     for name, value in report.measured.items():
         t.add_row(f"table's {name}", f"{value:,.4g}")
     for name, c in report.checks.items():
-        verdict = "[green]holds[/green]" if c["passed"] else f"[red]fails[/red] in {c['failing_classes']:,} classes ({c['rows_in_failing']:,} rows)"  # fmt: skip
+        verdict = (
+            "[green]holds[/green]"
+            if c["passed"]
+            else f"[red]fails[/red] in {c['failing_classes']:,} classes ({c['rows_in_failing']:,} rows)"
+        )
         t.add_row(name, verdict)
     for w in report.worst:
-        t.add_row("smallest class: " + ", ".join(f"{a}={w[a]}" for a in report.qi), f"k {w['k']}, l {w['distinct_l']}, t {w['t']:.3f}")  # fmt: skip
+        t.add_row(
+            "smallest class: " + ", ".join(f"{a}={w[a]}" for a in report.qi),
+            f"k {w['k']}, l {w['distinct_l']}, t {w['t']:.3f}",
+        )
     return t
 
 
-RISK_COLUMNS = ("prosecutor_max", "prosecutor_avg", "journalist_max", "marketer", "sample_uniqueness", "avg_class_size", "discernibility", "gcp")  # fmt: skip
+RISK_COLUMNS = (
+    "prosecutor_max",
+    "prosecutor_avg",
+    "journalist_max",
+    "marketer",
+    "sample_uniqueness",
+    "avg_class_size",
+    "discernibility",
+    "gcp",
+)
 
 
 def risk_table(risks: dict[str, dict[str, float]]) -> Table:

@@ -5,7 +5,7 @@ MinIO, Ceph, R2) through `pyarrow.fs`, and boto3 for the one call pyarrow cannot
 `AWS_ENDPOINT_URL`), read by pyarrow and boto3 themselves, so no credential is ever in a
 config, a manifest or a log. Low in the package (imports only `errors`): the engines'
 tasks read inputs and write parts through it; the release's commit protocol on top of
-it is `release/objectstore.py`.
+it is `lake/objectstore.py` (reading a release there: `release/remote.py`).
 
 Decision: objects are deleted through boto3 (DeleteObject, DeleteObjects), never with
 pyarrow's `delete_file` / `delete_dir*`, which leave zero-byte `prefix/` "directory"
@@ -16,7 +16,10 @@ prefix (another tool's) with the rest."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import TypeGuard
 
@@ -53,7 +56,11 @@ def filesystem():
     from pyarrow import fs
 
     endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-    options: dict = {"region": os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"}  # fmt: skip
+    options: dict = {
+        "region": os.environ.get("AWS_REGION")
+        or os.environ.get("AWS_DEFAULT_REGION")
+        or "us-east-1"
+    }
     if endpoint:
         scheme, _, host = endpoint.partition("://")
         options |= {"endpoint_override": host or scheme, "scheme": scheme if host else "https"}
@@ -72,7 +79,9 @@ def fs_path(uri: str) -> str:
 
 
 def storage_error(what: str, uri: str, e: Exception) -> StorageError:
-    return StorageError(f"{what} {uri}: {getattr(e, 'response', {}).get('Error', {}).get('Message') or e}")  # fmt: skip
+    return StorageError(
+        f"{what} {uri}: {getattr(e, 'response', {}).get('Error', {}).get('Message') or e}"
+    )
 
 
 def exists(uri: str) -> bool:
@@ -108,7 +117,10 @@ def create_once(uri: str, data: bytes) -> bool:
     try:
         _client().put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
     except ClientError as e:
-        if e.response.get("Error", {}).get("Code") in ("PreconditionFailed", "ConditionalRequestConflict"):  # fmt: skip
+        if e.response.get("Error", {}).get("Code") in (
+            "PreconditionFailed",
+            "ConditionalRequestConflict",
+        ):
             return False
         raise storage_error("cannot create", uri, e) from None
     return True
@@ -148,9 +160,13 @@ def _delete_keys(uri: str, names: list[str]) -> None:
     try:
         for i in range(0, len(names), 1000):
             batch = [{"Key": prefix + n} for n in names[i : i + 1000]]
-            failed = client.delete_objects(Bucket=bucket, Delete={"Objects": batch, "Quiet": True}).get("Errors")  # fmt: skip
+            failed = client.delete_objects(
+                Bucket=bucket, Delete={"Objects": batch, "Quiet": True}
+            ).get("Errors")
             if failed:
-                raise StorageError(f"cannot delete {bucket}/{failed[0].get('Key')}: {failed[0].get('Message')}")  # fmt: skip
+                raise StorageError(
+                    f"cannot delete {bucket}/{failed[0].get('Key')}: {failed[0].get('Message')}"
+                )
     except (BotoCoreError, ClientError) as e:
         raise storage_error("cannot delete", uri, e) from None
 
@@ -161,7 +177,9 @@ def listing(uri: str) -> list[str]:
 
     base = fs_path(uri)
     try:
-        infos = filesystem().get_file_info(fs.FileSelector(base, recursive=True, allow_not_found=True))  # fmt: skip
+        infos = filesystem().get_file_info(
+            fs.FileSelector(base, recursive=True, allow_not_found=True)
+        )
     except OSError as e:
         raise storage_error("cannot list", uri, e) from None
     return sorted(i.path[len(base) + 1 :] for i in infos if i.type == fs.FileType.File)
@@ -194,10 +212,86 @@ DATA_SUFFIXES = (".parquet", ".csv", ".csv.gz")
 def data_objects(uri: str, kind: str | None = None) -> list[str]:
     """The data files of an input on the store (the object itself, or the `.parquet` /
     `.csv` / `.csv.gz` objects under the prefix, `_` and `.` names left out), sorted URIs."""
-    ext = DATA_SUFFIXES if kind is None else ((".parquet",) if kind == "parquet" else (".csv", ".csv.gz"))  # fmt: skip
-    found = [f for f in listing(uri) if f.endswith(ext) and not base_name(f).startswith(("_", "."))]  # fmt: skip
+    ext = (
+        DATA_SUFFIXES
+        if kind is None
+        else ((".parquet",) if kind == "parquet" else (".csv", ".csv.gz"))
+    )
+    found = [f for f in listing(uri) if f.endswith(ext) and not base_name(f).startswith(("_", "."))]
     if found:
         return [join(uri, f) for f in found]
     if exists(uri) and uri.endswith(ext):
         return [uri]
     raise DataError(f"{uri}: no {kind or 'data'} files on the store")
+
+
+# --- local copies ----------------------------------------------------------------------
+
+_COPIES: dict[str, Path] = {}
+
+
+def scratch() -> Path:
+    """A new private scratch directory under `$VPUB_SCRATCH` (default: the system's
+    temporary directory)."""
+    root = Path(os.environ.get("VPUB_SCRATCH") or tempfile.gettempdir())
+    root.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="vpub-", dir=root))
+
+
+def scratch_until_exit() -> Path:
+    """A private scratch directory that lives until the process exits (local copies)."""
+    local = scratch()
+    atexit.register(shutil.rmtree, local, True)
+    return local
+
+
+def download_files(uri: str, files: list[str], into: Path) -> None:
+    system = filesystem()
+    for f in files:
+        (into / f).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with (
+                system.open_input_stream(f"{fs_path(uri)}/{f}") as src,
+                open(into / f, "wb") as dst,
+            ):
+                shutil.copyfileobj(src, dst, 1 << 20)
+        except OSError as e:
+            raise storage_error("cannot read", join(uri, f), e) from None
+
+
+def download(uri: str, local: Path) -> None:
+    """One object into `local` (nothing when there is no such object)."""
+    if exists(uri):
+        local.parent.mkdir(parents=True, exist_ok=True)
+        local.write_bytes(read_bytes(uri))
+
+
+def local_input(uri: str) -> Path:
+    """A local copy of an input table (a file or a directory of files) at `uri`."""
+    if uri not in _COPIES:
+        files = listing(uri)
+        local = scratch_until_exit()
+        name = base_name(uri)
+        if files:
+            download_files(uri, files, local / name)
+        elif exists(uri):  # a single object
+            (local / name).write_bytes(read_bytes(uri))
+        else:
+            raise DataError(f"{uri}: no such object or prefix")
+        _COPIES[uri] = local / name
+    return _COPIES[uri]
+
+
+def input_outline(uri: str) -> Path:
+    """A local copy of an input's files but its data (its table.yaml), to resolve the
+    table spec while Spark's tasks read the data on the store (`on_store` maps back)."""
+    local = scratch_until_exit() / base_name(uri)
+    local.mkdir()
+    download_files(uri, [f for f in listing(uri) if not f.endswith(DATA_SUFFIXES)], local)
+    return local
+
+
+def on_store(local: str | Path, outline: Path, uri: str) -> str:
+    """The URI of a path inside `input_outline(uri)`."""
+    rest = Path(local).relative_to(outline).as_posix()
+    return uri if rest == "." else join(uri, rest)

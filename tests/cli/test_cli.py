@@ -170,10 +170,26 @@ def test_every_feature_registers_its_commands():
 
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     assert set(sub.choices) == {
-        "datasets", "profile", "rules", "gnf", "publish", "marginals", "audit",
-        "keys", "query", "utility", "statdb", "serve", "compare", "bench", "demo", "releases", "export", "check",
+        "datasets",
+        "profile",
+        "rules",
+        "gnf",
+        "publish",
+        "marginals",
+        "audit",
+        "keys",
+        "query",
+        "utility",
+        "statdb",
+        "serve",
+        "compare",
+        "bench",
+        "demo",
+        "releases",
+        "export",
+        "check",
         "spark-archive",
-    }  # fmt: skip
+    }
     bench = next(a for a in sub.choices["bench"]._actions if a.dest == "what")
     assert set(bench.choices) == {
         "publish",
@@ -200,14 +216,33 @@ def test_query_takes_an_engine_and_both_engines_agree(capsys, tmp_path, spark_en
     frame = job_table(6, 3000)
     data = write_table(frame, tmp_path / "t")
     out = tmp_path / "out"
-    rel = publish_inprocess(data, out, ["age, zip -> job", "sex -> job"], 3, output={"path": str(out), "release_id": "r"})  # fmt: skip
+    rel = publish_inprocess(
+        data,
+        out,
+        ["age, zip -> job", "sex -> job"],
+        3,
+        output={"path": str(out), "release_id": "r"},
+    )
     where = "age between 30 and 45 and sex = F"
     truth = int(((frame.age.astype(int).between(30, 45)) & (frame.sex == "F")).sum())
     answers = {}
     for engine in ("inprocess", "spark", "auto"):
-        code, text, _ = run(capsys, "query", str(rel.path), "--where", where, "--source", str(data), "--engine", engine)  # fmt: skip
+        code, text, _ = run(
+            capsys,
+            "query",
+            str(rel.path),
+            "--where",
+            where,
+            "--source",
+            str(data),
+            "--engine",
+            engine,
+        )
         text = " ".join(text.split())
         assert code == 0 and re.search(r"\((spark|inprocess) engine\)", text), text
-        answers[engine] = (re.search(r"estimate: ([\d,.]+)", text)[1], re.search(r"exact: ([\d,]+)", text)[1])  # type: ignore[index]  # fmt: skip
+        answers[engine] = (
+            re.search(r"estimate: ([\d,.]+)", text)[1],
+            re.search(r"exact: ([\d,]+)", text)[1],
+        )  # type: ignore[index]
     assert answers["inprocess"] == answers["spark"] == answers["auto"]
     assert int(answers["spark"][1].replace(",", "")) == truth > 0

@@ -105,7 +105,12 @@ def test_dependence_knob():
     base = synthetic.generate_block("census", 5, 100_000, 0).to_pandas()
     assert base.equals(synthetic.generate_block("census", 5, 100_000, 0, 0.0).to_pandas())
     qi, s = [a for a, _ in synthetic.schema("census")][: synthetic.DEPENDS_ON], "occupation"
-    h = [_conditional_entropy(synthetic.generate_block("census", 5, 100_000, 0, d).to_pandas(), qi, s) for d in (0.0, 0.5, 1.0)]  # fmt: skip
+    h = [
+        _conditional_entropy(
+            synthetic.generate_block("census", 5, 100_000, 0, d).to_pandas(), qi, s
+        )
+        for d in (0.0, 0.5, 1.0)
+    ]
     assert h[0] > h[1] > h[2] and h[2] == pytest.approx(0.0, abs=1e-9)
     same_qi = synthetic.generate_block("census", 5, 100_000, 0, 1.0).to_pandas()
     assert same_qi.equals(synthetic.generate_block("census", 5, 100_000, 0, 1.0).to_pandas())

@@ -41,9 +41,13 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     env = os.environ | {
-        "CLUSTER_DIR": str(tmp_path_factory.mktemp("cluster")), "MASTER_PORT": str(_free_port()),
-        "MASTER_UI_PORT": str(_free_port()), "WORKER_CORES": "1", "WORKER_MEMORY": "1536m", "PYTHON": sys.executable,
-    }  # fmt: skip
+        "CLUSTER_DIR": str(tmp_path_factory.mktemp("cluster")),
+        "MASTER_PORT": str(_free_port()),
+        "MASTER_UI_PORT": str(_free_port()),
+        "WORKER_CORES": "1",
+        "WORKER_MEMORY": "1536m",
+        "PYTHON": sys.executable,
+    }
     script = str(ROOT / "deploy" / "cluster.sh")
     started = subprocess.run(
         [script, "start", "2"], env=env, capture_output=True, text=True, timeout=180
@@ -78,16 +82,34 @@ def reference(spark_engine, sal, tmp_path_factory):
 
 
 def _job(tmp_path: Path, sal: Path, out: Path) -> Path:
-    cfg = {"engine": "spark", "input": {"path": str(sal)}, "privacy": {"l": 5}, "rules": RULES, "method": "uad",
-           "output": {"path": str(out), "release_id": "r"}, "seed": SETTINGS["seed"], "partitions": PARTITIONS}  # fmt: skip
+    cfg = {
+        "engine": "spark",
+        "input": {"path": str(sal)},
+        "privacy": {"l": 5},
+        "rules": RULES,
+        "method": "uad",
+        "output": {"path": str(out), "release_id": "r"},
+        "seed": SETTINGS["seed"],
+        "partitions": PARTITIONS,
+    }
     f = tmp_path / "job.yaml"
     f.write_text(yaml.safe_dump(cfg))
     return f
 
 
 def _submit(url: str, env: dict, job: Path, **popen) -> subprocess.Popen:
-    cmd = [str(ROOT / "deploy" / "submit.sh"), "--master", url, "--conf", "spark.executor.memory=1g",
-           "--conf", "spark.task.maxFailures=4", str(ROOT / "jobs" / "publish.py"), "--config", str(job)]  # fmt: skip
+    cmd = [
+        str(ROOT / "deploy" / "submit.sh"),
+        "--master",
+        url,
+        "--conf",
+        "spark.executor.memory=1g",
+        "--conf",
+        "spark.task.maxFailures=4",
+        str(ROOT / "jobs" / "publish.py"),
+        "--config",
+        str(job),
+    ]
     return subprocess.Popen(
         cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen
     )

@@ -23,7 +23,11 @@ def table(tmp_path):
 
 def test_a_small_input_runs_in_process_and_says_why(table):
     choice = choose_engine(str(table / "data"), "local[*]")
-    assert choice.engine == "inprocess" and "fits in 50%" in choice.reason and "MB of CSV" in choice.reason  # fmt: skip
+    assert (
+        choice.engine == "inprocess"
+        and "fits in 50%" in choice.reason
+        and "MB of CSV" in choice.reason
+    )
     engine, why = engine_for("auto", None, str(table / "data"))
     assert engine.name == "inprocess" and why == choice.reason
     assert engine_for("spark", None, str(table / "data"))[1] == "as configured"
@@ -50,9 +54,12 @@ def test_too_big_for_memory_or_a_cluster_means_spark(table, monkeypatch):
 def test_publish_defaults_to_auto_and_prints_the_choice(table, tmp_path, capsys):
     cfg = {
         "input": {"path": str(table / "data"), "table": str(table / "table.yaml")},
-        "privacy": {"l": 2}, "rules": [{"lhs": ["a", "b"], "rhs": "c"}], "method": "uad",
-        "output": {"path": str(tmp_path / "out"), "release_id": "r"}, "seed": 1,
-    }  # fmt: skip
+        "privacy": {"l": 2},
+        "rules": [{"lhs": ["a", "b"], "rhs": "c"}],
+        "method": "uad",
+        "output": {"path": str(tmp_path / "out"), "release_id": "r"},
+        "seed": 1,
+    }
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
     assert main(["publish", "--config", str(tmp_path / "c.yaml")]) == 0
     out = capsys.readouterr().out
@@ -76,9 +83,13 @@ def test_a_spark_run_on_a_small_input_compiles_with_c1_only(table, monkeypatch):
 def _publish_config(table, tmp_path, engine: str) -> str:
     cfg = {
         "input": {"path": str(table / "data"), "table": str(table / "table.yaml")},
-        "privacy": {"l": 2}, "rules": [{"lhs": ["a", "b"], "rhs": "c"}], "method": "uad",
-        "output": {"path": str(tmp_path / "out"), "release_id": "r"}, "seed": 1, "engine": engine,
-    }  # fmt: skip
+        "privacy": {"l": 2},
+        "rules": [{"lhs": ["a", "b"], "rhs": "c"}],
+        "method": "uad",
+        "output": {"path": str(tmp_path / "out"), "release_id": "r"},
+        "seed": 1,
+        "engine": engine,
+    }
     (tmp_path / f"{engine}.yaml").write_text(yaml.safe_dump(cfg))
     return str(tmp_path / f"{engine}.yaml")
 
@@ -120,7 +131,12 @@ def test_a_publish_on_spark_started_early_commits(table, tmp_path):
 
     from vpub_spark.release.audit import audit_release
 
-    run = subprocess.run(vpub("publish", "--config", _publish_config(table, tmp_path, "spark")), capture_output=True, text=True, timeout=300)  # fmt: skip
+    run = subprocess.run(
+        vpub("publish", "--config", _publish_config(table, tmp_path, "spark")),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "on the spark engine (as configured" in " ".join(run.stdout.split())
     assert audit_release(tmp_path / "out" / "r").passed

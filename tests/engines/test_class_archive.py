@@ -24,7 +24,9 @@ print(spark.range(5).count())
 """
 
 
-def test_the_archive_is_built_once_and_the_driver_maps_sparks_classes_from_it(tmp_path, monkeypatch):  # fmt: skip
+def test_the_archive_is_built_once_and_the_driver_maps_sparks_classes_from_it(
+    tmp_path, monkeypatch
+):
     monkeypatch.setenv("VPUB_CACHE", str(tmp_path / "cache"))
     assert "SharedArchiveFile" not in driver_java_options(SparkSettings())  # none yet
     path, took = build_archive()
@@ -33,11 +35,15 @@ def test_the_archive_is_built_once_and_the_driver_maps_sparks_classes_from_it(tm
     assert build_archive() == (path, 0.0)  # built once
     assert f"-XX:SharedArchiveFile={path}" in driver_java_options(SparkSettings())
     log = tmp_path / "classes.log"
-    done = subprocess.run([sys.executable, "-c", CHILD, str(log)], capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(log)], capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0 and done.stdout.strip().endswith("5"), done.stderr[-2000:]
     # Spark's classes are mapped, but for lambdas (generated as the JVM runs) and the few
     # that only this child's job uses (spark.range): measured 4,541 of 4,560
-    lines = [x for x in log.read_text().splitlines() if " org.apache.spark." in x and "$$Lambda" not in x]  # fmt: skip
+    lines = [
+        x for x in log.read_text().splitlines() if " org.apache.spark." in x and "$$Lambda" not in x
+    ]
     mapped = [x for x in lines if "source: shared objects file (top)" in x]
     assert len(lines) > 1000 and len(mapped) >= 0.95 * len(lines)
 

@@ -30,9 +30,16 @@ RECORDS = [  # every quoting case; `\n` and `\r\n` inside quotes are part of the
     "lea,?,y",
 ]
 EXPECTED_JOBS = {  # the labels RFC 4180 gives (values are trimmed; "" and "?" are missing)
-    'say "hi"', "two\nlines", "crlf\ninside", "a, b", "padded", "Zürich ☃",
-    "multi\n\nblank lines", "plain", 'comma, and "quote"\nand crlf',
-}  # fmt: skip
+    'say "hi"',
+    "two\nlines",
+    "crlf\ninside",
+    "a, b",
+    "padded",
+    "Zürich ☃",
+    "multi\n\nblank lines",
+    "plain",
+    'comma, and "quote"\nand crlf',
+}
 
 
 def _table(tmp_path, spec_extra: dict | None = None):

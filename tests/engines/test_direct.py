@@ -35,7 +35,11 @@ def test_splits_cover_every_row_group_once(tmp_path, monkeypatch, cores, task_ro
     path = _files(tmp_path)
     splits = DirectSource(path, None).splits(cores)  # type: ignore[arg-type]
     covered = [(f, g) for f, first, end in splits for g in range(first, end)]
-    every = [(f, g) for f in sorted(str(p) for p in tmp_path.glob("src/*.parquet")) for g in range(pq.read_metadata(f).num_row_groups)]  # fmt: skip
+    every = [
+        (f, g)
+        for f in sorted(str(p) for p in tmp_path.glob("src/*.parquet"))
+        for g in range(pq.read_metadata(f).num_row_groups)
+    ]
     assert covered == every  # each once, in order
     assert len(splits) >= min(cores, len(every))
     target = -(-80 // max(cores, -(-80 // task_rows)))
@@ -90,7 +94,9 @@ def test_integer_parquet_reads_directly(spark_engine, tmp_path):
     d = tmp_path / "ints"
     d.mkdir()
     frame = pd.DataFrame({"a": np.arange(50, dtype=np.int64) % 7 - 3, "b": np.arange(50) % 4})
-    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), d / "x.parquet", row_group_size=8)  # fmt: skip
+    pq.write_table(
+        pa.Table.from_pandas(frame, preserve_index=False), d / "x.parquet", row_group_size=8
+    )
     loaded = spark_engine.load(str(d), spec)
     got = direct_frame(
         spark_engine.spark, loaded.direct, lambda b: b, loaded.data.schema
@@ -103,11 +109,11 @@ def test_integer_parquet_reads_directly(spark_engine, tmp_path):
 def test_key_blobs_merge_to_the_distinct_rows(monkeypatch, blob_keys):
     """`direct_keys`' two halves: every distinct row reaches one reduce partition, in
     blobs of at most BLOB_KEYS keys, with its counts summed over the map tasks."""
+    from vpub_spark.engines.spark import kl
+    from vpub_spark.engines.spark.kl import Packing, _key_blobs, _merged_frames
     from vpub_spark.kernels.arrays import unpack_sorted
-    from vpub_spark.utility import spark_kl
-    from vpub_spark.utility.spark_kl import Packing, _key_blobs, _merged_frames
 
-    monkeypatch.setattr(spark_kl, "BLOB_KEYS", blob_keys)
+    monkeypatch.setattr(kl, "BLOB_KEYS", blob_keys)
     rng = np.random.default_rng(blob_keys)
     rows = pd.DataFrame({"a": rng.integers(0, 5, 200), "b": rng.integers(0, 7, 200)}).astype(
         "int32"
@@ -134,13 +140,19 @@ def test_key_blobs_merge_to_the_distinct_rows(monkeypatch, blob_keys):
 def test_item_frame_runs_one_task_per_item(spark_engine, items):
     """Each item reaches exactly one task, alone and as one batch with its columns
     named; no items, no rows."""
-    schema = pa.schema([("task", pa.int64()), ("name", pa.string()), ("n", pa.int64()), ("batches", pa.int64())])  # fmt: skip
+    schema = pa.schema(
+        [("task", pa.int64()), ("name", pa.string()), ("n", pa.int64()), ("batches", pa.int64())]
+    )
 
     def seen(batches):  # a task's items, one row each, with the task's partition id
         from pyspark import TaskContext
 
         got = list(batches)
-        rows = [{"name": b.column(0)[i].as_py(), "n": b.column(1)[i].as_py()} for b in got for i in range(b.num_rows)]  # fmt: skip
+        rows = [
+            {"name": b.column(0)[i].as_py(), "n": b.column(1)[i].as_py()}
+            for b in got
+            for i in range(b.num_rows)
+        ]
         task = {"task": TaskContext.get().partitionId(), "batches": len(got)}
         yield pa.RecordBatch.from_pylist([task | r for r in rows], schema=schema)
 
@@ -156,14 +168,18 @@ def test_frame_tasks_spread_every_row_once(spark_engine, rows, parts):
     unsigned and a categorical column too), and `map_rows` returns what they made."""
     import pandas as pd
 
-    frame = pd.DataFrame({"i": np.arange(rows, dtype=np.uint8), "c": pd.Categorical(["a", "b"] * rows)[:rows]})  # fmt: skip
+    frame = pd.DataFrame(
+        {"i": np.arange(rows, dtype=np.uint8), "c": pd.Categorical(["a", "b"] * rows)[:rows]}
+    )
     schema = pa.schema([("task", pa.int64()), ("i", pa.int64()), ("kinds", pa.string())])
 
     def seen(part):
         from pyspark import TaskContext
 
         kinds = f"{part['i'].dtype}/{part['c'].dtype}"
-        return pd.DataFrame({"task": TaskContext.get().partitionId(), "i": part["i"], "kinds": kinds})  # fmt: skip
+        return pd.DataFrame(
+            {"task": TaskContext.get().partitionId(), "i": part["i"], "kinds": kinds}
+        )
 
     got = frame_tasks(spark_engine.spark, frame, seen, schema, parts).toPandas()
     assert sorted(got["i"]) == list(range(rows))

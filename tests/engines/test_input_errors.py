@@ -92,7 +92,9 @@ def _damaged_pages(tmp_path):
     import pyarrow.parquet as pq
 
     (tmp_path / "data").mkdir(parents=True)
-    table = pa.table({"name": [f"n{i % 50}" for i in range(5000)], "city": [f"c{i % 7}" for i in range(5000)]})  # fmt: skip
+    table = pa.table(
+        {"name": [f"n{i % 50}" for i in range(5000)], "city": [f"c{i % 7}" for i in range(5000)]}
+    )
     for name in ("a", "b"):
         pq.write_table(table, tmp_path / "data" / f"{name}.parquet", compression="NONE")
     damaged = bytearray((tmp_path / "data" / "b.parquet").read_bytes())
@@ -117,7 +119,10 @@ def test_damaged_pages_are_named_by_both_engines(tmp_path, inprocess, spark_engi
     with pytest.raises(DataError) as caught:
         spark_engine.load(path, spec)
     message = str(caught.value)
-    assert re.fullmatch(r"\S*/data/b\.parquet: cannot read the input: .*don't know what type: 15 \(details in \S+\.log\)", message), message  # fmt: skip
+    assert re.fullmatch(
+        r"\S*/data/b\.parquet: cannot read the input: .*don't know what type: 15 \(details in \S+\.log\)",
+        message,
+    ), message
     log = log_file()
     assert log is not None and message.endswith(f"(details in {log})")
     assert "Caused by: " in log.read_text() and "\n" not in message
@@ -129,11 +134,24 @@ def test_the_cli_on_spark_prints_one_line_naming_the_file_and_the_log(tmp_path):
     the Java trace in the log the line names (in `$VPUB_LOG_DIR`)."""
     _damaged_pages(tmp_path)
     env = os.environ | {"VPUB_LOG_DIR": str(tmp_path / "logs")}
-    done = subprocess.run(vpub("profile", "--input", str(tmp_path), "--engine", "spark"), capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
+    done = subprocess.run(
+        vpub("profile", "--input", str(tmp_path), "--engine", "spark"),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     logs = list((tmp_path / "logs").glob("spark-*.log"))
-    assert len(logs) == 1 and done.stderr.startswith("vpub: error: ") and "Traceback" not in done.stderr  # fmt: skip
-    assert "b.parquet: cannot read the input" in done.stderr and f"(details in {logs[0]})" in done.stderr  # fmt: skip
+    assert (
+        len(logs) == 1
+        and done.stderr.startswith("vpub: error: ")
+        and "Traceback" not in done.stderr
+    )
+    assert (
+        "b.parquet: cannot read the input" in done.stderr
+        and f"(details in {logs[0]})" in done.stderr
+    )
     assert "at org.apache.parquet" in logs[0].read_text()
 
 
@@ -150,9 +168,14 @@ def release(tmp_path):
 @pytest.mark.spark
 @pytest.mark.parametrize(
     "query, message",
-    [("SELEC 1", r"\[PARSE_SYNTAX_ERROR\] Syntax error at or near 'SELEC'"),
-     ("SELECT * FROM nowhere", r"\[TABLE_OR_VIEW_NOT_FOUND\] The table or view `nowhere` cannot be found")],
-)  # fmt: skip
+    [
+        ("SELEC 1", r"\[PARSE_SYNTAX_ERROR\] Syntax error at or near 'SELEC'"),
+        (
+            "SELECT * FROM nowhere",
+            r"\[TABLE_OR_VIEW_NOT_FOUND\] The table or view `nowhere` cannot be found",
+        ),
+    ],
+)
 def test_a_bad_sql_query_is_one_line_and_exit_2(release, spark, capsys, query, message):
     code = main(["releases", "register", str(release), "r", "--sql", query])
     err = capsys.readouterr().err

@@ -28,11 +28,20 @@ def data(tmp_path_factory):
 
 
 @pytest.mark.parametrize("method", sorted(MAX_JOBS))
-def test_spark_jobs_per_publish_stay_at_the_measured_count(method, data, tmp_path, spark, spark_engine):  # fmt: skip
+def test_spark_jobs_per_publish_stay_at_the_measured_count(
+    method, data, tmp_path, spark, spark_engine
+):
     rules = [{"lhs": ["age", "zip"], "rhs": "job"}]
     kw: dict = {"method": method, "engine": "spark", "seed": 1}
     if method == "marginals":
-        kw |= {"privacy": {"model": "m-invariance", "m": 4}, "marginals": {"sensitive": "job", "schemas": [["age"], ["age", "zip"]], "state": str(tmp_path / "store")}}  # fmt: skip
+        kw |= {
+            "privacy": {"model": "m-invariance", "m": 4},
+            "marginals": {
+                "sensitive": "job",
+                "schemas": [["age"], ["age", "zip"]],
+                "state": str(tmp_path / "store"),
+            },
+        }
     elif method == "rda":
         kw |= {"privacy": {"model": "l-diversity", "l": 4}, "streamliner": {"sensitive": "job"}}
     cfg = config(data, tmp_path / "out", rules, 4, **kw)
@@ -49,7 +58,11 @@ def test_partition_keys_use_sparks_own_hash(spark, spark_engine):
     expected = np.array([r["h"] for r in frame.select(F.hash("id").alias("h")).collect()])
     assert (spark_hash_long(ids) == expected).all()
     keys = spark_engine.partition_keys(7)
-    got = spark.createDataFrame(pd.DataFrame({"k": keys})).select(F.expr("pmod(hash(k), 7)").alias("p")).collect()  # fmt: skip
+    got = (
+        spark.createDataFrame(pd.DataFrame({"k": keys}))
+        .select(F.expr("pmod(hash(k), 7)").alias("p"))
+        .collect()
+    )
     assert [r["p"] for r in got] == list(range(7))
 
 

@@ -35,9 +35,18 @@ def test_hierarchies_are_aligned_three_levels():
 
 def test_bench_peers_runs_both_tools(tmp_path):
     data = write_table(job_table(3, 1200), tmp_path / "t")
-    r = bench_peers(BenchPeers(str(data), ("age", "zip"), "job", l=2, queries=100, out=str(tmp_path / "b")))  # fmt: skip
+    r = bench_peers(
+        BenchPeers(str(data), ("age", "zip"), "job", l=2, queries=100, out=str(tmp_path / "b"))
+    )
     for tool in ("vpub", "anjana"):
-        assert r[tool]["wall_s"] > 0 and r[tool]["peak_rss"] > 0 and np.isfinite(r[tool]["relative_error"])  # fmt: skip
+        assert (
+            r[tool]["wall_s"] > 0
+            and r[tool]["peak_rss"] > 0
+            and np.isfinite(r[tool]["relative_error"])
+        )
     assert r["queries"] == 100 and (tmp_path / "b" / "results.json").exists()
     theirs = pd.read_csv(tmp_path / "b" / "anjana.csv", dtype=str)
-    assert len(theirs) == r["anjana"]["rows_out"] > 0 and anonymity.l_diversity(theirs, ["age", "zip"], ["job"]) >= 2  # fmt: skip
+    assert (
+        len(theirs) == r["anjana"]["rows_out"] > 0
+        and anonymity.l_diversity(theirs, ["age", "zip"], ["job"]) >= 2
+    )

@@ -11,7 +11,12 @@ pytestmark = pytest.mark.spark
 
 
 def test_bench_scale_measures_fits_and_predicts(tmp_path, spark_engine):
-    bench = BenchScale(rows=(20_000, 40_000, 80_000), warm_up_rows=10_000, out=str(tmp_path), figure=str(tmp_path / "model.png"))  # fmt: skip
+    bench = BenchScale(
+        rows=(20_000, 40_000, 80_000),
+        warm_up_rows=10_000,
+        out=str(tmp_path),
+        figure=str(tmp_path / "model.png"),
+    )
     r = bench_scale(bench)
     assert [run["rows"] for run in r["runs"]] == [20_000, 40_000, 80_000]
     for run in r["runs"]:
@@ -22,16 +27,27 @@ def test_bench_scale_measures_fits_and_predicts(tmp_path, spark_engine):
 
 
 def test_bench_kl_agrees_across_engines(tmp_path, spark_engine):
-    bench_scale(BenchScale(rows=(20_000,), warm_up_rows=10_000, out=str(tmp_path), figure=str(tmp_path / "m.png")))  # fmt: skip
+    bench_scale(
+        BenchScale(
+            rows=(20_000,), warm_up_rows=10_000, out=str(tmp_path), figure=str(tmp_path / "m.png")
+        )
+    )
     rel, src = str(tmp_path / "releases" / "sal-20000"), str(tmp_path / "sal-20000" / "data")
     r = bench_kl(BenchKl(rel, src, repeat=1, queries=200, out=str(tmp_path / "kl")))
-    only = bench_kl(BenchKl(rel, src, repeat=1, queries=200, engines=("inprocess",), out=str(tmp_path / "kl")))  # fmt: skip
-    assert not any("spark" in k for k in only) and only["kl in process"]["value"] == pytest.approx(r["kl in process"]["value"])  # fmt: skip
+    only = bench_kl(
+        BenchKl(rel, src, repeat=1, queries=200, engines=("inprocess",), out=str(tmp_path / "kl"))
+    )
+    assert not any("spark" in k for k in only) and only["kl in process"]["value"] == pytest.approx(
+        r["kl in process"]["value"]
+    )
     kls = [r[k]["value"] for k in r if k.startswith("kl")]
     assert len(kls) == 6 and kls == pytest.approx([kls[0]] * 6, rel=1e-9)
     # the same 200 queries with the same exact answers, drawn and counted on either engine,
     # the source held or read inside the timer
-    answers = [r[k]["value"] for k in ("workload spark", "workload in process", "workload in process, source read too")]  # fmt: skip
+    answers = [
+        r[k]["value"]
+        for k in ("workload spark", "workload in process", "workload in process, source read too")
+    ]
     assert answers[0] == answers[1] == answers[2] and len(answers[0]) == 200
     assert all(
         r[k]["median_s"] > 0 and len(r[k]["runs_s"]) == 1
@@ -44,7 +60,9 @@ def test_bench_kl_refuses_results_that_disagree():
     from vpub_spark.errors import VpubError
     from vpub_spark.experiments.bench_scale import _check_agreement
 
-    _check_agreement({"kl a": {"value": 2.0}, "kl b": {"value": 2.0 + 1e-12}, "workload x": {"value": [3]}})  # fmt: skip
+    _check_agreement(
+        {"kl a": {"value": 2.0}, "kl b": {"value": 2.0 + 1e-12}, "workload x": {"value": [3]}}
+    )
     with pytest.raises(VpubError, match="KL runs disagree"):
         _check_agreement({"kl a": {"value": 2.0}, "kl b": {"value": 2.1}})
     with pytest.raises(VpubError, match="workload answers disagree"):

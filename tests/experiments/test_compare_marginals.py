@@ -96,12 +96,25 @@ def test_workload_follows_002():
 
 def test_small_comparison_run(tmp_path):
     data = write_table(_frame(900).astype(str).apply(lambda c: c.str.zfill(2)), tmp_path / "t")
-    cfg = marginals_compare_config_from_dict({
-        "input": {"path": str(data)}, "privacy": {"model": "m-invariance", "m": 4},
-        "marginals": {"sensitive": "s", "schemas": {"M1": ["a"], "M2": ["a", "b"]}, "chunk_rows": 300},
-        "compare": {"queries": 30, "sweeps": [{"vary": "m", "values": [3, 4]}, {"vary": "marginal", "values": ["M1", "M2"]}]},
-        "output": {"path": str(tmp_path / "cmp")},
-    })  # fmt: skip
+    cfg = marginals_compare_config_from_dict(
+        {
+            "input": {"path": str(data)},
+            "privacy": {"model": "m-invariance", "m": 4},
+            "marginals": {
+                "sensitive": "s",
+                "schemas": {"M1": ["a"], "M2": ["a", "b"]},
+                "chunk_rows": 300,
+            },
+            "compare": {
+                "queries": 30,
+                "sweeps": [
+                    {"vary": "m", "values": [3, 4]},
+                    {"vary": "marginal", "values": ["M1", "M2"]},
+                ],
+            },
+            "output": {"path": str(tmp_path / "cmp")},
+        }
+    )
     res = run_marginals_compare(cfg)
     assert len(res) == 8 and set(res["method"]) == {"marginals", "angel"}
     assert (
@@ -128,12 +141,18 @@ def test_shipped_configs_parse():
         assert c.methods == ("marginals", "marginals_ends", "marginals_ml", "angel")
         assert c.partitioning == "mondrian"
     for name, how in (("ncp", "ncp"), ("stop", "ncp+mondrian"), ("tries20", "ncp")):
-        c = marginals_compare_config_from_dict(load_yaml(root / f"compare_marginals_{name}.yaml"), name)  # fmt: skip
+        c = marginals_compare_config_from_dict(
+            load_yaml(root / f"compare_marginals_{name}.yaml"), name
+        )
         assert c.partitioning == how
     with pytest.raises(SpecError, match="partitioning must be one of"):
         marginals_compare_config_from_dict(
-            {"input": {"path": "x"}, "marginals": {"sensitive": "s", "schemas": {"M1": ["a"]}, "partitioning": "kd"}}, "t"
-        )  # fmt: skip
+            {
+                "input": {"path": "x"},
+                "marginals": {"sensitive": "s", "schemas": {"M1": ["a"]}, "partitioning": "kd"},
+            },
+            "t",
+        )
 
 
 def test_ends_estimator_on_a_worked_box():
@@ -160,7 +179,7 @@ def test_turnbull_is_the_interval_censored_maximum_likelihood():
 
     f = turnbull(np.array([0, 0]), np.array([0, 1]), np.array([2.0, 1.0]), 3)
     assert f == pytest.approx([1, 0, 0], abs=1e-3)
-    assert turnbull(np.array([0]), np.array([2]), np.array([5.0]), 3) == pytest.approx([1 / 3] * 3)  # fmt: skip
+    assert turnbull(np.array([0]), np.array([2]), np.array([5.0]), 3) == pytest.approx([1 / 3] * 3)
     exact = turnbull(np.array([0, 1, 2]), np.array([0, 1, 2]), np.array([1.0, 3.0, 4.0]), 3)
     assert exact == pytest.approx([1 / 8, 3 / 8, 4 / 8])
 
@@ -176,7 +195,10 @@ def test_partitionings_give_m_eligible_subtables_and_mondrian_is_tighter():
     f = canonical(_frame(3000, seed=4))
     qi, s = ["a", "b", "c"], f["s"].to_numpy()
     extents = {a: SIZES[a] - 1 for a in qi}
-    made = {how: subtables(f[qi], s, 4, extents, 7, 5, 32, how) for how in ("ncp", "mondrian", "ncp+mondrian", "none")}  # fmt: skip
+    made = {
+        how: subtables(f[qi], s, 4, extents, 7, 5, 32, how)
+        for how in ("ncp", "mondrian", "ncp+mondrian", "none")
+    }
     for how, sub in made.items():
         per = pd.DataFrame({"sub": sub, "s": s}).groupby(["sub", "s"]).size()
         top, size = per.groupby(level=0).max(), per.groupby(level=0).sum()

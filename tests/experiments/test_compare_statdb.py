@@ -17,10 +17,13 @@ QI = ["a", "b", "c", "e"]
 
 def _config(data, out, **compare):
     return {
-        "input": {"path": str(data)}, "privacy": {"model": "m-invariance", "m": 4},
+        "input": {"path": str(data)},
+        "privacy": {"model": "m-invariance", "m": 4},
         "statdb": {"sensitive": "s", "qi": QI, "chunk_rows": 800},
-        "compare": {"queries": 60, **compare}, "output": {"path": str(out)}, "seed": 3,
-    }  # fmt: skip
+        "compare": {"queries": 60, **compare},
+        "output": {"path": str(out)},
+        "seed": 3,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -28,24 +31,42 @@ def data(tmp_path_factory):
     rng = np.random.default_rng(2)
     n = 3000
     a = rng.integers(0, 40, n)
-    frame = pd.DataFrame({
-        "a": a, "b": rng.integers(0, 3, n), "c": rng.integers(0, 9, n), "e": rng.integers(0, 15, n),
-        "s": (a // 4 + rng.integers(0, 8, n)) % 16,
-    }).astype(str)  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "a": a,
+            "b": rng.integers(0, 3, n),
+            "c": rng.integers(0, 9, n),
+            "e": rng.integers(0, 15, n),
+            "s": (a // 4 + rng.integers(0, 8, n)) % 16,
+        }
+    ).astype(str)
     return write_table(frame, tmp_path_factory.mktemp("sd") / "t")
 
 
 def test_every_method_over_every_sweep(data, tmp_path):
     import yaml
 
-    sweeps = [{"vary": "d", "values": [2, 4]}, {"vary": "ql", "values": [0.1, 0.3]}, {"vary": "lam", "values": [1, 2]}, {"vary": "n", "values": [1500, 3000]}]  # fmt: skip
+    sweeps = [
+        {"vary": "d", "values": [2, 4]},
+        {"vary": "ql", "values": [0.1, 0.3]},
+        {"vary": "lam", "values": [1, 2]},
+        {"vary": "n", "values": [1500, 3000]},
+    ]
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(_config(data, tmp_path / "out", sweeps=sweeps)))
     results, summary, files = run_comparison(load_comparison(str(path)))
-    assert len(results) == 8 * 5 and set(results["method"]) == {"dyn-ana", "sta-ana", "ran-pert", "dyn-gen", "sta-gen"}  # fmt: skip
+    assert len(results) == 8 * 5 and set(results["method"]) == {
+        "dyn-ana",
+        "sta-ana",
+        "ran-pert",
+        "dyn-gen",
+        "sta-gen",
+    }
     exact = results[results["method"] != "ran-pert"]
     assert (exact["held"] == 1.0).all()  # A-Count, G-Count, Lemmas 2 and 3 always hold it
-    assert (results["ari_low"] <= results["aar"]).all() and (results["aar"] <= results["ari_high"] + 1e-9).all()  # fmt: skip
+    assert (results["ari_low"] <= results["aar"]).all() and (
+        results["aar"] <= results["ari_high"] + 1e-9
+    ).all()
     assert np.allclose(results["ari_length"], results["ari_high"] - results["ari_low"])
     assert set(results.loc[results["sweep"] == "n", "n"]) == {1500, 3000}
     assert set(results.loc[results["sweep"] == "d", "d"]) == {2, 4}

@@ -20,19 +20,31 @@ def data(tmp_path_factory):
     rng = np.random.default_rng(5)
     n = 4000
     age = rng.integers(0, 79, n)
-    frame = pd.DataFrame({
-        "age": age, "gender": rng.integers(0, 2, n), "education": rng.integers(0, 17, n),
-        "birthplace": rng.integers(0, 57, n), "salary": (age // 4 + rng.integers(0, 12, n)) % 50,
-    }).astype(str)  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "age": age,
+            "gender": rng.integers(0, 2, n),
+            "education": rng.integers(0, 17, n),
+            "birthplace": rng.integers(0, 57, n),
+            "salary": (age // 4 + rng.integers(0, 12, n)) % 50,
+        }
+    ).astype(str)
     return write_table(frame, tmp_path_factory.mktemp("cs") / "t")
 
 
 def _write(tmp_path, data, **compare):
     cfg = {
-        "input": {"path": str(data)}, "privacy": {"model": "l-diversity", "l": 6},
-        "streamliner": {"sensitive": "salary", "qi": ["age", "gender", "education", "birthplace"], "weights": {"age": 1, "gender": 10000, "education": 1, "birthplace": 1}},
-        "compare": {"queries": 150, **compare}, "output": {"path": str(tmp_path / "out")}, "seed": 2,
-    }  # fmt: skip
+        "input": {"path": str(data)},
+        "privacy": {"model": "l-diversity", "l": 6},
+        "streamliner": {
+            "sensitive": "salary",
+            "qi": ["age", "gender", "education", "birthplace"],
+            "weights": {"age": 1, "gender": 10000, "education": 1, "birthplace": 1},
+        },
+        "compare": {"queries": 150, **compare},
+        "output": {"path": str(tmp_path / "out")},
+        "seed": 2,
+    }
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return str(path)

@@ -1,6 +1,6 @@
 """The fault-injection suite (marker `faults`, in CI): a driver killed at every
 step, a full disk, an unwritable store, a corrupt input, concurrent publishes (in
-tests/release/test_concurrency.py) and 20 tampered releases. Every case: a clear error,
+tests/lake/test_concurrency.py) and 20 tampered releases. Every case: a clear error,
 nothing half-committed, and a rerun commits the identical release."""
 
 from __future__ import annotations
@@ -33,10 +33,19 @@ def sal(tmp_path_factory):
 
 def _config(tmp: Path, data: Path, out: Path, engine: str = "inprocess") -> Path:
     conf = tmp / f"c-{uuid.uuid4().hex[:6]}.yaml"
-    conf.write_text(json.dumps({
-        "input": {"path": str(data)}, "privacy": {"l": 5}, "rules": {"random": {"c": 4, "lhs": 3, "seed": 3}},
-        "output": {"path": str(out), "release_id": "r"}, "seed": 11, "engine": engine, "partitions": 3,
-    }))  # fmt: skip
+    conf.write_text(
+        json.dumps(
+            {
+                "input": {"path": str(data)},
+                "privacy": {"l": 5},
+                "rules": {"random": {"c": 4, "lhs": 3, "seed": 3}},
+                "output": {"path": str(out), "release_id": "r"},
+                "seed": 11,
+                "engine": engine,
+                "partitions": 3,
+            }
+        )
+    )
     return conf
 
 
@@ -51,7 +60,11 @@ ENGINES = ["inprocess", pytest.param("spark", marks=pytest.mark.spark)]
 def _spark_logged(done: subprocess.CompletedProcess, logs: Path) -> bool:
     """The one line names the Spark log (in `logs`), which holds what Spark reported."""
     found = list(logs.glob("spark-*.log"))
-    return len(found) == 1 and f"(details in {found[0]})" in done.stderr and "ERROR" in found[0].read_text()  # fmt: skip
+    return (
+        len(found) == 1
+        and f"(details in {found[0]})" in done.stderr
+        and "ERROR" in found[0].read_text()
+    )
 
 
 def _clean(out: Path) -> bool:
@@ -72,7 +85,13 @@ def test_driver_killed_at_each_step(sal, reference, tmp_path, after):
     """kill -9 once the step before has finished (`after`; None: as soon as it starts)."""
     out = tmp_path / "out"
     cmd = vpub("publish", "--config", str(_config(tmp_path, sal, out)))
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ | {"PYTHONUNBUFFERED": "1"})  # fmt: skip
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=os.environ | {"PYTHONUNBUFFERED": "1"},
+    )
     assert proc.stdout is not None
     for line in proc.stdout:
         if (after is None and line.startswith("publishing")) or (after and f"✓ {after}" in line):
@@ -99,7 +118,9 @@ def small_disk(tmp_path):
         text=True,
     )
     if done.returncode != 0:
-        pytest.skip(f"cannot mount a 2 MiB tmpfs here ({done.stderr.strip() or 'mount failed'}); the file-size-limit test in tests/release/test_reliability.py covers the same path")  # fmt: skip
+        pytest.skip(
+            f"cannot mount a 2 MiB tmpfs here ({done.stderr.strip() or 'mount failed'}); the file-size-limit test in tests/release/test_reliability.py covers the same path"
+        )
     yield disk
     subprocess.run(["umount", str(disk)], check=False)
 
@@ -125,13 +146,27 @@ def test_an_unwritable_store(tmp_path):
     from release_helpers import write_table
 
     rng = np.random.default_rng(1)
-    frame = pd.DataFrame({"age": rng.integers(20, 60, 300).astype(str), "job": [f"j{x}" for x in rng.integers(0, 8, 300)]})  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "age": rng.integers(20, 60, 300).astype(str),
+            "job": [f"j{x}" for x in rng.integers(0, 8, 300)],
+        }
+    )
     data = write_table(frame, tmp_path / "t")
     (tmp_path / "blocked").write_text("a file where the store's directory should go")
     conf = tmp_path / "m.yaml"
-    d = {"input": {"path": str(data)}, "method": "marginals", "privacy": {"model": "m-invariance", "m": 3},
-         "marginals": {"sensitive": "job", "schemas": [["age"]], "state": str(tmp_path / "blocked" / "store")},
-         "output": {"path": str(tmp_path / "out"), "release_id": "r"}, "engine": "inprocess"}  # fmt: skip
+    d = {
+        "input": {"path": str(data)},
+        "method": "marginals",
+        "privacy": {"model": "m-invariance", "m": 3},
+        "marginals": {
+            "sensitive": "job",
+            "schemas": [["age"]],
+            "state": str(tmp_path / "blocked" / "store"),
+        },
+        "output": {"path": str(tmp_path / "out"), "release_id": "r"},
+        "engine": "inprocess",
+    }
     conf.write_text(json.dumps(d))
     done = _publish(conf)
     assert (

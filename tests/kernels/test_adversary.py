@@ -54,7 +54,9 @@ def _leftover_free(group: np.ndarray, l: int) -> np.ndarray:
 
 
 @functools.cache
-def _streamliner(name: str, codes: str, l: int, segment: int | None = None, reduced: bool = True) -> Adversary:  # fmt: skip
+def _streamliner(
+    name: str, codes: str, l: int, segment: int | None = None, reduced: bool = True
+) -> Adversary:
     """RDA or GDA with a caller's priority. Reduced: the priority is read by
     assign_buckets (a pool's, i.e. one value's, tuples in priority order), by
     _groups_of_buckets (within one bucket and value) and, for leftovers only, as each
@@ -225,7 +227,7 @@ def test_anatomy_keeps_every_posterior_at_most_one_over_l(codes, values, l):
         ("xy6", [0, 0, 1, 2, 3, 4], 3),
     ],
 )
-def test_the_m_invariant_assignment_keeps_every_posterior_at_most_one_over_m(codes, values, m):  # fmt: skip
+def test_the_m_invariant_assignment_keeps_every_posterior_at_most_one_over_m(codes, values, m):
     """002 §3's assigning step (one tuple from each of the m largest pools) leaves no
     tuple over on these tables, and no bucket tells more than 1/m."""
     assert _assignment(codes, m).worst_posterior(np.array(values)) <= 1 / m + 1e-9

@@ -60,7 +60,9 @@ def _plan_by_eligible_prefix(t: np.ndarray, l: int, chunk_rows: int) -> np.ndarr
 def _rda(rows: tuple, values: tuple, order: tuple, l: int) -> tuple:
     """RDA on one chunk (memoized: chunks recur across the candidate tables)."""
     r = np.array(rows)
-    g = rda(CODES.iloc[r].reset_index(drop=True), np.array(values), l, 0, priority=np.array(order)).group  # fmt: skip
+    g = rda(
+        CODES.iloc[r].reset_index(drop=True), np.array(values), l, 0, priority=np.array(order)
+    ).group
     assert (np.bincount(g) == l).all(), "a leftover: the reduced enumeration is not exact"
     return tuple(g.tolist())
 
@@ -93,7 +95,9 @@ CASES = [  # (values on x = 0..5, l, chunk_rows, chunks of the plan)
 
 
 @pytest.mark.parametrize("values, l, chunk_rows, chunks", CASES)
-def test_chunks_cut_from_published_multisets_keep_every_posterior_at_most_one_over_l(values, l, chunk_rows, chunks):  # fmt: skip
+def test_chunks_cut_from_published_multisets_keep_every_posterior_at_most_one_over_l(
+    values, l, chunk_rows, chunks
+):
     t = np.array(values)
     assert len(np.unique(_plan_by_counts(t, l, chunk_rows))) == chunks
     worst = _chunked(_plan_by_counts, l, chunk_rows).worst_posterior(t)

@@ -14,7 +14,13 @@ from vpub_spark.kernels.arrays import (
 from vpub_spark.kernels.minvariance import signatures
 
 
-@given(hnp.arrays(st.sampled_from([np.int32, np.int64, np.float64]), st.integers(0, 200), elements=st.integers(-50, 50)))  # fmt: skip
+@given(
+    hnp.arrays(
+        st.sampled_from([np.int32, np.int64, np.float64]),
+        st.integers(0, 200),
+        elements=st.integers(-50, 50),
+    )
+)
 def test_distinct_equals_numpy_unique(values):
     got = distinct(values)
     assert got.dtype == values.dtype
@@ -45,7 +51,9 @@ def test_packed_counts_come_back_exactly(data, top):
 
 @given(st.data(), TOPS)
 def test_packed_sorted_keys_come_back_exactly(data, top):
-    keys = np.sort(data.draw(hnp.arrays(np.int64, st.integers(0, 300), elements=st.integers(0, top))))  # fmt: skip
+    keys = np.sort(
+        data.draw(hnp.arrays(np.int64, st.integers(0, 300), elements=st.integers(0, top)))
+    )
     np.testing.assert_array_equal(unpack_sorted(pack_sorted(keys)), keys)
 
 

@@ -130,7 +130,9 @@ def test_chunks_are_eligible_and_read_only_published_multisets(case, chunk_rows,
     shard = sharding.of(frame)
 
     def plan_of(f):
-        return plan_chunks(combine_counts(shard_counts(f, [s], sharding), [s], sizes), l, chunk_rows)  # fmt: skip
+        return plan_chunks(
+            combine_counts(shard_counts(f, [s], sharding), [s], sizes), l, chunk_rows
+        )
 
     plan = plan_of(frame)
     part = plan.part_of(shard)

@@ -29,10 +29,12 @@ from vpub_spark.kernels.statdb import (
 
 # 004 Table 1a; Disease: flu 0, gastritis 1, insomnia 2
 NAMES = ["Alice", "Bob", "David", "Helen", "Jack", "Ken", "Linda", "Mary", "Paul", "Ray", "Tom"]
-T = pd.DataFrame({
-    "age": [20, 23, 38, 42, 46, 48, 49, 52, 53, 59, 61],
-    "zip": [12000, 58000, 41000, 23000, 25000, 13000, 51000, 52000, 49000, 61000, 39000],
-})  # fmt: skip
+T = pd.DataFrame(
+    {
+        "age": [20, 23, 38, 42, 46, 48, 49, 52, 53, 59, 61],
+        "zip": [12000, 58000, 41000, 23000, 25000, 13000, 51000, 52000, 49000, 61000, 39000],
+    }
+)
 DISEASE = np.array([0, 1, 0, 1, 0, 1, 0, 2, 1, 0, 1])
 P1 = np.array([1, 1, 2, 2, 3, 3, 4, 4, 4, 5, 5])  # the partition underlying Table 1b / Table 3
 FIGURE_1 = np.array(
@@ -202,7 +204,10 @@ def _reference_g_count(bucket, value, codes, query):
             y = min(sum(value[r] == v for r in here) for v in signature)
             n3 += y
             for v in signature:
-                of_v = sorted((r for r in here if value[r] == v), key=lambda r: (sum(margins[r][j + 1 :]), pattern[r]))  # fmt: skip
+                of_v = sorted(
+                    (r for r in here if value[r] == v),
+                    key=lambda r: (sum(margins[r][j + 1 :]), pattern[r]),
+                )
                 alive -= set(of_v[:y])
         alpha = len(set(signature) & set(query.sensitive))
         low += n1 * alpha
@@ -237,7 +242,9 @@ def test_signature_buckets_merge_exactly_the_buckets_of_one_signature(case):
 def test_static_versions_hold_the_truth_on_any_partition(case, data):
     """sta-ana (Lemma 3) and sta-gen (Lemma 2) on an arbitrary partition of the table."""
     _, value, codes, query = case
-    group = np.array(data.draw(st.lists(st.integers(0, 4), min_size=len(value), max_size=len(value))))  # fmt: skip
+    group = np.array(
+        data.draw(st.lists(st.integers(0, 4), min_size=len(value), max_size=len(value)))
+    )
     ok = qi_mask(codes, query.ranges)
     truth = int((ok & np.isin(value, list(query.sensitive))).sum())
     lo, hi = anatomy_interval(group, value, ok, query.sensitive)
@@ -255,7 +262,9 @@ def test_tuples_laid_out_cell_by_cell_give_the_same_answers(case):
     assert laid.runs is not None
     ok = qi_mask(codes, query.ranges)
     cells = Cells.of(bucket, value)
-    assert a_count_cells(laid, ok[order], query.sensitive) == a_count_cells(cells, ok, query.sensitive)  # fmt: skip
+    assert a_count_cells(laid, ok[order], query.sensitive) == a_count_cells(
+        cells, ok, query.sensitive
+    )
     moved = codes.iloc[order].reset_index(drop=True)
     assert g_count_cells(laid, moved, query) == g_count_cells(cells, codes, query)
 

@@ -40,12 +40,16 @@ def test_table_1_has_the_nine_locally_safe_partitions():
         if all(np.bincount(CONDITION[g]).max() * 3 <= 2 * len(g) for g in part)
     }
     paper = [
-        [["Ada", "Coy"], ["Bob", "Dan", "Eve"]], [["Ada", "Dan"], ["Bob", "Coy", "Eve"]],
-        [["Ada", "Eve"], ["Bob", "Coy", "Dan"]], [["Bob", "Coy"], ["Ada", "Dan", "Eve"]],
-        [["Bob", "Dan"], ["Ada", "Coy", "Eve"]], [["Bob", "Eve"], ["Ada", "Coy", "Dan"]],
-        [["Coy", "Eve"], ["Ada", "Bob", "Dan"]], [["Dan", "Eve"], ["Ada", "Bob", "Coy"]],
+        [["Ada", "Coy"], ["Bob", "Dan", "Eve"]],
+        [["Ada", "Dan"], ["Bob", "Coy", "Eve"]],
+        [["Ada", "Eve"], ["Bob", "Coy", "Dan"]],
+        [["Bob", "Coy"], ["Ada", "Dan", "Eve"]],
+        [["Bob", "Dan"], ["Ada", "Coy", "Eve"]],
+        [["Bob", "Eve"], ["Ada", "Coy", "Dan"]],
+        [["Coy", "Eve"], ["Ada", "Bob", "Dan"]],
+        [["Dan", "Eve"], ["Ada", "Bob", "Coy"]],
         [["Ada", "Bob", "Coy", "Dan", "Eve"]],
-    ]  # fmt: skip
+    ]
     assert safe == {frozenset(frozenset(g) for g in p) for p in paper}
 
 
@@ -78,7 +82,10 @@ def _check_streamlined(s: np.ndarray, r, l: int) -> None:
         union = np.concatenate([cand[own, u] for u in range(l - 1)])
         assert np.bincount(s[union]).max() <= len(own), "Theorem 2's color bound"
         for u in range(l - 1):  # l-cover: each group holds as many of C as of its u-th cover
-            assert (np.bincount(group[own], minlength=len(sizes)) == np.bincount(group[cand[own, u]], minlength=len(sizes))).all()  # fmt: skip
+            assert (
+                np.bincount(group[own], minlength=len(sizes))
+                == np.bincount(group[cand[own, u]], minlength=len(sizes))
+            ).all()
     assert (group[cand] == group[:, None]).all(), "a transient group crosses groups"
     fine = minimal_self_contained(cand)
     assert len(np.unique(fine)) == len(sizes)  # no finer self-contained partition
@@ -93,7 +100,9 @@ def eligible_tables(draw):
     if np.bincount(s).max() * l > n:  # make it l-eligible: k colors dealt in turn
         k = next(k for k in range(l, n + 1) if -(-n // k) * l <= n)
         s = np.arange(n) % k
-    codes = pd.DataFrame({a: draw(st.lists(st.integers(0, 9), min_size=n, max_size=n)) for a in ("x", "y")})  # fmt: skip
+    codes = pd.DataFrame(
+        {a: draw(st.lists(st.integers(0, 9), min_size=n, max_size=n)) for a in ("x", "y")}
+    )
     return codes, s, l
 
 
@@ -113,7 +122,9 @@ def test_every_algorithm_gives_l_candidates_and_their_minimal_partition(name, ca
     _check_streamlined(s, r, l)
     perm = np.array(data.draw(st.permutations(range(len(s)))))  # the same rows, shuffled
     again = ALGORITHMS[name](codes.iloc[perm].reset_index(drop=True), s[perm], l, seed)
-    assert _release(codes, s, r.group) == _release(codes.iloc[perm].reset_index(drop=True), s[perm], again.group)  # fmt: skip
+    assert _release(codes, s, r.group) == _release(
+        codes.iloc[perm].reset_index(drop=True), s[perm], again.group
+    )
 
 
 def _release(codes: pd.DataFrame, s: np.ndarray, group: np.ndarray):
@@ -129,7 +140,10 @@ def test_rda_groups_are_of_size_l_and_gda_groups_are_qi_local():
     s = (codes["age"].to_numpy() // 4 + rng.integers(0, 10, n)) % 30
     r, g = rda(codes, s, 6, 1), gda(codes, s, 6, 1, {"age": 79, "gender": 2})
     assert np.bincount(np.bincount(r.group))[6] >= len(np.unique(r.group)) - 5  # <= l - 1 grow
-    span = {k: codes.assign(g=x.group).groupby("g")["age"].agg(lambda a: a.max() - a.min()).mean() for k, x in (("rda", r), ("gda", g))}  # fmt: skip
+    span = {
+        k: codes.assign(g=x.group).groupby("g")["age"].agg(lambda a: a.max() - a.min()).mean()
+        for k, x in (("rda", r), ("gda", g))
+    }
     # QI-local, at the price of segments cut only from published multisets (the module
     # docstring): here the value follows age, so a segment stays whole across about 20
     # ages (span 21 against RDA's 40; cutting at the first eligible prefix gave 3)

@@ -56,5 +56,7 @@ def test_l_diverse_mondrian_is_not_algorithm_safe():
     values = np.array([0, 2, 0, 1, 2, 3])
     run = lambda t, _p: mondrian(codes, {"x": 3, "y": 3}, t, l=2)  # noqa: E731
     groups = run(values, None)
-    assert all(np.bincount(values[groups == g]).max() * 2 <= (groups == g).sum() for g in np.unique(groups))  # fmt: skip
+    assert all(
+        np.bincount(values[groups == g]).max() * 2 <= (groups == g).sum() for g in np.unique(groups)
+    )
     assert worst_posterior(run, values, [None]) == 1.0  # every group 2-diverse, yet certain

@@ -13,6 +13,8 @@ import networkx as nx
 import pytest
 
 import vpub_spark
+from vpub_spark.publish.registry import METHODS
+from vpub_spark.statdb.db import METHODS as STATDB_METHODS
 
 ROOT = Path(vpub_spark.__file__).parent
 STDLIB = set(sys.stdlib_module_names)
@@ -30,7 +32,8 @@ ORDER = [
     "decompose",  # schema design: which tables to publish
     "engines",  # where the rows live: Spark or in process
     "estimate",  # a published table's estimate model, in code space
-    "release",  # the release format: write, commit, read, audit; the table kinds
+    "release",  # the release format: layout, manifest, kinds, read, audit, private store
+    "lake",  # publishing into a data lake: commit protocol, catalog of releases, SQL tables
     "datasets",  # the Adult preset and synthetic data sets, written through an engine
     "config",  # job configs, parsed once
     "utility",  # estimates over whole releases: KL, queries, risk; `vpub check`
@@ -60,7 +63,13 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
-            mod = ".".join(base[: len(base) - node.level + 1] + ([node.module] if node.module else [])) if node.level else (node.module or "")  # fmt: skip
+            mod = (
+                ".".join(
+                    base[: len(base) - node.level + 1] + ([node.module] if node.module else [])
+                )
+                if node.level
+                else (node.module or "")
+            )
             targets = [f"{mod}.{a.name}" for a in node.names if f"{mod}.{a.name}" in modules]
             found.update(targets or [mod])
         elif isinstance(node, ast.Import):
@@ -139,7 +148,7 @@ def test_the_graph_sees_every_import(tmp_path):
         "class C:\n"
         "    def g(self):\n"
         "        from ..errors import DataError\n"
-        "        from .spark_kl import KEY\n"
+        "        from .queries import cubes\n"
     )
     found = _imports("vpub_spark.utility.probe", source, _modules())
     assert found == {
@@ -147,7 +156,7 @@ def test_the_graph_sees_every_import(tmp_path):
         "vpub_spark.release.reader",
         "vpub_spark.cli",
         "vpub_spark.errors",
-        "vpub_spark.utility.spark_kl",
+        "vpub_spark.utility.queries",
     }
 
 
@@ -164,20 +173,112 @@ def test_kernels_import_only_numeric_libraries_and_errors(graph):
         assert ok, f"{a} imports {b}"
 
 
-@pytest.mark.parametrize("package", ["publish", "release", "cli"])
-def test_functions_stay_short(package):
-    """No function over 60 lines in publish/, release/, cli/."""
-    long = []
-    for f in (ROOT / package).rglob("*.py"):
+def _functions(root: Path):
+    for f in root.rglob("*.py"):
         for node in ast.walk(ast.parse(f.read_text())):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                lines = (node.end_lineno or node.lineno) - node.lineno + 1
-                if lines > 60:
-                    long.append(f"{f.name}:{node.name} ({lines})")
+                yield f, node
+
+
+def test_functions_stay_short():
+    """No function of the package over 60 lines."""
+    long = [
+        f"{f.relative_to(ROOT)}:{node.name} ({lines})"
+        for f, node in _functions(ROOT)
+        if (lines := (node.end_lineno or node.lineno) - node.lineno + 1) > 60
+    ]
     assert long == []
 
 
-def test_the_pipeline_never_asks_which_method_it_runs():
-    """A registry maps methods to strategies: no `method ==` / `kind ==` in the pipeline."""
-    text = (ROOT / "publish" / "pipeline.py").read_text()
-    assert "method ==" not in text and "kind ==" not in text and ".method ==" not in text
+def test_formatting_is_rarely_skipped():
+    """`ruff format` lays out the package: at most 20 lines opt out with `fmt: skip`."""
+    skipped = [
+        f"{f.relative_to(ROOT)}:{i}"
+        for f in ROOT.rglob("*.py")
+        for i, line in enumerate(f.read_text().splitlines(), 1)
+        if "fmt: skip" in line or "fmt: off" in line
+    ]
+    assert len(skipped) <= 20, skipped
+
+
+METHOD_NAMES = set(METHODS) | {"uad_plain"} | set(STATDB_METHODS)
+METHOD_CLASSES = {type(m).__name__ for m in METHODS.values()}
+REGISTRIES = {"publish/registry.py", "decompose/methods.py", "statdb/db.py"}
+"""Where a method's name may be spelled: the registries that map names to methods."""
+
+
+def _asks_by_name(node: ast.AST) -> str | None:
+    """A comparison with a method's name, or an isinstance against a method class."""
+    if isinstance(node, ast.Compare):
+        named = [
+            c.value
+            for c in ast.walk(node)
+            if isinstance(c, ast.Constant) and c.value in METHOD_NAMES
+        ]
+        return f"compares with {named[0]!r}" if named else None
+    if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "isinstance":
+        kinds = {getattr(n, "id", getattr(n, "attr", "")) for n in ast.walk(node.args[1])}
+        found = kinds & METHOD_CLASSES
+        return f"isinstance against {sorted(found)[0]}" if found else None
+    return None
+
+
+def test_methods_are_asked_what_they_do_not_which_they_are():
+    """Outside the registries, no code compares a method's name or checks a method's
+    class: methods declare capabilities (`generalizes`, `suppresses`, ...) and are asked.
+    The comparison runs of experiments/ name the baselines they compare."""
+    found = [
+        f"{f.relative_to(ROOT)}:{node.lineno} {why}"
+        for f in ROOT.rglob("*.py")
+        if str(f.relative_to(ROOT)) not in REGISTRIES and "experiments" not in f.parts
+        for node in ast.walk(ast.parse(f.read_text()))
+        if (why := _asks_by_name(node))
+    ]
+    assert found == []
+
+
+def test_the_shape_check_sees_a_method_asked_by_name():
+    probe = ast.parse(
+        "if cfg.method == 'gd': pass\n"
+        "x = isinstance(m, AnatomyMethod)\n"
+        "y = m in ('dyn-gen', 'sta-ana')\n"
+        "z = cfg.anonymizer == 'anatomy'\n"
+    )
+    found = [why for node in ast.walk(probe) if (why := _asks_by_name(node))]
+    assert found == [
+        "compares with 'gd'",
+        "isinstance against AnatomyMethod",
+        "compares with 'dyn-gen'",
+    ]
+
+
+def _engine_names(f: Path) -> list[str]:
+    return [
+        f"{f.relative_to(ROOT)}:{node.lineno}"
+        for node in ast.walk(ast.parse(f.read_text()))
+        if isinstance(node, ast.Compare)
+        and any(
+            isinstance(n, ast.Attribute) and n.attr == "name" and "engine" in ast.unparse(n.value)
+            for n in ast.walk(node)
+        )
+    ]
+
+
+def test_no_code_outside_the_engines_asks_which_engine_it_has():
+    """The engine protocol is the only door: no `engine.name` comparison outside engines/."""
+    found = [
+        hit for f in ROOT.rglob("*.py") if "engines" not in f.parts for hit in _engine_names(f)
+    ]
+    assert found == []
+
+
+def test_spark_is_imported_only_by_the_engines(graph):
+    """pyspark and engines.spark are imported by engines/ alone (the other areas reach
+    Spark through the Engine protocol)."""
+    found = sorted(
+        f"{a} imports {b}"
+        for a, b in graph.edges
+        if (b.split(".")[0] == "pyspark" or b.startswith("vpub_spark.engines.spark"))
+        and _area(a) != "engines"
+    )
+    assert found == []

@@ -29,10 +29,15 @@ QI = ["age", "sex", "edu", "marital"]  # marital only for marginals added later
 def _table(n: int, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     age = rng.integers(17, 80, n)
-    return pd.DataFrame({
-        "age": [f"{a:03d}" for a in age], "sex": rng.choice(["F", "M"], n), "edu": [f"e{x:02d}" for x in rng.integers(0, 12, n)],
-        "marital": rng.choice(["a", "b", "c", "d"], n), "job": [f"j{x:02d}" for x in (age // 7 + rng.integers(0, 9, n)) % 15],
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "age": [f"{a:03d}" for a in age],
+            "sex": rng.choice(["F", "M"], n),
+            "edu": [f"e{x:02d}" for x in rng.integers(0, 12, n)],
+            "marital": rng.choice(["a", "b", "c", "d"], n),
+            "job": [f"j{x:02d}" for x in (age // 7 + rng.integers(0, 9, n)) % 15],
+        }
+    )
 
 
 @pytest.fixture(scope="module")
@@ -42,10 +47,21 @@ def data(tmp_path_factory):
 
 def _config(data, tmp, m=4, engine="inprocess", **kw):
     d = {
-        "input": {"path": str(data)}, "privacy": {"model": "m-invariance", "m": m}, "method": "marginals",
-        "marginals": {"sensitive": "job", "schemas": SCHEMAS, "state": str(tmp / "private" / "store"), "chunk_rows": 700, "qi": QI} | kw,
-        "output": {"path": str(tmp / "out"), "release_id": "r1"}, "engine": engine, "seed": 5,
-    }  # fmt: skip
+        "input": {"path": str(data)},
+        "privacy": {"model": "m-invariance", "m": m},
+        "method": "marginals",
+        "marginals": {
+            "sensitive": "job",
+            "schemas": SCHEMAS,
+            "state": str(tmp / "private" / "store"),
+            "chunk_rows": 700,
+            "qi": QI,
+        }
+        | kw,
+        "output": {"path": str(tmp / "out"), "release_id": "r1"},
+        "engine": engine,
+        "seed": 5,
+    }
     return config_from_dict(d)
 
 
@@ -164,10 +180,21 @@ def test_errors_are_clear_and_leave_nothing(data, tmp_path):
 
 def _config_dict(data, tmp, **marg):
     d = {
-        "input": {"path": str(data)}, "privacy": {"model": "m-invariance", "m": 4}, "method": "marginals",
-        "marginals": {"sensitive": "job", "schemas": SCHEMAS, "state": str(tmp / "private" / "store"), "chunk_rows": 700, "qi": QI} | marg,
-        "output": {"path": str(tmp / "out"), "release_id": "r1"}, "engine": "inprocess", "seed": 5,
-    }  # fmt: skip
+        "input": {"path": str(data)},
+        "privacy": {"model": "m-invariance", "m": 4},
+        "method": "marginals",
+        "marginals": {
+            "sensitive": "job",
+            "schemas": SCHEMAS,
+            "state": str(tmp / "private" / "store"),
+            "chunk_rows": 700,
+            "qi": QI,
+        }
+        | marg,
+        "output": {"path": str(tmp / "out"), "release_id": "r1"},
+        "engine": "inprocess",
+        "seed": 5,
+    }
     return d
 
 

@@ -206,8 +206,15 @@ def test_estimate_equals_enumeration_with_suppression():
 
 
 def test_cli_publish_and_utility(data, tmp_path, capsys):
-    cfg = {"engine": "inprocess", "input": {"path": str(data)}, "privacy": {"l": 2}, "rules": RULES, "method": "multi_sa_bip",
-           "multi_sa": {"mode": "partitioned", "chunk_rows": 500, "solver": "highs"}, "output": {"path": str(tmp_path / "out"), "release_id": "r"}}  # fmt: skip
+    cfg = {
+        "engine": "inprocess",
+        "input": {"path": str(data)},
+        "privacy": {"l": 2},
+        "rules": RULES,
+        "method": "multi_sa_bip",
+        "multi_sa": {"mode": "partitioned", "chunk_rows": 500, "solver": "highs"},
+        "output": {"path": str(tmp_path / "out"), "release_id": "r"},
+    }
     (tmp_path / "c.yaml").write_text(json.dumps(cfg))
     assert main(["publish", "--config", str(tmp_path / "c.yaml")]) == 0
     out = " ".join(capsys.readouterr().out.split())  # rich wraps lines

@@ -34,7 +34,14 @@ def _groups(rel, entry) -> pd.DataFrame:
     counts = st_.rename(columns={"count": COUNT}).assign(**{s: st_[s].astype(str)})
     values = sorted(counts[s].unique())
     p = pd.Series(np.ones(len(values)) / len(values), index=values)
-    return class_measures(counts[["group_id", s, COUNT]], ["group_id"], s, p, int(rel.manifest["privacy"].get("l") or rel.manifest["privacy"]["m"]), False)  # fmt: skip
+    return class_measures(
+        counts[["group_id", s, COUNT]],
+        ["group_id"],
+        s,
+        p,
+        int(rel.manifest["privacy"].get("l") or rel.manifest["privacy"]["m"]),
+        False,
+    )
 
 
 @settings(max_examples=15, deadline=None)
@@ -45,9 +52,17 @@ def test_anatomy_meets_entropy_and_recursive_diversity(tmp_path_factory, seed, n
     tmp = tmp_path_factory.mktemp("pm")
     data = write_table(job_table(seed, n), tmp / "t")
     cfg = config(data, tmp / "out", RULES, l, seed=seed)
-    cfg = replace(cfg, privacy=PrivacySpec("l-diversity", l, None, (("entropy_l", float(l)), ("recursive_c", 1.0001))))  # fmt: skip
+    cfg = replace(
+        cfg,
+        privacy=PrivacySpec(
+            "l-diversity", l, None, (("entropy_l", float(l)), ("recursive_c", 1.0001))
+        ),
+    )
     r = publish(cfg, InProcessEngine())
-    assert r.audit.passed and r.manifest["privacy"]["also"] == {"entropy_l": float(l), "recursive_c": 1.0001}  # fmt: skip
+    assert r.audit.passed and r.manifest["privacy"]["also"] == {
+        "entropy_l": float(l),
+        "recursive_c": 1.0001,
+    }
     rel = open_release(r.path)
     for entry in [e for e in rel.tables if e["kind"] == "anatomy"]:
         g = _groups(rel, entry)
@@ -57,7 +72,11 @@ def test_anatomy_meets_entropy_and_recursive_diversity(tmp_path_factory, seed, n
 def test_marginals_meet_k_anonymity_up_to_m(tmp_path):
     r = marginal_release(tmp_path, 5, 1500, also={"k": 3, "entropy_l": 3})
     names = [c.name for c in r.audit.checks]
-    assert r.audit.passed and any(n.endswith("k-anonymity") for n in names) and any(n.endswith("entropy l-diversity") for n in names)  # fmt: skip
+    assert (
+        r.audit.passed
+        and any(n.endswith("k-anonymity") for n in names)
+        and any(n.endswith("entropy l-diversity") for n in names)
+    )
 
 
 @pytest.mark.parametrize(
@@ -72,7 +91,13 @@ def test_marginals_meet_k_anonymity_up_to_m(tmp_path):
     ],
 )
 def test_models_a_method_cannot_enforce_are_refused(tmp_path, also, method, message):
-    d = {"input": {"path": str(tmp_path)}, "privacy": {"l": 3, "also": also}, "rules": RULES, "method": method, "output": {"path": str(tmp_path / "o")}}  # fmt: skip
+    d = {
+        "input": {"path": str(tmp_path)},
+        "privacy": {"l": 3, "also": also},
+        "rules": RULES,
+        "method": method,
+        "output": {"path": str(tmp_path / "o")},
+    }
     with pytest.raises(SpecError, match=message.replace("(", r"\(").replace(")", r"\)")):
         publish(config_from_dict(d), InProcessEngine())
     assert not (tmp_path / "o").exists()
@@ -82,11 +107,22 @@ def test_the_audit_refuses_a_release_that_misses_its_claimed_models(tmp_path):
     data = write_table(job_table(9, 800), tmp_path / "t")
     path = publish(config(data, tmp_path / "out", RULES, 3, seed=1), InProcessEngine()).path
     manifest = json.loads((path / "manifest.json").read_text())
-    for claim, failed in (({"entropy_l": 3.5}, "entropy l-diversity"), ({"recursive_c": 0.5}, "recursive (c, l)-diversity"), ({"k": 3}, "k-anonymity")):  # fmt: skip
-        (path / "manifest.json").write_text(json.dumps(manifest | {"privacy": manifest["privacy"] | {"also": claim}}))  # fmt: skip
+    for claim, failed in (
+        ({"entropy_l": 3.5}, "entropy l-diversity"),
+        ({"recursive_c": 0.5}, "recursive (c, l)-diversity"),
+        ({"k": 3}, "k-anonymity"),
+    ):
+        (path / "manifest.json").write_text(
+            json.dumps(manifest | {"privacy": manifest["privacy"] | {"also": claim}})
+        )
         report = audit_release(path)
         assert not report.passed and any(failed in f for f in report.as_dict()["failures"]), claim
-    (path / "manifest.json").write_text(json.dumps(manifest | {"privacy": manifest["privacy"] | {"also": {"entropy_l": 3, "recursive_c": 1.01}}}))  # fmt: skip
+    (path / "manifest.json").write_text(
+        json.dumps(
+            manifest
+            | {"privacy": manifest["privacy"] | {"also": {"entropy_l": 3, "recursive_c": 1.01}}}
+        )
+    )
     assert audit_release(path).passed  # what anatomy with l = 3 guarantees
 
 
@@ -109,8 +145,12 @@ def test_the_audit_measures_t_as_the_check_kernel_does(tmp_path, ordered):
     st_[s] = st_[s].astype(str)
     p = st_.groupby(s)[COUNT].sum() / st_[COUNT].sum()
     p = p.reindex(sorted(p.index, key=float)) if ordered else p
-    t = float(class_measures(st_[["group_id", s, COUNT]], ["group_id"], s, p, 3, ordered)["t"].max())  # fmt: skip
+    t = float(
+        class_measures(st_[["group_id", s, COUNT]], ["group_id"], s, p, 3, ordered)["t"].max()
+    )
     manifest = json.loads((path / "manifest.json").read_text())
     for claim, ok in ((t + 1e-9, True), (t - 0.01, False)):
-        (path / "manifest.json").write_text(json.dumps(manifest | {"privacy": manifest["privacy"] | {"also": {"t": claim}}}))  # fmt: skip
+        (path / "manifest.json").write_text(
+            json.dumps(manifest | {"privacy": manifest["privacy"] | {"also": {"t": claim}}})
+        )
         assert audit_release(path).passed is ok, (claim, t)

@@ -54,11 +54,11 @@ def test_two_partitions_run_as_two_tasks(spark_engine, sal, tmp_path):
 
 def test_spark_kl_equals_inprocess_kl(spark_engine, sal, tmp_path):
     from vpub_spark.datasets.presets import resolve_input
+    from vpub_spark.engines.inprocess import InProcessEngine
     from vpub_spark.release.reader import open_release
+    from vpub_spark.utility.engine_jobs import release_files
     from vpub_spark.utility.evaluate import load_release_and_source
     from vpub_spark.utility.kl import kl_divergence
-    from vpub_spark.utility.spark_kl import broadcast_kl, per_term_kl
-    from vpub_spark.utility.spark_kl_one_pass import one_pass_kl, one_pass_terms
 
     for method in ("uad", "gd"):
         result = publish(config(sal, tmp_path / method, RULES, 5, method=method), InProcessEngine())
@@ -66,15 +66,22 @@ def test_spark_kl_equals_inprocess_kl(spark_engine, sal, tmp_path):
         expected = kl_divergence(models, src, domains)
         path, spec = resolve_input(sal, None)
         rel, loaded = open_release(result.path), spark_engine.load(path, spec)
-        terms = one_pass_terms(rel, loaded)
-        assert terms is not None  # the one-shuffle form applies
-        assert loaded.direct is not None  # broadcast_kl's tasks read the source themselves
+        files = release_files(rel, loaded)
+        assert loaded.direct is not None  # the every-task form's tasks read the source
         # one pass: the map stage and the reduce stage (a job each under AQE), no more
-        run = partial(broadcast_kl, spark_engine, rel, loaded)
+        run = partial(spark_engine.release_kl, loaded, files, "every-task")
         broadcast, jobs = with_jobs(spark_engine.spark, run, f"kl-{method}")
         assert 0 < jobs <= 2
-        got = [one_pass_kl(spark_engine, rel, loaded, terms), broadcast, per_term_kl(spark_engine, rel, loaded)]  # fmt: skip
-        assert got == pytest.approx([expected] * 3, rel=1e-9, abs=1e-9)
+        got = [
+            spark_engine.release_kl(loaded, files, "one-shuffle"),  # it applies: no error
+            broadcast,
+            spark_engine.release_kl(loaded, files, "per-term"),
+            spark_engine.release_kl(loaded, files),
+        ]
+        here = InProcessEngine()
+        local = here.load(path, spec)
+        got.append(here.release_kl(local, release_files(rel, local)))
+        assert got == pytest.approx([expected] * 5, rel=1e-9, abs=1e-9)
 
 
 def test_the_source_entropy_is_the_same_packed_or_by_columns(spark_engine, sal, monkeypatch):
@@ -82,15 +89,15 @@ def test_the_source_entropy_is_the_same_packed_or_by_columns(spark_engine, sal, 
     import pandas as pd
 
     from vpub_spark.datasets.presets import resolve_input
-    from vpub_spark.utility import spark_kl_one_pass
-    from vpub_spark.utility.spark_kl import source_entropy
+    from vpub_spark.engines.spark import kl_one_pass
+    from vpub_spark.engines.spark.kl import source_entropy
 
     path, spec = resolve_input(sal, None)
     loaded = spark_engine.load(path, spec)
     frame = pd.read_parquet(sal / "data")
     p = frame.value_counts().to_numpy(float) / len(frame)
     packed = source_entropy(loaded)
-    monkeypatch.setattr(spark_kl_one_pass, "term_of", lambda *a: None)  # keys too wide to pack
+    monkeypatch.setattr(kl_one_pass, "term_of", lambda *a: None)  # keys too wide to pack
     by_columns = source_entropy(loaded)
     assert packed == pytest.approx(float(np.sum(p * np.log(p))), rel=1e-12)
     assert by_columns == pytest.approx(packed, rel=1e-12)
@@ -101,18 +108,22 @@ def test_spark_utility_equals_inprocess_utility(spark_engine, sal, tmp_path, mon
     """`vpub utility --engine spark`: the same KL, workload and errors as in process,
     with the source read by the tasks themselves (`engines/spark/direct.py`), or from
     Spark's rows packed into one key or passed column by column."""
-    from vpub_spark.engines.spark import engine
-    from vpub_spark.utility import spark_kl_one_pass
+    from vpub_spark.engines.spark import engine, kl_one_pass
 
     if rows != "direct":
         monkeypatch.setattr(engine, "direct_source", lambda *a: None)
     if rows == "columns":  # domains too wide to pack
-        monkeypatch.setattr(spark_kl_one_pass, "term_of", lambda *a: None)
+        monkeypatch.setattr(kl_one_pass, "term_of", lambda *a: None)
+    from vpub_spark.utility.engine_jobs import engine_utility
     from vpub_spark.utility.evaluate import evaluate
-    from vpub_spark.utility.spark_workload import spark_utility
 
     result = publish(config(sal, tmp_path / "u", RULES, 5), InProcessEngine())
     here = evaluate(str(result.path), str(sal / "data"), 2, 0.3, 150, 4)
-    there = spark_utility(spark_engine, str(result.path), str(sal / "data"), 2, 0.3, 150, 4)
+    there = engine_utility(spark_engine, str(result.path), str(sal / "data"), 2, 0.3, 150, 4)
     assert there.kl == pytest.approx(here.kl, rel=1e-9)
-    assert (there.mean_relative_error, there.median_relative_error, there.queries, there.redrawn) == (here.mean_relative_error, here.median_relative_error, here.queries, here.redrawn)  # fmt: skip
+    assert (
+        there.mean_relative_error,
+        there.median_relative_error,
+        there.queries,
+        there.redrawn,
+    ) == (here.mean_relative_error, here.median_relative_error, here.queries, here.redrawn)

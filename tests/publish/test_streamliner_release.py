@@ -22,24 +22,37 @@ def data(tmp_path_factory):
     rng = np.random.default_rng(3)
     n = 3000
     age = rng.integers(17, 80, n)
-    frame = pd.DataFrame({
-        "age": age.astype(str), "gender": rng.choice(["F", "M"], n), "edu": rng.integers(0, 16, n).astype(str),
-        "salary": [f"s{x:02d}" for x in (age // 6 + rng.integers(0, 9, n)) % 20],
-    })  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "age": age.astype(str),
+            "gender": rng.choice(["F", "M"], n),
+            "edu": rng.integers(0, 16, n).astype(str),
+            "salary": [f"s{x:02d}" for x in (age // 6 + rng.integers(0, 9, n)) % 20],
+        }
+    )
     return write_table(frame, tmp_path_factory.mktemp("sl") / "t")
 
 
 def _cfg(data, out, method, l=5, **section):
-    return config_from_dict({
-        "input": {"path": str(data)}, "method": method, "privacy": {"model": "l-diversity", "l": l},
-        "streamliner": {"sensitive": "salary", "chunk_rows": 1000, **section},
-        "output": {"path": str(out), "release_id": method}, "engine": "inprocess", "seed": 4,
-    })  # fmt: skip
+    return config_from_dict(
+        {
+            "input": {"path": str(data)},
+            "method": method,
+            "privacy": {"model": "l-diversity", "l": l},
+            "streamliner": {"sensitive": "salary", "chunk_rows": 1000, **section},
+            "output": {"path": str(out), "release_id": method},
+            "engine": "inprocess",
+            "seed": 4,
+        }
+    )
 
 
 @pytest.mark.parametrize("method", ["rda", "gda", "ria"])
 def test_each_method_publishes_an_audited_l_diverse_table(data, tmp_path, method):
-    r = publish(_cfg(data, tmp_path, method, weights={"gender": 1000, "edu": 64, "age": 1}), InProcessEngine())  # fmt: skip
+    r = publish(
+        _cfg(data, tmp_path, method, weights={"gender": 1000, "edu": 64, "age": 1}),
+        InProcessEngine(),
+    )
     assert r.audit.passed
     report = audit_release(r.path)
     assert any(c.name == f"{method}: 5-diverse" and c.ok for c in report.checks)
@@ -81,15 +94,33 @@ def test_bad_configs_and_ineligible_tables_are_refused(data, tmp_path):
     with pytest.raises(PrivacyError, match="not 15-eligible.*choose l <= "):
         publish(_cfg(data, tmp_path, "rda", l=15), InProcessEngine())
     with pytest.raises(SpecError, match="method rda needs privacy model l-diversity"):
-        publish(config_from_dict({"input": {"path": str(data)}, "method": "rda", "privacy": {"model": "m-invariance", "m": 4}, "streamliner": {"sensitive": "salary"}, "engine": "inprocess"}), InProcessEngine())  # fmt: skip
+        publish(
+            config_from_dict(
+                {
+                    "input": {"path": str(data)},
+                    "method": "rda",
+                    "privacy": {"model": "m-invariance", "m": 4},
+                    "streamliner": {"sensitive": "salary"},
+                    "engine": "inprocess",
+                }
+            ),
+            InProcessEngine(),
+        )
     assert not any(tmp_path.iterdir())
 
 
 def test_bench_streamliner_publishes_each_size_and_method(tmp_path):
     from vpub_spark.experiments.bench import BenchStreamliner, bench_streamliner
 
-    r = bench_streamliner(BenchStreamliner(rows=(3000, 6000), engines=("inprocess",), out=str(tmp_path)))  # fmt: skip
-    assert [(x["rows"], x["method"]) for x in r["runs"]] == [(3000, "rda"), (3000, "gda"), (6000, "rda"), (6000, "gda")]  # fmt: skip
+    r = bench_streamliner(
+        BenchStreamliner(rows=(3000, 6000), engines=("inprocess",), out=str(tmp_path))
+    )
+    assert [(x["rows"], x["method"]) for x in r["runs"]] == [
+        (3000, "rda"),
+        (3000, "gda"),
+        (6000, "rda"),
+        (6000, "gda"),
+    ]
     assert all(x["seconds"] > 0 and x["dm"] < 1.01 * x["rows"] * 8 for x in r["runs"])
     assert (tmp_path / "streamliner.json").exists()
 
@@ -129,6 +160,18 @@ def test_rule_based_releases_with_generalized_sub_tables(sal, tmp_path, anonymiz
 
 def test_anonymizer_is_refused_where_it_does_not_apply(data, tmp_path):
     with pytest.raises(SpecError, match="anonymizer rda applies to uad, gd and single_attribute"):
-        publish(config_from_dict({"input": {"path": str(data)}, "method": "rda", "anonymizer": "rda", "privacy": {"l": 5}, "streamliner": {"sensitive": "salary"}, "engine": "inprocess"}), InProcessEngine())  # fmt: skip
+        publish(
+            config_from_dict(
+                {
+                    "input": {"path": str(data)},
+                    "method": "rda",
+                    "anonymizer": "rda",
+                    "privacy": {"l": 5},
+                    "streamliner": {"sensitive": "salary"},
+                    "engine": "inprocess",
+                }
+            ),
+            InProcessEngine(),
+        )
     with pytest.raises(SpecError, match="anonymizer must be one of anatomy, rda, gda"):
         config_from_dict({"input": {"path": str(data)}, "anonymizer": "mondrian"})

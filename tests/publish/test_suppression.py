@@ -40,7 +40,13 @@ def test_fewest_rows_make_the_attribute_eligible(counts, l):
 def _skewed(n: int = 900, seed: int = 1) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     job = rng.choice(["a", "b", "c", "d"], n, p=[0.5, 0.2, 0.2, 0.1])  # 'a' above 1/3
-    return pd.DataFrame({"age": rng.integers(20, 60, n).astype(str), "zip": rng.integers(0, 9, n).astype(str), "job": job})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "age": rng.integers(20, 60, n).astype(str),
+            "zip": rng.integers(0, 9, n).astype(str),
+            "job": job,
+        }
+    )
 
 
 def _cfg(data, out, budget: float, seed: int = 3):
@@ -58,7 +64,11 @@ def test_a_budget_meets_an_ineligible_rule_and_the_audit_checks_it(tmp_path):
     r = publish(_cfg(data, tmp_path / "out", 0.3), InProcessEngine())
     counts = frame["job"].value_counts().reindex(["a", "b", "c", "d"]).to_numpy()
     expected = int(fewest_to_suppress(counts, 3).sum())
-    assert r.manifest["suppression"] == {"budget": 0.3, "rows": expected, "per_rule": {"age, zip -> job": expected}}  # fmt: skip
+    assert r.manifest["suppression"] == {
+        "budget": 0.3,
+        "rows": expected,
+        "per_rule": {"age, zip -> job": expected},
+    }
     assert r.manifest["source"]["rows"] == len(frame) - expected and expected > 0
     report = audit_release(r.path, source=str(data))
     assert report.passed, report.as_dict()["failures"]
@@ -67,7 +77,9 @@ def test_a_budget_meets_an_ineligible_rule_and_the_audit_checks_it(tmp_path):
         {"rows": expected - 1, "per_rule": {"age, zip -> job": expected - 1}},
         {"budget": 0.01},
     ):
-        (r.path / "manifest.json").write_text(json.dumps(manifest | {"suppression": manifest["suppression"] | tampered}))  # fmt: skip
+        (r.path / "manifest.json").write_text(
+            json.dumps(manifest | {"suppression": manifest["suppression"] | tampered})
+        )
         assert not audit_release(r.path, source=str(data)).passed, tampered
 
 

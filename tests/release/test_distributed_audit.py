@@ -27,11 +27,34 @@ def data(tmp_path_factory):
 @pytest.fixture(scope="module")
 def releases(data, tmp_path_factory):
     out = tmp_path_factory.mktemp("rels")
-    kw = {"uad": {"method": "uad", "partitions": 3}, "rda": {"method": "rda", "privacy": {"l": 4}, "streamliner": {"sensitive": "job", "chunk_rows": 1000}},
-          "marginals": {"method": "marginals", "privacy": {"model": "m-invariance", "m": 4}, "marginals": {"sensitive": "job", "schemas": [["age"], ["age", "zip"]], "state": str(tmp_path_factory.mktemp("private") / "store"), "chunk_rows": 1000}}}  # fmt: skip
+    kw = {
+        "uad": {"method": "uad", "partitions": 3},
+        "rda": {
+            "method": "rda",
+            "privacy": {"l": 4},
+            "streamliner": {"sensitive": "job", "chunk_rows": 1000},
+        },
+        "marginals": {
+            "method": "marginals",
+            "privacy": {"model": "m-invariance", "m": 4},
+            "marginals": {
+                "sensitive": "job",
+                "schemas": [["age"], ["age", "zip"]],
+                "state": str(tmp_path_factory.mktemp("private") / "store"),
+                "chunk_rows": 1000,
+            },
+        },
+    }
     made = {}
     for name, extra in kw.items():
-        cfg = config(data, out, RULES, 4, seed=2, **({"output": {"path": str(out), "release_id": name}} | extra))  # fmt: skip
+        cfg = config(
+            data,
+            out,
+            RULES,
+            4,
+            seed=2,
+            **({"output": {"path": str(out), "release_id": name}} | extra),
+        )
         made[name] = publish(cfg, InProcessEngine()).path
     return made
 
@@ -57,7 +80,9 @@ def test_good_releases_pass_both_with_the_same_checks(releases, name):
 
 
 def _rewrite(f, change):
-    pq.write_table(pa.Table.from_pandas(change(pq.read_table(f).to_pandas()), preserve_index=False), f)  # fmt: skip
+    pq.write_table(
+        pa.Table.from_pandas(change(pq.read_table(f).to_pandas()), preserve_index=False), f
+    )
 
 
 def _rehash(path) -> None:
@@ -100,7 +125,10 @@ def test_tampered_releases_fail_both(releases, tmp_path, case, expected):
     t = _anatomy_table(releases["uad"])
 
     def edit(p):
-        qit, st = sorted((p / "tables" / t / "qit").glob("*.parquet")), sorted((p / "tables" / t / "st").glob("*.parquet"))  # fmt: skip
+        qit, st = (
+            sorted((p / "tables" / t / "qit").glob("*.parquet")),
+            sorted((p / "tables" / t / "st").glob("*.parquet")),
+        )
         if case == "one value per group":
             _rewrite(st[1], lambda f: f.assign(job="j01"))
         elif case in ("a row removed", "bytes changed, checksums left"):
@@ -125,11 +153,13 @@ def test_spark_tasks_give_the_same_audit(releases, spark_engine):
     for name in ("uad", "marginals"):
         spark = audit_release(releases[name], engine=spark_engine, distributed=True)
         local = audit_release(releases[name], engine=InProcessEngine(), distributed=True)
-        assert spark.passed and [(c.name, c.ok) for c in spark.checks] == [(c.name, c.ok) for c in local.checks]  # fmt: skip
+        assert spark.passed and [(c.name, c.ok) for c in spark.checks] == [
+            (c.name, c.ok) for c in local.checks
+        ]
 
 
 def test_a_small_local_stage_is_audited_in_the_driver(releases, monkeypatch):
-    from vpub_spark.release import commit
+    from vpub_spark.lake import commit
     from vpub_spark.release.layout import REMOTE
 
     stage, engine = releases["uad"], InProcessEngine()

@@ -35,7 +35,12 @@ def keys(tmp_path_factory):
 def anatomy(tmp_path_factory, keys):
     tmp = tmp_path_factory.mktemp("anatomy")
     data = write_table(TABLE1, tmp / "t")
-    r = publish_inprocess(data, tmp / "out", RULES_1_3, output={"path": str(tmp / "out"), "release_id": "r", "sign_key": str(keys[0])})  # fmt: skip
+    r = publish_inprocess(
+        data,
+        tmp / "out",
+        RULES_1_3,
+        output={"path": str(tmp / "out"), "release_id": "r", "sign_key": str(keys[0])},
+    )
     return r.path, data
 
 
@@ -45,13 +50,28 @@ def marginals(tmp_path_factory):
     rng = np.random.default_rng(3)
     n = 600
     age = rng.integers(20, 70, n)
-    frame = pd.DataFrame({"age": [f"{a:03d}" for a in age], "sex": rng.choice(["F", "M"], n), "job": [f"j{x:02d}" for x in (age // 9 + rng.integers(0, 6, n)) % 10]})  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "age": [f"{a:03d}" for a in age],
+            "sex": rng.choice(["F", "M"], n),
+            "job": [f"j{x:02d}" for x in (age // 9 + rng.integers(0, 6, n)) % 10],
+        }
+    )
     data = write_table(frame, tmp / "t")
-    cfg = config_from_dict({
-        "input": {"path": str(data)}, "method": "marginals", "privacy": {"model": "m-invariance", "m": 3},
-        "marginals": {"sensitive": "job", "schemas": [["age"], ["age", "sex"]], "state": str(tmp / "private" / "s")},
-        "output": {"path": str(tmp / "out"), "release_id": "m"}, "engine": "inprocess",
-    })  # fmt: skip
+    cfg = config_from_dict(
+        {
+            "input": {"path": str(data)},
+            "method": "marginals",
+            "privacy": {"model": "m-invariance", "m": 3},
+            "marginals": {
+                "sensitive": "job",
+                "schemas": [["age"], ["age", "sex"]],
+                "state": str(tmp / "private" / "s"),
+            },
+            "output": {"path": str(tmp / "out"), "release_id": "m"},
+            "engine": "inprocess",
+        }
+    )
     return publish(cfg, InProcessEngine()).path, data
 
 
@@ -103,24 +123,45 @@ def _first_sha(m: dict) -> dict:
 
 
 ANATOMY_EDITS = {
-    "a group made to hold one sensitive value": lambda p, t: _rewrite(p, t, "st", lambda f: f.assign(**{f.columns[1]: f.iloc[0, 1]})),
+    "a group made to hold one sensitive value": lambda p, t: _rewrite(
+        p, t, "st", lambda f: f.assign(**{f.columns[1]: f.iloc[0, 1]})
+    ),
     "a QIT row dropped": lambda p, t: _rewrite(p, t, "qit", lambda f: f.iloc[1:]),
-    "the sensitive value copied into the QIT": lambda p, t: _rewrite(p, t, "qit", lambda f: f.assign(leak="x")),
-    "an ST count raised": lambda p, t: _rewrite(p, t, "st", lambda f: f.assign(count=f["count"] + 1)),
-    "QIT rows moved to other groups": lambda p, t: _rewrite(p, t, "qit", lambda f: f.assign(group_id=f["group_id"].to_numpy()[::-1])),
+    "the sensitive value copied into the QIT": lambda p, t: _rewrite(
+        p, t, "qit", lambda f: f.assign(leak="x")
+    ),
+    "an ST count raised": lambda p, t: _rewrite(
+        p, t, "st", lambda f: f.assign(count=f["count"] + 1)
+    ),
+    "QIT rows moved to other groups": lambda p, t: _rewrite(
+        p, t, "qit", lambda f: f.assign(group_id=f["group_id"].to_numpy()[::-1])
+    ),
     "a stronger l claimed": lambda p, t: _manifest(p, lambda m: m["privacy"].update(l=3)),
     "the row count edited": lambda p, t: _manifest(p, lambda m: m["source"].update(rows=7)),
     "_SUCCESS removed": lambda p, t: (p / "_SUCCESS").unlink(),
     "a part removed": lambda p, t: shutil.rmtree(p / "tables" / t / "st"),
     "a foreign table added": lambda p, t: shutil.copytree(p / "tables" / t, p / "tables" / "extra"),
-    "an unlisted file in a part": lambda p, t: shutil.copy(next((p / "tables" / t / "qit").glob("*.parquet")), p / "tables" / t / "qit" / "part-09999.parquet"),
-    "a checksum edited to match nothing": lambda p, t: _manifest(p, lambda m: _first_sha(m).update({k: "0" * 64 for k in _first_sha(m)})),
+    "an unlisted file in a part": lambda p, t: shutil.copy(
+        next((p / "tables" / t / "qit").glob("*.parquet")),
+        p / "tables" / t / "qit" / "part-09999.parquet",
+    ),
+    "a checksum edited to match nothing": lambda p, t: _manifest(
+        p, lambda m: _first_sha(m).update({k: "0" * 64 for k in _first_sha(m)})
+    ),
     "the format version changed": lambda p, t: _manifest(p, lambda m: m.update(format_version=1)),
-    "the GNF verdicts edited": lambda p, t: _manifest(p, lambda m: m["gnf"]["verdicts"][0].update(status="unreachable")),
-    "a table's kind changed": lambda p, t: _manifest(p, lambda m: next(x for x in m["tables"] if x["name"] == t).update(kind="projection")),
-    "a local path recorded": lambda p, t: _manifest(p, lambda m: m["config"].update(input_path="/home/owner/data.csv")),
-    "a manifest edited after signing": lambda p, t: _manifest(p, lambda m: m.update(created_at="2020-01-01T00:00:00+00:00")),
-}  # fmt: skip
+    "the GNF verdicts edited": lambda p, t: _manifest(
+        p, lambda m: m["gnf"]["verdicts"][0].update(status="unreachable")
+    ),
+    "a table's kind changed": lambda p, t: _manifest(
+        p, lambda m: next(x for x in m["tables"] if x["name"] == t).update(kind="projection")
+    ),
+    "a local path recorded": lambda p, t: _manifest(
+        p, lambda m: m["config"].update(input_path="/home/owner/data.csv")
+    ),
+    "a manifest edited after signing": lambda p, t: _manifest(
+        p, lambda m: m.update(created_at="2020-01-01T00:00:00+00:00")
+    ),
+}
 
 
 @pytest.mark.parametrize("edit", sorted(ANATOMY_EDITS))
@@ -135,7 +176,7 @@ MARGINAL_EDITS = {
     "a box narrowed": lambda f: f.assign(age_max=f["age_min"]),
     "a group's size changed": lambda f: f.assign(size=f["size"] + 1),
     "a group removed": lambda f: f.iloc[1:],
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("edit", sorted(MARGINAL_EDITS))

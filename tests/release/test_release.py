@@ -179,7 +179,11 @@ def test_tampered_releases_are_refused(tmp_path):
     data2 = write_table(
         TABLE1.assign(icd9=TABLE1["icd9"].replace("flu", "HIV")), tmp_path / "other"
     )
-    failed = _failed(result.path, source=str(data2 / "data"), secret=str(run_record(result.manifest["release_id"])))  # fmt: skip
+    failed = _failed(
+        result.path,
+        source=str(data2 / "data"),
+        secret=str(run_record(result.manifest["release_id"])),
+    )
     assert "source: fingerprint" in failed and any(
         "icd9" in f and "equals the source" in f for f in failed
     )
@@ -233,7 +237,7 @@ def test_a_dead_runs_staging_directory_is_removed_by_the_next_run(tmp_path):
 
 
 def test_failed_audit_commits_nothing(tmp_path, monkeypatch):
-    from vpub_spark.release import commit
+    from vpub_spark.lake import commit
     from vpub_spark.release.checks import AuditReport, Check
 
     data = write_table(TABLE1, tmp_path / "table1")
@@ -268,7 +272,9 @@ def test_committed_release_is_not_overwritten_unless_asked(tmp_path):
     from dataclasses import replace
 
     again = publish(replace(cfg, overwrite=True), InProcessEngine())
-    assert again.audit.passed and made_with(json.loads((again.path / "manifest.json").read_text()), 5)  # fmt: skip
+    assert again.audit.passed and made_with(
+        json.loads((again.path / "manifest.json").read_text()), 5
+    )
     assert sorted(p.name for p in (tmp_path / "out").iterdir() if p.name != "_latest") == ["r1"]
 
 

@@ -55,7 +55,15 @@ def test_a_write_that_fails_midway_is_one_line_and_commits_nothing(tmp_path):
     line on stderr, exit 2, no release, no staging directory, no lock left."""
     data = write_table(TABLE1, tmp_path / "t")
     conf = tmp_path / "c.yaml"
-    conf.write_text(json.dumps({"input": {"path": str(data)}, "rules": RULES_1_3, "output": {"path": str(tmp_path / "out"), "release_id": "r"}}))  # fmt: skip
+    conf.write_text(
+        json.dumps(
+            {
+                "input": {"path": str(data)},
+                "rules": RULES_1_3,
+                "output": {"path": str(tmp_path / "out"), "release_id": "r"},
+            }
+        )
+    )
 
     def limit():
         resource.setrlimit(resource.RLIMIT_FSIZE, (600, 600))

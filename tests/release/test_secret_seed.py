@@ -49,10 +49,18 @@ def data(tmp_path_factory):
 
 def _config(data: Path, tmp: Path, method: str, **kw):
     extra = METHODS[method]
-    d = {
-        "input": {"path": str(data)}, "method": method, "privacy": {"l": 3}, "engine": "inprocess",
-        "output": {"path": str(tmp / "out")}, "private_dir": str(tmp / "private"),
-    } | {k: v for k, v in extra.items() if k != "marginals"} | kw  # fmt: skip
+    d = (
+        {
+            "input": {"path": str(data)},
+            "method": method,
+            "privacy": {"l": 3},
+            "engine": "inprocess",
+            "output": {"path": str(tmp / "out")},
+            "private_dir": str(tmp / "private"),
+        }
+        | {k: v for k, v in extra.items() if k != "marginals"}
+        | kw
+    )
     if "marginals" in extra:
         d["marginals"] = extra["marginals"] | {"state": str(tmp / "private-store")}
     return config_from_dict(d)
@@ -97,14 +105,33 @@ def test_no_public_file_holds_the_seed_given_or_drawn(data, tmp_path, method):
         assert _leaks(tmp, seed) == [], method
         assert proves(seed, rel.manifest) and not proves(seed + 1, rel.manifest)
         report = audit_release(result.path, secret=str(private))
-        assert report.passed and any(c.name == "secrecy: the owner's proof" and c.ok for c in report.checks)  # fmt: skip
-    assert read_secret(tmp_path / "a" / ("private-store" if method == "marginals" else f"private/runs/{given.manifest['release_id']}.json")) == SEED  # fmt: skip
+        assert report.passed and any(
+            c.name == "secrecy: the owner's proof" and c.ok for c in report.checks
+        )
+    assert (
+        read_secret(
+            tmp_path
+            / "a"
+            / (
+                "private-store"
+                if method == "marginals"
+                else f"private/runs/{given.manifest['release_id']}.json"
+            )
+        )
+        == SEED
+    )
     assert not (tmp_path / "b" / "private").exists() or method != "marginals"  # a store keeps it
 
 
 def test_two_default_runs_draw_different_secret_seeds(data, tmp_path):
-    a = publish(_config(data, tmp_path, "rda", output={"path": str(tmp_path / "o1"), "release_id": "x"}), InProcessEngine())  # fmt: skip
-    b = publish(_config(data, tmp_path, "rda", output={"path": str(tmp_path / "o2"), "release_id": "y"}), InProcessEngine())  # fmt: skip
+    a = publish(
+        _config(data, tmp_path, "rda", output={"path": str(tmp_path / "o1"), "release_id": "x"}),
+        InProcessEngine(),
+    )
+    b = publish(
+        _config(data, tmp_path, "rda", output={"path": str(tmp_path / "o2"), "release_id": "y"}),
+        InProcessEngine(),
+    )
     sa, sb = (read_secret(tmp_path / "private" / "runs" / f"{r}.json") for r in ("x", "y"))
     assert sa != sb and proves(sa, a.manifest) and proves(sb, b.manifest)
     record = tmp_path / "private" / "runs" / "x.json"
@@ -116,13 +143,28 @@ def test_a_seed_file_must_be_owner_only_and_reproduces_the_release(data, tmp_pat
     f = tmp_path / "seed"
     f.write_text(f"{SEED:#x}\n")
     os.chmod(f, 0o644)
-    cfg = _config(data, tmp_path, "rda", seed_file=str(f), output={"path": str(tmp_path / "o"), "release_id": "r"})  # fmt: skip
+    cfg = _config(
+        data,
+        tmp_path,
+        "rda",
+        seed_file=str(f),
+        output={"path": str(tmp_path / "o"), "release_id": "r"},
+    )
     with pytest.raises(VpubError, match="must be owner-only"):
         publish(cfg, InProcessEngine())
     assert not (tmp_path / "o" / "r").exists()
     os.chmod(f, 0o600)
     a = publish(cfg, InProcessEngine())
-    b = publish(_config(data, tmp_path, "rda", seed=SEED, output={"path": str(tmp_path / "o2"), "release_id": "r"}), InProcessEngine())  # fmt: skip
+    b = publish(
+        _config(
+            data,
+            tmp_path,
+            "rda",
+            seed=SEED,
+            output={"path": str(tmp_path / "o2"), "release_id": "r"},
+        ),
+        InProcessEngine(),
+    )
     ra, rb = open_release(a.path), open_release(b.path)
     assert ra.read("rda", "st").equals(rb.read("rda", "st")) and proves(SEED, ra.manifest)
 
@@ -134,7 +176,9 @@ def test_private_directories_are_refused_where_others_could_read_them(data, tmp_
     (tmp_path / "open").mkdir(mode=0o755)
     os.chmod(tmp_path / "open", 0o755)
     with pytest.raises(VpubError, match="must be owner-only"):
-        publish(_config(data, tmp_path, "rda", private_dir=str(tmp_path / "open")), InProcessEngine())  # fmt: skip
+        publish(
+            _config(data, tmp_path, "rda", private_dir=str(tmp_path / "open")), InProcessEngine()
+        )
     assert not out.exists() or not any(out.iterdir())  # refused before any work
     with pytest.raises(SpecError, match="give seed or seed_file"):
         _config(data, tmp_path, "rda", seed=1, seed_file="f")
@@ -169,7 +213,10 @@ def test_the_auditor_fails_a_release_that_names_a_seed(data, tmp_path):
     }
     for name, change in cases.items():
         failed = _tampered(result, tmp_path / name.replace(" ", "-"), change)
-        assert [f for f in failed if f.startswith("secrecy: no seed in a public file")], (name, failed)  # fmt: skip
+        assert [f for f in failed if f.startswith("secrecy: no seed in a public file")], (
+            name,
+            failed,
+        )
     assert audit_release(result.path).passed
 
 

@@ -89,18 +89,33 @@ def test_store_json_is_sealed_and_signed_or_not(tmp_path):
 
 
 def test_the_digests_cover_buckets_and_groups_but_not_a_writers_hidden_files(tmp_path):
-    for f in ["buckets/part-00000.parquet", "groups/r/t/part-00000.parquet", "groups/r/.t.lock", "groups/r/.t.staging-1/x", "queries.jsonl"]:  # fmt: skip
+    for f in [
+        "buckets/part-00000.parquet",
+        "groups/r/t/part-00000.parquet",
+        "groups/r/.t.lock",
+        "groups/r/.t.staging-1/x",
+        "queries.jsonl",
+    ]:
         (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / f).write_text(f)
-    assert covered_files(tmp_path) == ["buckets/part-00000.parquet", "groups/r/t/part-00000.parquet"]  # fmt: skip
+    assert covered_files(tmp_path) == [
+        "buckets/part-00000.parquet",
+        "groups/r/t/part-00000.parquet",
+    ]
     digests = file_digests(tmp_path, "groups", "r", "t")
     assert list(digests) == ["groups/r/t/part-00000.parquet"]
-    assert digests["groups/r/t/part-00000.parquet"] == hashlib.sha256(b"groups/r/t/part-00000.parquet").hexdigest()  # fmt: skip
+    assert (
+        digests["groups/r/t/part-00000.parquet"]
+        == hashlib.sha256(b"groups/r/t/part-00000.parquet").hexdigest()
+    )
 
 
 def test_an_old_or_broken_store_json_is_refused_in_one_line(tmp_path):
     (tmp_path / STORE_FILE).write_text(json.dumps({"format": 1}))
-    with pytest.raises(VpubError, match="store format 1 lists no digests of its files.*rebuild it with `vpub statdb build`"):  # fmt: skip
+    with pytest.raises(
+        VpubError,
+        match="store format 1 lists no digests of its files.*rebuild it with `vpub statdb build`",
+    ):
         read_store(tmp_path)
     (tmp_path / STORE_FILE).write_text('{"format": 2,')
     with pytest.raises(VpubError, match="store.json: not valid JSON") as e:

@@ -18,8 +18,12 @@ def labels_store(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("labels")
     rng = np.random.default_rng(11)
     n = 900
-    frame = pd.DataFrame({
-        "education": rng.choice(EDUCATION, n), "origin": rng.choice(ORIGIN, n),
-        "job": rng.choice(JOB, n), "birth_self": rng.choice(BIRTH, n),
-    })  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "education": rng.choice(EDUCATION, n),
+            "origin": rng.choice(ORIGIN, n),
+            "job": rng.choice(JOB, n),
+            "birth_self": rng.choice(BIRTH, n),
+        }
+    )
     return marginals_store(frame, tmp, ["education", "origin"], "job", 3, 5)

@@ -25,13 +25,25 @@ CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 @pytest.fixture
 def browser(tmp_path):
     if not (CHROMIUM and DRIVER):
-        pytest.skip("NO BROWSER: chromium and chromedriver are not installed (apt-get install chromium chromium-driver); the page was not tested")  # fmt: skip
+        pytest.skip(
+            "NO BROWSER: chromium and chromedriver are not installed (apt-get install chromium chromium-driver); the page was not tested"
+        )
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}"):  # fmt: skip
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(DRIVER), options=options)
     driver.set_window_size(1200, 1600)
@@ -54,7 +66,9 @@ def test_the_page_counts_and_estimates_as_the_library_does(store, browser, tmp_p
         wait.until(ready.visibility_of_element_located((By.ID, "token")))  # 401: asks for it
         browser.find_element(By.ID, "token").send_keys("page-token")
         browser.find_element(By.ID, "token-save").click()
-        wait.until(lambda b: b.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "yes")  # fmt: skip
+        wait.until(
+            lambda b: b.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "yes"
+        )
         header = browser.find_element(By.ID, "store-info").text
         assert "beyond 1 in 4" in header and "m-invariant" not in header and "004" not in header
 
@@ -79,12 +93,16 @@ def test_the_page_counts_and_estimates_as_the_library_does(store, browser, tmp_p
         assert "m-invariance (m = 4)" in browser.find_element(By.ID, "release-guarantee").text
         browser.find_element(By.ID, "estimate-where").send_keys("age between 30 and 50")
         browser.find_element(By.ID, "estimate").click()
-        wait.until(lambda b: b.find_element(By.ID, "estimate-result").get_attribute("data-estimate"))  # fmt: skip
+        wait.until(
+            lambda b: b.find_element(By.ID, "estimate-result").get_attribute("data-estimate")
+        )
         got = float(browser.find_element(By.ID, "estimate-result").get_attribute("data-estimate"))
         rel = open_release(store[1])
         models, domains = release_models(rel)
         n = int(rel.manifest["source"]["rows"])
-        assert got == pytest.approx(estimate_count(models, parse_where("age between 30 and 50", domains), n, domains))  # fmt: skip
+        assert got == pytest.approx(
+            estimate_count(models, parse_where("age between 30 and 50", domains), n, domains)
+        )
 
         browser.find_element(By.ID, "estimate-where").clear()
         browser.find_element(By.ID, "estimate-where").send_keys("weight = 3")
@@ -117,20 +135,37 @@ def test_a_new_user_counts_and_estimates_on_real_labels(labels_store, browser, t
     with running(ServeSettings(str(labels_store[0]), str(labels_store[1].parent), rate=0)) as url:
         wait = WebDriverWait(browser, 30)
         browser.get(url + "/")
-        wait.until(lambda b: b.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "yes")  # fmt: skip
+        wait.until(
+            lambda b: b.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "yes"
+        )
         header = browser.find_element(By.ID, "store-info").text
-        assert header == f"{len(db.values):,} people. Answers are ranges that always hold the true count. No one can learn a person's job beyond 1 in 3."  # fmt: skip
+        assert (
+            header
+            == f"{len(db.values):,} people. Answers are ranges that always hold the true count. No one can learn a person's job beyond 1 in 3."
+        )
 
         browser.find_element(By.ID, "count").click()  # the default form: everyone
         everyone = Query({}, frozenset(range(len(db.domains["job"]))))
         _intervals(browser, wait, db, everyone)
         first = browser.find_element(By.ID, "result-dyn-ana")
-        assert first.get_attribute("data-lower") == first.get_attribute("data-upper") == str(len(db.values))  # fmt: skip
+        assert (
+            first.get_attribute("data-lower")
+            == first.get_attribute("data-upper")
+            == str(len(db.values))
+        )
 
-        Select(browser.find_element(By.ID, "qi-education-low")).select_by_visible_text("Bachelors degree(BA AB BS)")  # fmt: skip
-        Select(browser.find_element(By.ID, "qi-education-high")).select_by_visible_text("Masters degree(MA MS)")  # fmt: skip
-        Select(browser.find_element(By.ID, "qi-origin-low")).select_by_visible_text("Mexican (Mexicano)")  # fmt: skip
-        Select(browser.find_element(By.ID, "qi-origin-high")).select_by_visible_text('O\'Brien, "Jr"')  # fmt: skip
+        Select(browser.find_element(By.ID, "qi-education-low")).select_by_visible_text(
+            "Bachelors degree(BA AB BS)"
+        )
+        Select(browser.find_element(By.ID, "qi-education-high")).select_by_visible_text(
+            "Masters degree(MA MS)"
+        )
+        Select(browser.find_element(By.ID, "qi-origin-low")).select_by_visible_text(
+            "Mexican (Mexicano)"
+        )
+        Select(browser.find_element(By.ID, "qi-origin-high")).select_by_visible_text(
+            'O\'Brien, "Jr"'
+        )
         browser.find_element(By.ID, "sens-none").click()
         jobs = db.domains["job"]
         for label in ("Craft (repair)", "it's", "and"):
@@ -145,7 +180,7 @@ def test_a_new_user_counts_and_estimates_on_real_labels(labels_store, browser, t
                     edu.index("Masters degree(MA MS)"),
                 ),
                 "origin": (0, origin.index('O\'Brien, "Jr"')),
-            },  # fmt: skip
+            },
             frozenset(jobs.index(v) for v in ("Craft (repair)", "it's", "and")),
         )
         _intervals(browser, wait, db, chosen)
@@ -153,7 +188,9 @@ def test_a_new_user_counts_and_estimates_on_real_labels(labels_store, browser, t
         browser.find_element(By.ID, "release-r").click()
         wait.until(ready.text_to_be_present_in_element((By.ID, "release-audit"), "Audit passed"))
         assert browser.find_element(By.ID, "release-tables-box").is_displayed()
-        assert not browser.find_element(By.ID, "release-gnf-box").is_displayed()  # no rules: no heading  # fmt: skip
+        assert not browser.find_element(
+            By.ID, "release-gnf-box"
+        ).is_displayed()  # no rules: no heading
         example = "education in ('Bachelors degree(BA AB BS)', Children)"
         field = browser.find_element(By.ID, "estimate-where")
         assert field.get_attribute("placeholder") == example
@@ -166,7 +203,12 @@ def test_a_new_user_counts_and_estimates_on_real_labels(labels_store, browser, t
             field.send_keys(typed)
             browser.find_element(By.ID, "estimate").click()  # empty: the example is asked
             asked = typed or example
-            wait.until(lambda b, asked=asked: b.find_element(By.ID, "estimate-where").get_attribute("value") == asked and b.find_element(By.ID, "estimate-result").get_attribute("data-estimate"))  # fmt: skip
+            wait.until(
+                lambda b, asked=asked: (
+                    b.find_element(By.ID, "estimate-where").get_attribute("value") == asked
+                    and b.find_element(By.ID, "estimate-result").get_attribute("data-estimate")
+                )
+            )
             got = float(
                 browser.find_element(By.ID, "estimate-result").get_attribute("data-estimate")
             )

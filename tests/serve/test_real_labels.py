@@ -29,11 +29,11 @@ FORMS = [
     {
         "ranges": {"education": ["Bachelors degree(BA AB BS)", "Masters degree(MA MS)"]},
         "sensitive": ["Craft (repair)", "it's", "nan", "and"],
-    },  # fmt: skip
+    },
     {
         "ranges": {"origin": ["Mexican (Mexicano)", 'O\'Brien, "Jr"'], "education": ["nan", "nan"]},
         "sensitive": ["Sales, retail", "x=y"],
-    },  # fmt: skip
+    },
     {"ranges": {"origin": ["[none]", "Ünïcödé"]}},
     {"sensitive": ["Adm-clerical"]},
 ]
@@ -41,7 +41,10 @@ FORMS = [
 
 def _query(db: StatDB, form: dict) -> Query:
     """The form's Query, each label looked up in the store's domain by the test itself."""
-    ranges = {a: (db.domains[a].index(lo), db.domains[a].index(hi)) for a, (lo, hi) in form.get("ranges", {}).items()}  # fmt: skip
+    ranges = {
+        a: (db.domains[a].index(lo), db.domains[a].index(hi))
+        for a, (lo, hi) in form.get("ranges", {}).items()
+    }
     labels = db.domains[db.sensitive]
     chosen = form.get("sensitive", labels)
     return Query(ranges, frozenset(labels.index(v) for v in chosen))
@@ -58,7 +61,10 @@ def test_json_and_where_forms_answer_as_the_library(labels_server, labels_store,
         for body in (form, {"where": text}):
             status, answer = call(labels_server, "/statdb/count", {**body, "method": method})
             assert status == 200, answer
-            assert (answer["lower"], answer["upper"]) == (expected.low, expected.high), (method, body)  # fmt: skip
+            assert (answer["lower"], answer["upper"]) == (expected.low, expected.high), (
+                method,
+                body,
+            )
     logged = json.loads((labels_store[0] / LOG).read_text().splitlines()[-1])
     assert logged["query"] == f"[127.0.0.1] {text}"
 
@@ -67,7 +73,9 @@ def test_an_unserved_attribute_is_never_shown(labels_server):
     status, answer = call(labels_server, "/statdb/count", {"where": "birth_self = x"})
     assert status == 422 and answer["field"] == "where"
     assert "unknown attribute 'birth_self'; there are: education, origin, job" in answer["error"]
-    status, other = call(labels_server, "/statdb/count", {"ranges": {"birth_self": [BIRTH[0], BIRTH[0]]}})  # fmt: skip
+    status, other = call(
+        labels_server, "/statdb/count", {"ranges": {"birth_self": [BIRTH[0], BIRTH[0]]}}
+    )
     assert status == 422 and other["field"] == "ranges.birth_self"
     _, schema = call(labels_server, "/statdb/schema")
     for shown in (answer["error"], other["error"], json.dumps(schema)):
@@ -83,7 +91,7 @@ def test_an_unserved_attribute_is_never_shown(labels_server):
             {"ranges": {"education": ["Children", "Bachelors degree"]}},
             "ranges.education",
             "no value 'Bachelors degree'",
-        ),  # fmt: skip
+        ),
         ({"ranges": {"education": ["nan", "Children"]}}, "ranges.education", "an empty range"),
         ({"where": "origin = Mexican (Mexicano)"}, "where", "column"),  # unquoted: a syntax error
         ({"where": "education in (Children, nan)"}, "where", "no range of its values"),
@@ -96,7 +104,10 @@ def test_bad_labels_name_their_field(labels_server, body, field, says):
 
 def test_the_release_example_is_in_its_own_labels_and_estimates(labels_server, labels_store):
     status, summary = call(labels_server, "/releases/r")
-    assert status == 200 and summary["example"] == "education in ('Bachelors degree(BA AB BS)', Children)"  # fmt: skip
+    assert (
+        status == 200
+        and summary["example"] == "education in ('Bachelors degree(BA AB BS)', Children)"
+    )
     assert summary["gnf"]["verdicts"] == []  # a marginal release: no GNF rules to show
     rel = open_release(labels_store[1])
     models, domains = release_models(rel)

@@ -44,7 +44,9 @@ def server(store, token_file):
 
 def _texts(db: StatDB, count: int, seed: int) -> list[str]:
     sizes = {a: len(v) for a, v in db.domains.items()}
-    return [where_text(db.meta, q) for q in workload(sizes, db.qi, db.sensitive, 2, 0.2, count, seed)]  # fmt: skip
+    return [
+        where_text(db.meta, q) for q in workload(sizes, db.qi, db.sensitive, 2, 0.2, count, seed)
+    ]
 
 
 def test_1000_concurrent_requests_none_lost_all_equal_to_the_library(server, store):
@@ -55,10 +57,18 @@ def test_1000_concurrent_requests_none_lost_all_equal_to_the_library(server, sto
     log_file = store[0] / LOG
     lines = len(log_file.read_text().splitlines()) if log_file.exists() else 0
     with ThreadPoolExecutor(100) as pool:
-        got = list(pool.map(lambda job: call(server, "/statdb/count", {"where": job[0], "method": job[1]}), jobs))  # fmt: skip
+        got = list(
+            pool.map(
+                lambda job: call(server, "/statdb/count", {"where": job[0], "method": job[1]}), jobs
+            )
+        )
     assert len(got) == 1000 and all(status == 200 for status, _ in got)
     for job, (_, body) in zip(jobs, got, strict=True):
-        assert (body["lower"], body["upper"], body["method"]) == (expected[job].low, expected[job].high, job[1])  # fmt: skip
+        assert (body["lower"], body["upper"], body["method"]) == (
+            expected[job].low,
+            expected[job].high,
+            job[1],
+        )
         assert set(body) == {"lower", "upper", "method", "elapsed_ms"}  # an interval, no rows
     log = (store[0] / LOG).read_text().splitlines()
     assert len(log) == lines + 1000
@@ -68,7 +78,11 @@ def test_1000_concurrent_requests_none_lost_all_equal_to_the_library(server, sto
 def test_structured_queries_and_the_schema(server, store):
     db = StatDB.open(store[0])
     ages = db.domains["age"]
-    status, body = call(server, "/statdb/count", {"ranges": {"age": [ages[3], ages[20]]}, "sensitive": ["j03", "j04"]})  # fmt: skip
+    status, body = call(
+        server,
+        "/statdb/count",
+        {"ranges": {"age": [ages[3], ages[20]]}, "sensitive": ["j03", "j04"]},
+    )
     expected = db.count(f"age between {ages[3]} and {ages[20]} and job in (j03, j04)", log=False)
     assert status == 200 and (body["lower"], body["upper"]) == (expected.low, expected.high)
     status, schema = call(server, "/statdb/schema")
@@ -109,7 +123,9 @@ def test_bad_requests_get_errors_naming_the_field(server, body, raw, status, fie
 
 def _raw(url: str, path: str, method: str):
     """(status, headers, JSON body) of a bodiless request; fails unless the body is JSON."""
-    req = urllib.request.Request(url + path, method=method, headers={"Authorization": "Bearer s3cret"})  # fmt: skip
+    req = urllib.request.Request(
+        url + path, method=method, headers={"Authorization": "Bearer s3cret"}
+    )
     try:
         with urllib.request.urlopen(req, timeout=30) as r:
             return r.status, r.headers, json.loads(r.read())
@@ -143,7 +159,12 @@ def test_unknown_paths_and_wrong_methods_answer_json(server, method, path, statu
 
 
 def test_the_page_files_are_served_at_their_paths(server):
-    for path, kind in [("/", "text/html"), ("/index.html", "text/html"), ("/app.js", "javascript"), ("/style.css", "text/css")]:  # fmt: skip
+    for path, kind in [
+        ("/", "text/html"),
+        ("/index.html", "text/html"),
+        ("/app.js", "javascript"),
+        ("/style.css", "text/css"),
+    ]:
         with urllib.request.urlopen(server + path, timeout=10) as r:
             assert r.status == 200 and kind in r.headers["Content-Type"] and r.read()
 
@@ -156,9 +177,16 @@ def test_huge_ranges_answer_the_whole_table(server, store):
 
 
 def test_no_token_no_answer_and_tokens_off_loopback(server):
-    for path, body in [("/statdb/count", {"where": "zip = 15"}), ("/statdb/schema", None), ("/releases", None)]:  # fmt: skip
+    for path, body in [
+        ("/statdb/count", {"where": "zip = 15"}),
+        ("/statdb/schema", None),
+        ("/releases", None),
+    ]:
         assert call(server, path, body, token=None)[0] == 401
-        assert call(server, path, body, token="wrong") == (401, {"error": "missing or wrong bearer token", "field": "authorization"})  # fmt: skip
+        assert call(server, path, body, token="wrong") == (
+            401,
+            {"error": "missing or wrong bearer token", "field": "authorization"},
+        )
     with pytest.raises(SpecError, match="needs --token-file"):
         check_binding("0.0.0.0", None)
     check_binding("0.0.0.0", "t")
@@ -174,12 +202,16 @@ def test_the_catalog_summarizes_audits_and_estimates(server, store):
     assert [t["kind"] for t in summary["tables"]] and "config" not in summary
     rel = open_release(store[1])
     risk = release_risk(rel)  # each table's risk figures, as the library computes them
-    assert summary["risk"].keys() == risk.keys() and all(summary["risk"][t] == pytest.approx(risk[t]) for t in risk)  # fmt: skip
+    assert summary["risk"].keys() == risk.keys() and all(
+        summary["risk"][t] == pytest.approx(risk[t]) for t in risk
+    )
     models, domains = release_models(rel)
     where = "age between 30 and 50"
     status, est = call(server, "/releases/r/estimate", {"where": where})
     assert status == 200 and est["rows"] == rel.manifest["source"]["rows"]
-    assert est["estimate"] == pytest.approx(estimate_count(models, parse_where(where, domains), est["rows"], domains))  # fmt: skip
+    assert est["estimate"] == pytest.approx(
+        estimate_count(models, parse_where(where, domains), est["rows"], domains)
+    )
     assert call(server, "/releases/nope")[0] == 404
     assert call(server, "/releases/..%2F..%2Fetc")[0] == 404
     assert call(server, "/releases/r/estimate", {"where": "weight = 1"})[1]["field"] == "where"
@@ -189,7 +221,14 @@ def test_the_catalog_summarizes_audits_and_estimates(server, store):
 def test_openapi_and_the_page_are_served(server):
     status, spec = call(server, "/openapi.json", token=None)
     assert status == 200 and spec["openapi"].startswith("3.")
-    assert {"/statdb/count", "/statdb/schema", "/releases", "/releases/{id}", "/releases/{id}/estimate", "/health"} <= set(spec["paths"])  # fmt: skip
+    assert {
+        "/statdb/count",
+        "/statdb/schema",
+        "/releases",
+        "/releases/{id}",
+        "/releases/{id}/estimate",
+        "/health",
+    } <= set(spec["paths"])
     assert "requestBody" in spec["paths"]["/statdb/count"]["post"]
     with urllib.request.urlopen(server + "/", timeout=10) as r:
         page = r.read().decode()
@@ -198,7 +237,9 @@ def test_openapi_and_the_page_are_served(server):
 
 def test_rate_limits_answer_429_with_retry_after(store):
     with running(ServeSettings(str(store[0]), rate=1, burst=3)) as url:
-        statuses = [call(url, "/statdb/count", {"where": "zip = 15"}, token=None)[0] for _ in range(6)]  # fmt: skip
+        statuses = [
+            call(url, "/statdb/count", {"where": "zip = 15"}, token=None)[0] for _ in range(6)
+        ]
         assert statuses[:3] == [200, 200, 200] and 429 in statuses[3:]
         req = urllib.request.Request(url + "/statdb/schema")
         try:
@@ -218,7 +259,9 @@ def test_bench_serve_checks_every_answer(store, tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    r = bench_serve(BenchServe(str(store[0]), clients=4, queries=40, rate=100, port=port, out=str(tmp_path)))  # fmt: skip
+    r = bench_serve(
+        BenchServe(str(store[0]), clients=4, queries=40, rate=100, port=port, out=str(tmp_path))
+    )
     for phase in ("paced", "closed"):
         got = r[phase]
         assert (

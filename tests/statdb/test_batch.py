@@ -27,7 +27,11 @@ def test_where_text_round_trips_every_workload_query(store):
 
 
 def test_where_text_quotes_labels_the_grammar_would_split():
-    meta = {"domains": {"city": ["New York", "Boston"], "s": ["a,b", "it's"]}, "qi": ["city"], "sensitive": "s"}  # fmt: skip
+    meta = {
+        "domains": {"city": ["New York", "Boston"], "s": ["a,b", "it's"]},
+        "qi": ["city"],
+        "sensitive": "s",
+    }
     q = parse_query(meta, "city in ('New York', Boston) and s in ('a,b', \"it's\")")
     assert where_text(meta, q) == "city in ('New York', Boston) and s in ('a,b', 'it''s')"
     assert parse_query(meta, where_text(meta, q)) == q
@@ -63,7 +67,9 @@ def test_batch_on_spark_equals_the_in_process_batch(store, tmp_path, spark_engin
 def test_a_bad_line_fails_the_batch_naming_it_and_logs_nothing(store, tmp_path):
     state = store[0]
     path = tmp_path / "w.txt"
-    path.write_text(f"# two queries\nage between {read_store(state)['domains']['age'][3]} and {read_store(state)['domains']['age'][9]}\nweight = 3\n")  # fmt: skip
+    path.write_text(
+        f"# two queries\nage between {read_store(state)['domains']['age'][3]} and {read_store(state)['domains']['age'][9]}\nweight = 3\n"
+    )
     before = (state / LOG).read_text() if (state / LOG).exists() else ""
     with pytest.raises(SpecError, match="w.txt line 3: .*weight"):
         answer_workload(state, path, "dyn-ana", InProcessEngine())
@@ -75,8 +81,35 @@ def test_a_bad_line_fails_the_batch_naming_it_and_logs_nothing(store, tmp_path):
 
 def test_cli_workload_then_batch(store, tmp_path, capsys):
     state, wl, out = str(store[0]), tmp_path / "w.txt", tmp_path / "a.csv"
-    assert main(["statdb", "workload", state, "--lam", "1", "--ql", "0.1", "--queries", "25", "--out", str(wl)]) == 0  # fmt: skip
-    args = ["statdb", "batch", state, "--workload", str(wl), "--engine", "inprocess", "--out", str(out)]  # fmt: skip
+    assert (
+        main(
+            [
+                "statdb",
+                "workload",
+                state,
+                "--lam",
+                "1",
+                "--ql",
+                "0.1",
+                "--queries",
+                "25",
+                "--out",
+                str(wl),
+            ]
+        )
+        == 0
+    )
+    args = [
+        "statdb",
+        "batch",
+        state,
+        "--workload",
+        str(wl),
+        "--engine",
+        "inprocess",
+        "--out",
+        str(out),
+    ]
     assert main(args) == 0
     assert "25 queries answered" in capsys.readouterr().out
     assert len(pd.read_csv(out)) == 25
@@ -98,7 +131,11 @@ def test_a_workload_file_keeps_labels_with_unicode_line_separators(tmp_path):
     from vpub_spark.kernels.statdb import Query
     from vpub_spark.statdb.batch import read_workload
 
-    meta = {"domains": {"a": ["x\x85y", "p\u2028q"], "s": ["u\x0cv", "w"]}, "qi": ["a"], "sensitive": "s"}  # fmt: skip
+    meta = {
+        "domains": {"a": ["x\x85y", "p\u2028q"], "s": ["u\x0cv", "w"]},
+        "qi": ["a"],
+        "sensitive": "s",
+    }
     queries = [Query({"a": (0, 1)}, frozenset({0})), Query({"a": (1, 1)}, frozenset({0, 1}))]
     path = tmp_path / "w.txt"
     path.write_text("# two\n" + "".join(where_text(meta, q) + "\n" for q in queries))

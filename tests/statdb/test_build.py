@@ -28,15 +28,32 @@ def data(tmp_path_factory):
     rng = np.random.default_rng(9)
     n = 2000
     age = rng.integers(20, 70, n)
-    frame = pd.DataFrame({"age": age.astype(str), "zip": rng.integers(10, 30, n).astype(str), "salary": [f"s{x:02d}" for x in (age // 4 + rng.integers(0, 9, n)) % 15]})  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "age": age.astype(str),
+            "zip": rng.integers(10, 30, n).astype(str),
+            "salary": [f"s{x:02d}" for x in (age // 4 + rng.integers(0, 9, n)) % 15],
+        }
+    )
     return write_table(frame, tmp_path_factory.mktemp("d") / "t")
 
 
 def _cfg(data, tmp, engine="inprocess", **marg):
-    return config_from_dict({
-        "input": {"path": str(data)}, "privacy": {"model": "m-invariance", "m": 5}, "engine": engine, "seed": 3,
-        "marginals": {"sensitive": "salary", "qi": ["age", "zip"], "state": str(tmp / "private" / "store"), "chunk_rows": 700} | marg,
-    })  # fmt: skip
+    return config_from_dict(
+        {
+            "input": {"path": str(data)},
+            "privacy": {"model": "m-invariance", "m": 5},
+            "engine": engine,
+            "seed": 3,
+            "marginals": {
+                "sensitive": "salary",
+                "qi": ["age", "zip"],
+                "state": str(tmp / "private" / "store"),
+                "chunk_rows": 700,
+            }
+            | marg,
+        }
+    )
 
 
 def _buckets(state):
@@ -56,7 +73,13 @@ def test_build_then_query_then_add_a_marginal(data, tmp_path):
     answer = db.count("age between 30 and 45 and salary in (s03, s04)")
     q = db.query("age between 30 and 45 and salary in (s03, s04)")
     lo, hi = q.ranges["age"]
-    truth = int(((db.codes["age"] >= lo) & (db.codes["age"] <= hi) & np.isin(db.values, list(q.sensitive))).sum())  # fmt: skip
+    truth = int(
+        (
+            (db.codes["age"] >= lo)
+            & (db.codes["age"] <= hi)
+            & np.isin(db.values, list(q.sensitive))
+        ).sum()
+    )
     assert answer.low <= truth <= answer.high
     r = add_marginal(built.state, ["age"], tmp_path / "out", "later")
     assert (
@@ -81,10 +104,20 @@ def test_bad_builds_are_refused_and_leave_nothing(data, tmp_path):
 
 def test_the_cli_builds_a_store(data, tmp_path, capsys):
     conf = tmp_path / "s.yaml"
-    conf.write_text(json.dumps({
-        "input": {"path": str(data)}, "privacy": {"model": "m-invariance", "m": 5}, "engine": "inprocess",
-        "marginals": {"sensitive": "salary", "qi": ["age", "zip"], "state": str(tmp_path / "store")},
-    }))  # fmt: skip
+    conf.write_text(
+        json.dumps(
+            {
+                "input": {"path": str(data)},
+                "privacy": {"model": "m-invariance", "m": 5},
+                "engine": "inprocess",
+                "marginals": {
+                    "sensitive": "salary",
+                    "qi": ["age", "zip"],
+                    "state": str(tmp_path / "store"),
+                },
+            }
+        )
+    )
     assert main(["statdb", "build", "--config", str(conf)]) == 0
     assert "store built" in capsys.readouterr().out
     assert (
@@ -101,10 +134,20 @@ def test_build_on_an_existing_marginals_store_reuses_its_buckets(store, tmp_path
     assert {f.name: f.read_bytes() for f in bucket_files(state)} == before
     meta = read_store(state)
     conf = tmp_path / "s.yaml"
-    conf.write_text(json.dumps({
-        "input": {"path": str(tmp_path / "unused")}, "privacy": {"model": "m-invariance", "m": meta["m"]}, "engine": "inprocess",
-        "marginals": {"sensitive": meta["sensitive"], "qi": meta["qi"], "state": str(state)},
-    }))  # fmt: skip
+    conf.write_text(
+        json.dumps(
+            {
+                "input": {"path": str(tmp_path / "unused")},
+                "privacy": {"model": "m-invariance", "m": meta["m"]},
+                "engine": "inprocess",
+                "marginals": {
+                    "sensitive": meta["sensitive"],
+                    "qi": meta["qi"],
+                    "state": str(state),
+                },
+            }
+        )
+    )
     assert main(["statdb", "build", "--config", str(conf)]) == 0  # the input is never read
     assert {f.name: f.read_bytes() for f in bucket_files(state)} == before
     conf.write_text(conf.read_text().replace(f'"m": {meta["m"]}', '"m": 9'))

@@ -30,10 +30,14 @@ def census(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("census")
     rng = np.random.default_rng(7)
     n = 1200
-    frame = pd.DataFrame({
-        "education": rng.choice(EDUCATION, n), "origin": rng.choice(ORIGIN, n),
-        "age": rng.integers(17, 80, n).astype(str), "job": rng.choice(JOB, n),
-    })  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "education": rng.choice(EDUCATION, n),
+            "origin": rng.choice(ORIGIN, n),
+            "age": rng.integers(17, 80, n).astype(str),
+            "job": rng.choice(JOB, n),
+        }
+    )
     state, _ = marginals_store(frame, tmp, ["education", "origin"], "job", 3, 3)
     return state, frame
 
@@ -54,12 +58,44 @@ def _true_count(frame: pd.DataFrame, where: str) -> int:
 def test_workload_then_batch_on_real_labels_hold_the_true_counts(census, tmp_path, capsys):
     state, frame = census
     work, answers = tmp_path / "w.txt", tmp_path / "a.csv"
-    assert main(["statdb", "workload", str(state), "--lam", "2", "--ql", "0.4", "--queries", "60", "--out", str(work)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "statdb",
+                "workload",
+                str(state),
+                "--lam",
+                "2",
+                "--ql",
+                "0.4",
+                "--queries",
+                "60",
+                "--out",
+                str(work),
+            ]
+        )
+        == 0
+    )
     lines = [x for x in work.read_text().splitlines() if not x.startswith("#")]
     assert any(
         "(" in x.split(" in (", 1)[1] for x in lines if " in (" in x
     )  # labels with parentheses were written
-    assert main(["statdb", "batch", str(state), "--workload", str(work), "--engine", "inprocess", "--out", str(answers)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "statdb",
+                "batch",
+                str(state),
+                "--workload",
+                str(work),
+                "--engine",
+                "inprocess",
+                "--out",
+                str(answers),
+            ]
+        )
+        == 0
+    )
     got = pd.read_csv(answers, keep_default_na=False)
     assert len(got) == 60
     for row in got.itertuples():

@@ -41,7 +41,9 @@ def test_intervals_hold_the_truth_on_both_methods(store, data):
     chosen = data.draw(st.sets(st.integers(0, len(db.domains["job"]) - 1), min_size=1))
     q = Query(ranges, frozenset(chosen))
     truth = _truth(db, q)
-    ana, gen, sana, sgen = (db.count(q, m, log=False) for m in ("dyn-ana", "dyn-gen", "sta-ana", "sta-gen"))  # fmt: skip
+    ana, gen, sana, sgen = (
+        db.count(q, m, log=False) for m in ("dyn-ana", "dyn-gen", "sta-ana", "sta-gen")
+    )
     for answer in (ana, gen, sana, sgen):
         assert answer.low <= truth <= answer.high, answer
     assert gen.high - gen.low >= ana.high - ana.low  # anatomy shows QI values exactly
@@ -56,7 +58,9 @@ def test_the_static_baselines_use_one_m_unique_partition_of_the_store(store):
     ana, gen = db.static
     group = ana.group
     frame = pd.DataFrame({"g": group, "b": db.bucket, "v": db.values})
-    per = frame.groupby("g").agg(buckets=("b", "nunique"), size=("v", "size"), values=("v", "nunique"))  # fmt: skip
+    per = frame.groupby("g").agg(
+        buckets=("b", "nunique"), size=("v", "size"), values=("v", "nunique")
+    )
     assert (per["buckets"] == 1).all() and (per["size"] == per["values"]).all()
     assert per["size"].min() >= db.meta["m"]
     assert len(gen.low["age"]) == len(per)

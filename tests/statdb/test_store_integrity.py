@@ -125,7 +125,12 @@ CASES = {  # what is done, to which file, the failed check, what its message say
 
 
 def _target(state, which):
-    return {"bucket": lambda: bucket_files(state)[1], "links": lambda: _links(state), "new bucket": lambda: state / "buckets" / "part-09999.parquet", "store": lambda: state}[which]()  # fmt: skip
+    return {
+        "bucket": lambda: bucket_files(state)[1],
+        "links": lambda: _links(state),
+        "new bucket": lambda: state / "buckets" / "part-09999.parquet",
+        "store": lambda: state,
+    }[which]()
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -147,7 +152,11 @@ def test_an_intact_store_verifies_and_opens(store):
     report = verify_store(store[0])
     assert report.passed and not report.warnings, report.as_dict()
     names = {c.name for c in report.checks}
-    assert {"store: SHA-256 of every file", "store: codes in their domains", "store: every file listed"} <= names  # fmt: skip
+    assert {
+        "store: SHA-256 of every file",
+        "store: codes in their domains",
+        "store: every file listed",
+    } <= names
     assert StatDB.open(store[0]).values.size == 1500
 
 
@@ -156,7 +165,9 @@ def test_an_out_of_domain_code_is_refused_even_when_resealed(copy):
     with the store's digests recomputed."""
     _out_of_domain(bucket_files(copy)[0])
     _reseal(copy)
-    with pytest.raises(VpubError, match=r"buckets/part-\d+\.parquet: age code 200 outside its domain 0\.\.49"):  # fmt: skip
+    with pytest.raises(
+        VpubError, match=r"buckets/part-\d+\.parquet: age code 200 outside its domain 0\.\.49"
+    ):
         StatDB.open(copy)
 
 
@@ -191,7 +202,9 @@ def test_a_broken_or_old_store_json_is_refused_in_one_line(copy):
         StatDB.open(copy)
     assert "\n" not in str(e.value)
     p.write_text(json.dumps(json.loads(text) | {"format": 1}))
-    with pytest.raises(VpubError, match="store format 1 lists no digests.*rebuild it with `vpub statdb build`"):  # fmt: skip
+    with pytest.raises(
+        VpubError, match="store format 1 lists no digests.*rebuild it with `vpub statdb build`"
+    ):
         StatDB.open(copy)
     assert not verify_store(copy).passed
 
@@ -205,11 +218,22 @@ def signed(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("signed")
     data = write_table(job_table(6, 1200), tmp / "t")
     private, public = generate_keys(tmp / "keys")
-    cfg = config_from_dict({
-        "input": {"path": str(data)}, "method": "marginals", "privacy": {"model": "m-invariance", "m": 3},
-        "marginals": {"sensitive": "job", "schemas": [["age", "zip"]], "qi": ["age", "zip"], "state": str(tmp / "private" / "s")},
-        "output": {"path": str(tmp / "out"), "release_id": "g", "sign_key": str(private)}, "engine": "inprocess", "seed": 5,
-    })  # fmt: skip
+    cfg = config_from_dict(
+        {
+            "input": {"path": str(data)},
+            "method": "marginals",
+            "privacy": {"model": "m-invariance", "m": 3},
+            "marginals": {
+                "sensitive": "job",
+                "schemas": [["age", "zip"]],
+                "qi": ["age", "zip"],
+                "state": str(tmp / "private" / "s"),
+            },
+            "output": {"path": str(tmp / "out"), "release_id": "g", "sign_key": str(private)},
+            "engine": "inprocess",
+            "seed": 5,
+        }
+    )
     publish(cfg, InProcessEngine())
     return tmp / "private" / "s", tmp / "out", str(private), str(public), tmp
 
@@ -274,7 +298,9 @@ def test_statdb_verify_passes_an_intact_store_and_fails_a_swapped_one(copy, caps
     _swap(bucket_files(copy)[0])
     assert main(["statdb", "verify", str(copy), "--json"]) == 1
     failures = json.loads(capsys.readouterr().out)["failures"]
-    assert any(f.startswith("store: SHA-256 of every file") and "buckets/part-" in f for f in failures), failures  # fmt: skip
+    assert any(
+        f.startswith("store: SHA-256 of every file") and "buckets/part-" in f for f in failures
+    ), failures
 
 
 def test_serve_opens_a_signed_store_only_with_its_verify_key(signed, tmp_path):

@@ -41,9 +41,26 @@ def test_the_bench_job_answers_a_workload_on_a_store(tmp_path):
 
     rng = np.random.default_rng(2)
     n = 900
-    frame = pd.DataFrame({"age": rng.integers(20, 70, n).astype(str), "zip": rng.integers(10, 30, n).astype(str), "salary": [f"s{x:02d}" for x in rng.integers(0, 12, n)]})  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "age": rng.integers(20, 70, n).astype(str),
+            "zip": rng.integers(10, 30, n).astype(str),
+            "salary": [f"s{x:02d}" for x in rng.integers(0, 12, n)],
+        }
+    )
     data = write_table(frame, tmp_path / "t")
-    cfg = config_from_dict({"input": {"path": str(data)}, "privacy": {"model": "m-invariance", "m": 4}, "engine": "inprocess", "marginals": {"sensitive": "salary", "qi": ["age", "zip"], "state": str(tmp_path / "store")}})  # fmt: skip
+    cfg = config_from_dict(
+        {
+            "input": {"path": str(data)},
+            "privacy": {"model": "m-invariance", "m": 4},
+            "engine": "inprocess",
+            "marginals": {
+                "sensitive": "salary",
+                "qi": ["age", "zip"],
+                "state": str(tmp_path / "store"),
+            },
+        }
+    )
     build_store(cfg, InProcessEngine())
     out = bench_statdb(
         BenchStatdb(str(tmp_path / "store"), queries=40, lam=1, ql=0.2, out=str(tmp_path / "bench"))

@@ -30,7 +30,17 @@ ROWS = 2500
 def release(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("chkw")
     data = write_table(job_table(6, ROWS), tmp / "t")
-    r = publish(config(data, tmp / "out", RULES, 3, seed=2, output={"path": str(tmp / "out"), "release_id": "r"}), InProcessEngine())  # fmt: skip
+    r = publish(
+        config(
+            data,
+            tmp / "out",
+            RULES,
+            3,
+            seed=2,
+            output={"path": str(tmp / "out"), "release_id": "r"},
+        ),
+        InProcessEngine(),
+    )
     return open_release(r.path)
 
 
@@ -54,10 +64,12 @@ def _weighted_measures(df: pd.DataFrame, qi: list[str], s: str, w: str) -> dict:
     p = cells.groupby(level=s).sum() / cells.sum()
     q = share.unstack(s, fill_value=0.0).reindex(columns=p.index, fill_value=0.0)
     return {
-        "k": size.min(), "distinct_l": int(cells.groupby(level=qi).size().min()),
+        "k": size.min(),
+        "distinct_l": int(cells.groupby(level=qi).size().min()),
         "entropy_l": float(np.exp((-share * np.log(share)).groupby(level=qi).sum()).min()),
-        "t": float((0.5 * (q - p).abs().sum(axis=1)).max()), "classes": len(size),
-    }  # fmt: skip
+        "t": float((0.5 * (q - p).abs().sum(axis=1)).max()),
+        "classes": len(size),
+    }
 
 
 def test_a_long_export_counts_the_releases_rows(exports):
@@ -68,7 +80,10 @@ def test_a_long_export_counts_the_releases_rows(exports):
     assert report.rows == ROWS  # the weighted row count is the release's, not the file's
     ours = _weighted_measures(df, qi, s, "weight")
     assert report.classes == ours["classes"]
-    assert report.measured["k"] == pytest.approx(ours["k"]) and report.measured["distinct_l"] == ours["distinct_l"]  # fmt: skip
+    assert (
+        report.measured["k"] == pytest.approx(ours["k"])
+        and report.measured["distinct_l"] == ours["distinct_l"]
+    )
     assert report.measured["entropy_l"] == pytest.approx(ours["entropy_l"])
     assert report.measured["t"] == pytest.approx(ours["t"])
     unweighted = check_table(InProcessEngine(), long, qi, s, Model(), weight="none")
@@ -80,8 +95,10 @@ def test_the_wide_export_reads_as_the_long_one(exports):
     model = Model(k=3, l=3, entropy_l=2.0, c=3.0, t=0.4)
     a = check_table(InProcessEngine(), long, qi, s, model)
     b = check_table(InProcessEngine(), wide, qi, s, model)
-    assert b.rows == a.rows == ROWS and b.file_rows == ROWS and b.weight.endswith("(wide export)")  # fmt: skip
-    assert b.measured == pytest.approx(a.measured) and b.checks == a.checks and b.classes == a.classes  # fmt: skip
+    assert b.rows == a.rows == ROWS and b.file_rows == ROWS and b.weight.endswith("(wide export)")
+    assert (
+        b.measured == pytest.approx(a.measured) and b.checks == a.checks and b.classes == a.classes
+    )
 
 
 def test_spark_equals_in_process_on_weighted_exports(exports, spark_engine):
@@ -90,7 +107,11 @@ def test_spark_equals_in_process_on_weighted_exports(exports, spark_engine):
     for path in (long, wide):
         here = check_table(InProcessEngine(), path, qi, s, model)
         there = check_table(spark_engine, path, qi, s, model)
-        assert (there.rows, there.classes, there.file_rows) == (here.rows, here.classes, here.file_rows)  # fmt: skip
+        assert (there.rows, there.classes, there.file_rows) == (
+            here.rows,
+            here.classes,
+            here.file_rows,
+        )
         assert there.measured == pytest.approx(here.measured) and there.checks == here.checks
         assert [w["k"] for w in there.worst] == pytest.approx([w["k"] for w in here.worst])
 
@@ -124,10 +145,25 @@ def test_bad_weights_are_refused(tmp_path):
 
 def test_check_command_on_an_export(exports):
     long, _, qi, s = exports
-    done = subprocess.run(vpub("check", long, "--qi", ",".join(qi), "--sa", s, "--model", "k=2", "--json"), capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        vpub("check", long, "--qi", ",".join(qi), "--sa", s, "--model", "k=2", "--json"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     report = json.loads(done.stdout)
     assert report["rows"] == ROWS and report["weight"] == "weight" and report["file_rows"] > ROWS
-    plain = subprocess.run(vpub("check", long, "--qi", ",".join(qi), "--sa", s, "--weight", "none", "--json"), capture_output=True, text=True, timeout=120)  # fmt: skip
+    plain = subprocess.run(
+        vpub("check", long, "--qi", ",".join(qi), "--sa", s, "--weight", "none", "--json"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert json.loads(plain.stdout)["rows"] == report["file_rows"]
-    shown = subprocess.run(vpub("check", long, "--qi", ",".join(qi), "--sa", s), capture_output=True, text=True, timeout=120)  # fmt: skip
+    shown = subprocess.run(
+        vpub("check", long, "--qi", ",".join(qi), "--sa", s),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert f"{ROWS:,} rows in" in " ".join(shown.stdout.split())

@@ -22,11 +22,15 @@ def _model(
     rng = np.random.default_rng(seed)
     lo_a = rng.integers(0, age, groups)
     lo_z = rng.integers(0, zips, groups)
-    box = pd.DataFrame({
-        "group_id": np.arange(groups) * 3 + 1,  # ids need not be dense
-        "age_min": lo_a, "age_max": lo_a + rng.integers(0, age - lo_a),
-        "zip_min": lo_z, "zip_max": lo_z + rng.integers(0, zips - lo_z),
-    })  # fmt: skip
+    box = pd.DataFrame(
+        {
+            "group_id": np.arange(groups) * 3 + 1,  # ids need not be dense
+            "age_min": lo_a,
+            "age_max": lo_a + rng.integers(0, age - lo_a),
+            "zip_min": lo_z,
+            "zip_max": lo_z + rng.integers(0, zips - lo_z),
+        }
+    )
     rows = [
         (g, v, int(rng.integers(1, 4)))
         for g in box["group_id"]
@@ -92,15 +96,41 @@ def test_a_release_of_views_answers_from_the_smallest_covering_marginal():
     from vpub_spark.utility.queries import Estimator
 
     small = _model(1)
-    wide = GeneralizedModel("w", ("age", "zip", "edu", "disease"), "disease", small.groups.assign(edu_min=0, edu_max=2), small.st)  # fmt: skip
-    est = Estimator([wide, small], n=small.rows(), domains={"age": range(10), "zip": range(5), "edu": range(3), "disease": range(4), "other": range(7)})  # fmt: skip
+    wide = GeneralizedModel(
+        "w",
+        ("age", "zip", "edu", "disease"),
+        "disease",
+        small.groups.assign(edu_min=0, edu_max=2),
+        small.st,
+    )
+    est = Estimator(
+        [wide, small],
+        n=small.rows(),
+        domains={
+            "age": range(10),
+            "zip": range(5),
+            "edu": range(3),
+            "disease": range(4),
+            "other": range(7),
+        },
+    )
     q = {"age": frozenset({1, 2, 3}), "disease": frozenset({0})}
     assert est.count(q) == pytest.approx(small.count(q))
     q_edu = {"edu": frozenset({0}), "zip": frozenset({1})}
     assert est.count(q_edu) == pytest.approx(wide.count(q_edu))
     unpublished = q | {"other": frozenset({0, 1})}
     assert est.count(unpublished) == pytest.approx(small.count(q) * 2 / 7)
-    edu_only = GeneralizedModel("e", ("edu", "disease"), "disease", wide.groups[["group_id", "edu_min", "edu_max", "size"]], small.st)  # fmt: skip
-    split = Estimator([small, edu_only], n=10, domains={"age": range(10), "zip": range(5), "edu": range(3), "disease": range(4)})  # fmt: skip
+    edu_only = GeneralizedModel(
+        "e",
+        ("edu", "disease"),
+        "disease",
+        wide.groups[["group_id", "edu_min", "edu_max", "size"]],
+        small.st,
+    )
+    split = Estimator(
+        [small, edu_only],
+        n=10,
+        domains={"age": range(10), "zip": range(5), "edu": range(3), "disease": range(4)},
+    )
     with pytest.raises(SpecError, match="no table of this release holds all of age, edu"):
         split.count({"age": frozenset({1}), "edu": frozenset({0})})

@@ -17,12 +17,26 @@ from vpub_spark.utility.risk import class_risks, release_risk
 
 def test_formulas_on_known_classes():
     r = class_risks(np.array([1, 2, 3]))
-    assert r == pytest.approx({"prosecutor_max": 1.0, "prosecutor_avg": 0.5, "journalist_max": 1.0, "marketer": 0.5, "sample_uniqueness": 1 / 6, "avg_class_size": 2.0, "discernibility": 14.0})  # fmt: skip
+    assert r == pytest.approx(
+        {
+            "prosecutor_max": 1.0,
+            "prosecutor_avg": 0.5,
+            "journalist_max": 1.0,
+            "marketer": 0.5,
+            "sample_uniqueness": 1 / 6,
+            "avg_class_size": 2.0,
+            "discernibility": 14.0,
+        }
+    )
 
 
 def test_anatomy_qit_risk_equals_pycanon_k(tmp_path):
     data = write_table(job_table(2, 2000), tmp_path / "t")
-    rel = open_release(publish(config(data, tmp_path / "o", ["age -> job", "sex -> zip"], 3, seed=1), InProcessEngine()).path)  # fmt: skip
+    rel = open_release(
+        publish(
+            config(data, tmp_path / "o", ["age -> job", "sex -> zip"], 3, seed=1), InProcessEngine()
+        ).path
+    )
     risks = release_risk(rel)
     for t in rel.tables:
         if t["kind"] != "anatomy":
@@ -42,6 +56,13 @@ def test_generalized_risk_and_gcp(tmp_path):
     groups = rel.read(entry["name"], "groups").to_pandas()
     ncp = []
     for _, g in groups.iterrows():  # by hand, one group at a time (a few hundred rows)
-        per = [(entry["domains"][a].index(str(g[f"{a}_max"])) - entry["domains"][a].index(str(g[f"{a}_min"]))) / (len(entry["domains"][a]) - 1) for a in ("age", "zip")]  # fmt: skip
+        per = [
+            (
+                entry["domains"][a].index(str(g[f"{a}_max"]))
+                - entry["domains"][a].index(str(g[f"{a}_min"]))
+            )
+            / (len(entry["domains"][a]) - 1)
+            for a in ("age", "zip")
+        ]
         ncp.append(np.mean(per))
     assert r["gcp"] == pytest.approx(np.average(ncp, weights=groups["size"]))

@@ -264,7 +264,13 @@ def _one_at_a_time(frame, domains, qd, p, size, seed):
 
 
 @settings(max_examples=40, deadline=None)
-@given(case=small_tables(), qd=st.integers(1, 4), p=st.sampled_from([0.2, 0.5, 1.0]), seed=st.integers(0, 99), cells=st.sampled_from([1, 1 << 22]))  # fmt: skip
+@given(
+    case=small_tables(),
+    qd=st.integers(1, 4),
+    p=st.sampled_from([0.2, 0.5, 1.0]),
+    seed=st.integers(0, 99),
+    cells=st.sampled_from([1, 1 << 22]),
+)
 def test_workload_by_cubes_equals_drawing_and_counting_one_at_a_time(case, qd, p, seed, cells):
     """Contingency cubes (and the per-query fallback for sets over CUBE_CELLS) give every
     query's exact count, and batched draws the same queries as drawing one at a time."""
@@ -274,12 +280,17 @@ def test_workload_by_cubes_equals_drawing_and_counting_one_at_a_time(case, qd, p
         patch.setattr(queries, "CUBE_CELLS", cells)
         wl = workload(frame, domains, qd, p, 25, seed)
     expected, redrawn = _one_at_a_time(frame, domains, qd, p, 25, seed)
-    assert list(zip(wl.queries, wl.actual.tolist(), strict=True)) == expected and wl.redrawn == redrawn  # fmt: skip
+    assert (
+        list(zip(wl.queries, wl.actual.tolist(), strict=True)) == expected and wl.redrawn == redrawn
+    )
     assert all(exact_count(frame, q) == a for q, a in zip(wl.queries, wl.actual, strict=True))
 
 
 @settings(max_examples=150, deadline=None)
-@given(seed=st.integers(0, 10**6), cols=st.sampled_from([("a", "b", "s"), ("a", "s"), ("s",), ("a",), ("a", "b"), ("b", "s")]))  # fmt: skip
+@given(
+    seed=st.integers(0, 10**6),
+    cols=st.sampled_from([("a", "b", "s"), ("a", "s"), ("s",), ("a",), ("a", "b"), ("b", "s")]),
+)
 def test_anatomy_marginal_is_its_definition(seed, cols):
     """est(x) = sum_g n_g(x_Q) * c_g(x_S) / |g| (000 §5.1), computed row by row here;
     `AnatomyModel.marginal` answers by sorted packed keys. Keys include
@@ -287,9 +298,24 @@ def test_anatomy_marginal_is_its_definition(seed, cols):
     |g| and are never asked for."""
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 80))
-    qit = pd.DataFrame({"group_id": rng.integers(0, 6, n) * 3 + 5, "a": rng.integers(0, 4, n), "b": rng.integers(0, 3, n)})  # fmt: skip
-    counts = {(g, v): c for g in sorted(set(qit["group_id"])) for v, c in zip(*np.unique(rng.integers(-1, 5, int((qit["group_id"] == g).sum())), return_counts=True), strict=True)}  # fmt: skip
-    st_ = pd.DataFrame([(g, v, c) for (g, v), c in counts.items()], columns=["group_id", "s", "count"])  # fmt: skip
+    qit = pd.DataFrame(
+        {
+            "group_id": rng.integers(0, 6, n) * 3 + 5,
+            "a": rng.integers(0, 4, n),
+            "b": rng.integers(0, 3, n),
+        }
+    )
+    counts = {
+        (g, v): c
+        for g in sorted(set(qit["group_id"]))
+        for v, c in zip(
+            *np.unique(rng.integers(-1, 5, int((qit["group_id"] == g).sum())), return_counts=True),
+            strict=True,
+        )
+    }
+    st_ = pd.DataFrame(
+        [(g, v, c) for (g, v), c in counts.items()], columns=["group_id", "s", "count"]
+    )
     model = AnatomyModel("t", ("a", "b", "s"), "s", qit, st_)
     k = int(rng.integers(0, 40))
     keys = pd.DataFrame({c: rng.integers(0, 6, k) for c in cols})
@@ -299,7 +325,9 @@ def test_anatomy_marginal_is_its_definition(seed, cols):
     for _, x in keys.iterrows():
         inside = qit[(qit[q] == x[q]).all(axis=1)] if q else qit
         n_g = inside.groupby("group_id").size()
-        share = [counts.get((g, int(x["s"])), 0) / size[g] if "s" in cols else 1.0 for g in n_g.index]  # fmt: skip
+        share = [
+            counts.get((g, int(x["s"])), 0) / size[g] if "s" in cols else 1.0 for g in n_g.index
+        ]
         want.append(float(np.dot(n_g.to_numpy(), share)))
     assert np.allclose(model.marginal(keys), want)
     with pytest.MonkeyPatch.context() as patch:  # a few pairs at a time; shares searched
@@ -315,7 +343,7 @@ def test_anatomy_marginal_is_its_definition(seed, cols):
         st.lists(st.sampled_from("abcde"), min_size=0, max_size=4, unique=True),
         min_size=1,
         max_size=8,
-    ),  # fmt: skip
+    ),
     budget=st.sampled_from([1, 8, 60, 10**6]),
 )
 def test_cubes_summed_down_from_covers_equal_each_sets_own_cube(seed, sets, budget):
@@ -342,7 +370,11 @@ def test_cubes_summed_down_from_covers_equal_each_sets_own_cube(seed, sets, budg
 
 
 @settings(max_examples=80, deadline=None)
-@given(seed=st.integers(0, 10**6), cube_cells=st.sampled_from([1, 1 << 22]), cover_cells=st.sampled_from([1, 30, 1 << 20]))  # fmt: skip
+@given(
+    seed=st.integers(0, 10**6),
+    cube_cells=st.sampled_from([1, 1 << 22]),
+    cover_cells=st.sampled_from([1, 30, 1 << 20]),
+)
 def test_batched_estimates_equal_one_count_at_a_time(seed, cube_cells, cover_cells):
     """`Estimator.counts` (estimate cubes per table, summed down from covering cubes)
     gives each query's `count`: an anatomy table whose ST holds suppressed values (-1)
@@ -350,16 +382,45 @@ def test_batched_estimates_equal_one_count_at_a_time(seed, cube_cells, cover_cel
     over CUBE_CELLS fall back to one count per query."""
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 80))
-    qit = pd.DataFrame({"group_id": rng.integers(0, 6, n) * 3 + 5, "a": rng.integers(0, 4, n), "b": rng.integers(0, 3, n)})  # fmt: skip
-    counts = {(g, v): c for g in sorted(set(qit["group_id"])) for v, c in zip(*np.unique(rng.integers(-1, 5, int((qit["group_id"] == g).sum())), return_counts=True), strict=True)}  # fmt: skip
-    st_ = pd.DataFrame([(g, v, c) for (g, v), c in counts.items()], columns=["group_id", "s", "count"])  # fmt: skip
+    qit = pd.DataFrame(
+        {
+            "group_id": rng.integers(0, 6, n) * 3 + 5,
+            "a": rng.integers(0, 4, n),
+            "b": rng.integers(0, 3, n),
+        }
+    )
+    counts = {
+        (g, v): c
+        for g in sorted(set(qit["group_id"]))
+        for v, c in zip(
+            *np.unique(rng.integers(-1, 5, int((qit["group_id"] == g).sum())), return_counts=True),
+            strict=True,
+        )
+    }
+    st_ = pd.DataFrame(
+        [(g, v, c) for (g, v), c in counts.items()], columns=["group_id", "s", "count"]
+    )
     proj = pd.DataFrame({"c": np.arange(3), "count": rng.integers(0, 9, 3)})
-    built = [AnatomyModel("t", ("a", "b", "s"), "s", qit, st_), ProjectionModel("p", ("c",), proj)]  # fmt: skip
-    domains = {a: [str(i) for i in range(d)] for a, d in {"a": 4, "b": 3, "s": 5, "c": 3, "d": 2}.items()}  # fmt: skip
+    built = [AnatomyModel("t", ("a", "b", "s"), "s", qit, st_), ProjectionModel("p", ("c",), proj)]
+    domains = {
+        a: [str(i) for i in range(d)] for a, d in {"a": 4, "b": 3, "s": 5, "c": 3, "d": 2}.items()
+    }
     asked = []
     for _ in range(30):
         attrs = rng.choice(list(domains), size=int(rng.integers(1, 5)), replace=False)
-        asked.append({str(a): frozenset(int(v) for v in rng.choice(len(domains[a]), size=int(rng.integers(1, len(domains[a]) + 1)), replace=False)) for a in attrs})  # fmt: skip
+        asked.append(
+            {
+                str(a): frozenset(
+                    int(v)
+                    for v in rng.choice(
+                        len(domains[a]),
+                        size=int(rng.integers(1, len(domains[a]) + 1)),
+                        replace=False,
+                    )
+                )
+                for a in attrs
+            }
+        )
     want = [queries.Estimator(built, n, domains).count(q) for q in asked]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(queries, "CUBE_CELLS", cube_cells)
@@ -375,4 +436,10 @@ def test_a_suppressed_code_meets_no_condition():
 
     frame = pd.DataFrame({"a": np.array([-1, 0, 2, 2, -1], np.int32), "b": [1, 1, 1, 0, 1]})
     assert mask(frame, {"a": frozenset({2})}).tolist() == [False, False, True, True, False]
-    assert mask(frame, {"a": frozenset({0, 2}), "b": frozenset({1})}).tolist() == [False, True, True, False, False]  # fmt: skip
+    assert mask(frame, {"a": frozenset({0, 2}), "b": frozenset({1})}).tolist() == [
+        False,
+        True,
+        True,
+        False,
+        False,
+    ]

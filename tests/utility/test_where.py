@@ -98,14 +98,18 @@ def test_codes_text_reads_back_for_any_labels_and_names(attr, labels_, data):
         attr: frozenset(codes)
     }
     one = data.draw(st.sampled_from(labels_))
-    assert parse_where(f"{attr_text(attr)} = {label_text(one)}", {attr: labels_}) == {attr: frozenset({labels_.index(one)})}  # fmt: skip
+    assert parse_where(f"{attr_text(attr)} = {label_text(one)}", {attr: labels_}) == {
+        attr: frozenset({labels_.index(one)})
+    }
 
 
 @st.composite
 def stores_and_queries(draw):
     qi = draw(st.lists(names, min_size=1, max_size=3, unique=True))
     sensitive = draw(names.filter(lambda s: s not in qi))
-    ordered = st.lists(st.integers(-1000, 1000), min_size=1, max_size=8, unique=True).map(lambda v: [str(x) for x in sorted(v)])  # fmt: skip
+    ordered = st.lists(st.integers(-1000, 1000), min_size=1, max_size=8, unique=True).map(
+        lambda v: [str(x) for x in sorted(v)]
+    )
     doms = {a: draw(st.one_of(domains, ordered)) for a in [*qi, sensitive]}
     ranges = {}
     for a in draw(st.lists(st.sampled_from(qi), unique=True)):

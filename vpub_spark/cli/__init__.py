@@ -43,11 +43,12 @@ def main(argv: list[str] | None = None) -> int:
         print("vpub: interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # Spark's own errors (a bad SQL query, a failed job): one line, exit 2
-        from ..engines.spark.errors import is_spark_error, one_line
+        from ..engines import spark_error_line
 
-        if not is_spark_error(e):
+        line = spark_error_line(e)
+        if line is None:
             raise
-        print(f"vpub: error: {one_line('Spark', str(e))}", file=sys.stderr)
+        print(f"vpub: error: {line}", file=sys.stderr)
         return 2
 
 

@@ -7,14 +7,16 @@ from dataclasses import fields
 from typing import Any, TypeVar
 
 from ..engines import Engine, make_engine
-from ..engines.spark.session import SparkSettings
+from ..engines.settings import SparkSettings
 
 T = TypeVar("T")
 
 
 def engine_options(p: argparse.ArgumentParser, default: str = "spark") -> None:
     """--engine and --spark-conf; `auto` is offered when it is the default (`engines.choose`)."""
-    auto = " (auto: in process when the input fits this machine's memory and no cluster is configured)"  # fmt: skip
+    auto = (
+        " (auto: in process when the input fits this machine's memory and no cluster is configured)"
+    )
     p.add_argument(
         "--engine",
         choices=(["auto"] if default == "auto" else []) + ["spark", "inprocess"],
@@ -43,9 +45,21 @@ def engines(text: str) -> tuple[str, ...]:
 def seed_options(p: argparse.ArgumentParser) -> None:
     """--seed, --seed-file and --private-dir: the release seed is a secret
     (release/secret.py); without them every run draws one from the operating system."""
-    p.add_argument("--seed", type=int, default=None, help="an explicit seed (reproducible; keep it private); default: a secret one drawn per run")  # fmt: skip
-    p.add_argument("--seed-file", default=None, metavar="FILE", help="read the seed from this owner-only file")  # fmt: skip
-    p.add_argument("--private-dir", default=None, metavar="DIR", help="where the run record keeps the seed (default: $VPUB_PRIVATE_DIR or ~/.local/state/vpub)")  # fmt: skip
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="an explicit seed (reproducible; keep it private); default: a secret one drawn per run",
+    )
+    p.add_argument(
+        "--seed-file", default=None, metavar="FILE", help="read the seed from this owner-only file"
+    )
+    p.add_argument(
+        "--private-dir",
+        default=None,
+        metavar="DIR",
+        help="where the run record keeps the seed (default: $VPUB_PRIVATE_DIR or ~/.local/state/vpub)",
+    )
 
 
 def warn_explicit_seed(seed: int | None) -> None:
@@ -62,4 +76,8 @@ def seed_origin(cfg: Any) -> str:
     """How the run gets its seed, never its value."""
     if cfg.seed is not None:
         return "seed: given (private)"
-    return "seed: from the seed file (private)" if cfg.seed_file else "seed: secret, drawn for this run"  # fmt: skip
+    return (
+        "seed: from the seed file (private)"
+        if cfg.seed_file
+        else "seed: secret, drawn for this run"
+    )

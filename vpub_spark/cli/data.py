@@ -44,7 +44,16 @@ def cmd_datasets_generate(args: argparse.Namespace) -> int:
             )
     else:
         with console.status(f"generating {args.rows:,} rows of {args.name} with Spark ..."):
-            w = write_generated(engine, args.name, args.rows, args.seed, args.out, args.overwrite, None, args.dependence)  # fmt: skip
+            w = write_generated(
+                engine,
+                args.name,
+                args.rows,
+                args.seed,
+                args.out,
+                args.overwrite,
+                None,
+                args.dependence,
+            )
     dt = time.perf_counter() - t0
     console.print(
         f"wrote {w.rows:,} rows of {args.name} to {w.path} in {dt:.1f} s ({w.rows / dt:,.0f} rows/s)"
@@ -77,7 +86,9 @@ def parse_model(text: str | None):
     for item in filter(None, (text or "").replace(" ", "").split(",")):
         key, _, value = item.partition("=")
         if key not in MODEL_KEYS or not value:
-            raise SpecError(f"--model: {item!r} is not one of {', '.join(f'{k}=N' for k in MODEL_KEYS)}")  # fmt: skip
+            raise SpecError(
+                f"--model: {item!r} is not one of {', '.join(f'{k}=N' for k in MODEL_KEYS)}"
+            )
         try:
             values[key] = MODEL_KEYS[key](value)
         except ValueError:
@@ -92,7 +103,17 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     engine = engine_of(args)
     qi = [a.strip() for a in args.qi.split(",") if a.strip()]
-    report = check_table(engine, args.data, qi, args.sa, parse_model(args.model), args.ordered, args.worst, args.weight, args.table)  # fmt: skip
+    report = check_table(
+        engine,
+        args.data,
+        qi,
+        args.sa,
+        parse_model(args.model),
+        args.ordered,
+        args.worst,
+        args.weight,
+        args.table,
+    )
     if args.json:
         print(json.dumps(report.as_dict(), indent=2, default=float))
     else:
@@ -101,6 +122,13 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
+    _register_datasets(sub)
+    _register_profile(sub)
+    _register_check(sub)
+
+
+def _register_datasets(sub) -> None:
+    """`vpub datasets adult` and `vpub datasets generate`: write a data set."""
     ds = sub.add_parser(
         "datasets", help="write the Adult preset or a synthetic data set"
     ).add_subparsers(dest="what", required=True)
@@ -120,23 +148,56 @@ def register(sub) -> None:
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--out", required=True)
     g.add_argument("--overwrite", action="store_true")
-    g.add_argument("--dependence", type=float, default=0.0, help="share of rows whose last (sensitive) attribute is a function of the others, 0..1")  # fmt: skip
+    g.add_argument(
+        "--dependence",
+        type=float,
+        default=0.0,
+        help="share of rows whose last (sensitive) attribute is a function of the others, 0..1",
+    )
     engine_options(g)
     g.set_defaults(func=cmd_datasets_generate)
 
+
+def _register_profile(sub) -> None:
+    """`vpub profile`: the domain profile of a table."""
     pr = sub.add_parser("profile", help="domain profile of a table")
     pr.add_argument("--input", required=True)
     pr.add_argument("--table", default=None, help="table spec YAML (default: INPUT/table.yaml)")
     engine_options(pr)
     pr.set_defaults(func=cmd_profile)
-    ck = sub.add_parser("check", help="k-anonymity, l-diversity variants and t-closeness of any table, per equivalence class")  # fmt: skip
+
+
+def _register_check(sub) -> None:
+    """`vpub check`: the privacy models of any table, per equivalence class."""
+    ck = sub.add_parser(
+        "check",
+        help="k-anonymity, l-diversity variants and t-closeness of any table, per equivalence class",
+    )
     ck.add_argument("data", help="a CSV or Parquet file or directory (from any tool)")
     ck.add_argument("--qi", required=True, help="quasi-identifiers, comma-separated")
     ck.add_argument("--sa", required=True, help="the sensitive attribute")
-    ck.add_argument("--model", default=None, help="thresholds to check, e.g. k=5,l=3,entropy_l=2.5,c=3,t=0.2 (exit 1 if one fails)")  # fmt: skip
-    ck.add_argument("--ordered", action="store_true", help="ordered EMD for t: the sensitive attribute in its declared order (--table), else as numbers")  # fmt: skip
-    ck.add_argument("--table", default=None, metavar="SPEC", help="a table spec declaring the sensitive attribute's order (order:, bins); default: the data set's table.yaml, if any")  # fmt: skip
-    ck.add_argument("--weight", default=None, metavar="COLUMN", help="each row counts as COLUMN rows (fractions allowed); default: a vpub export's own (weight, count or size beside group_id), else 1; 'none': every row once")  # fmt: skip
+    ck.add_argument(
+        "--model",
+        default=None,
+        help="thresholds to check, e.g. k=5,l=3,entropy_l=2.5,c=3,t=0.2 (exit 1 if one fails)",
+    )
+    ck.add_argument(
+        "--ordered",
+        action="store_true",
+        help="ordered EMD for t: the sensitive attribute in its declared order (--table), else as numbers",
+    )
+    ck.add_argument(
+        "--table",
+        default=None,
+        metavar="SPEC",
+        help="a table spec declaring the sensitive attribute's order (order:, bins); default: the data set's table.yaml, if any",
+    )
+    ck.add_argument(
+        "--weight",
+        default=None,
+        metavar="COLUMN",
+        help="each row counts as COLUMN rows (fractions allowed); default: a vpub export's own (weight, count or size beside group_id), else 1; 'none': every row once",
+    )
     ck.add_argument("--worst", type=int, default=5, help="how many of the smallest classes to show")
     ck.add_argument("--json", action="store_true")
     engine_options(ck, default="inprocess")

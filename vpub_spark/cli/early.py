@@ -19,8 +19,8 @@ def start_spark_early(argv: list[str]) -> None:
     if os.environ.get("VPUB_SPARK_EARLY", "1") == "0":
         return
     from ..config import load_config, with_overrides
-    from ..engines import choose
-    from ..engines.spark.session import SparkSettings, start_early
+    from ..engines import choose, start_early
+    from ..engines.settings import SparkSettings
     from ..errors import VpubError
     from ..storage import is_remote
 
@@ -31,7 +31,12 @@ def start_spark_early(argv: list[str]) -> None:
         given, _ = pre.parse_known_args(argv[1:])
         if given.config is None:
             return
-        cfg = with_overrides(load_config(given.config), engine=given.engine, input_path=given.input, spark=given.spark_conf)  # fmt: skip
+        cfg = with_overrides(
+            load_config(given.config),
+            engine=given.engine,
+            input_path=given.input,
+            spark=given.spark_conf,
+        )
         if is_remote(cfg.input_path):  # downloaded first by the command
             return
         name, settings, _ = choose(cfg.engine, SparkSettings.load(cfg.spark), cfg.input_path)

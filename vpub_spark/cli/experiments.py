@@ -156,9 +156,18 @@ def _bench_statdb(bn) -> None:
 
 
 def _bench_streamliner(bn) -> None:
-    bs = bn.add_parser("streamliner", help="003: RDA and GDA publish time at several sizes, per engine")  # fmt: skip
-    bs.add_argument("--rows", type=lambda t: tuple(int(x) for x in t.split(",")), default=(600_000, 1_200_000, 6_000_000), help="sizes, comma-separated")  # fmt: skip
-    bs.add_argument("--methods", type=lambda t: tuple(x.strip() for x in t.split(",")), default=("rda", "gda"))  # fmt: skip
+    bs = bn.add_parser(
+        "streamliner", help="003: RDA and GDA publish time at several sizes, per engine"
+    )
+    bs.add_argument(
+        "--rows",
+        type=lambda t: tuple(int(x) for x in t.split(",")),
+        default=(600_000, 1_200_000, 6_000_000),
+        help="sizes, comma-separated",
+    )
+    bs.add_argument(
+        "--methods", type=lambda t: tuple(x.strip() for x in t.split(",")), default=("rda", "gda")
+    )
     bs.add_argument("--l", type=int, default=8)
     bs.add_argument("--seed", type=int, default=7)
     bs.add_argument("--engines", default="inprocess,spark")
@@ -167,33 +176,59 @@ def _bench_streamliner(bn) -> None:
 
 
 def _bench_serve(bn) -> None:
-    bs = bn.add_parser("serve", help="vpub serve on loopback: latency and throughput under concurrent clients")  # fmt: skip
+    bs = bn.add_parser(
+        "serve", help="vpub serve on loopback: latency and throughput under concurrent clients"
+    )
     bs.add_argument("store", help="a private bucket store (vpub statdb build)")
     bs.add_argument("--clients", type=int, default=50)
-    bs.add_argument("--queries", type=int, default=5000, help="queries per phase (paced, then closed loop)")  # fmt: skip
-    bs.add_argument("--rate", type=float, default=500.0, help="the paced phase's queries/s in all (default 500)")  # fmt: skip
+    bs.add_argument(
+        "--queries", type=int, default=5000, help="queries per phase (paced, then closed loop)"
+    )
+    bs.add_argument(
+        "--rate", type=float, default=500.0, help="the paced phase's queries/s in all (default 500)"
+    )
     bs.add_argument("--workers", type=int, default=2, help="vpub serve's processes (default 2)")
-    bs.add_argument("--method", choices=["dyn-ana", "dyn-gen", "sta-ana", "sta-gen"], default="dyn-ana")  # fmt: skip
+    bs.add_argument(
+        "--method", choices=["dyn-ana", "dyn-gen", "sta-ana", "sta-gen"], default="dyn-ana"
+    )
     bs.add_argument("--port", type=int, default=18_081)
     bs.add_argument("--out", default="out/bench-serve")
 
 
 def _bench_scale(bn) -> None:
-    bs = bn.add_parser("scale", help="Spark publishes of growing tables: step times, driver memory, files; the cost model and its 1B-row prediction")  # fmt: skip
-    bs.add_argument("--rows", type=lambda t: tuple(int(float(x)) for x in t.split(",")), default=(1_000_000, 3_000_000, 10_000_000), help="sizes, e.g. 1e6,3e6,1e7,3e7")  # fmt: skip
+    bs = bn.add_parser(
+        "scale",
+        help="Spark publishes of growing tables: step times, driver memory, files; the cost model and its 1B-row prediction",
+    )
+    bs.add_argument(
+        "--rows",
+        type=lambda t: tuple(int(float(x)) for x in t.split(",")),
+        default=(1_000_000, 3_000_000, 10_000_000),
+        help="sizes, e.g. 1e6,3e6,1e7,3e7",
+    )
     bs.add_argument("--executors", type=int, default=100)
     bs.add_argument("--spark-conf", default=None)
     bs.add_argument("--out", default="out/bench-scale")
-    bc = bn.add_parser("cold", help="whole vpub publish commands in new processes: Spark with and without the class-data archive, in process")  # fmt: skip
+    bc = bn.add_parser(
+        "cold",
+        help="whole vpub publish commands in new processes: Spark with and without the class-data archive, in process",
+    )
     bc.add_argument("--config", default="conf/adult_uad.yaml")
     bc.add_argument("--repeat", type=int, default=5)
     bc.add_argument("--out", default="out/bench-cold")
-    bk = bn.add_parser("kl", help="a release's KL divergence and a workload's exact answers, in process and on Spark")  # fmt: skip
+    bk = bn.add_parser(
+        "kl",
+        help="a release's KL divergence and a workload's exact answers, in process and on Spark",
+    )
     bk.add_argument("release")
     bk.add_argument("--source", required=True)
     bk.add_argument("--repeat", type=int, default=3)
     bk.add_argument("--engines", default="inprocess,spark")
-    bk.add_argument("--forms", default="every-task,one-shuffle,per-term", help="Spark KL forms to time: the release in every task, one shuffle, one aggregate per term")  # fmt: skip
+    bk.add_argument(
+        "--forms",
+        default="every-task,one-shuffle,per-term",
+        help="Spark KL forms to time: the release in every task, one shuffle, one aggregate per term",
+    )
     bk.add_argument("--queries", type=int, default=1000)
     bk.add_argument("--qd", type=int, default=3)
     bk.add_argument("--p", type=float, default=0.4)
@@ -203,13 +238,17 @@ def _bench_scale(bn) -> None:
 
 
 def _bench_peers(bn) -> None:
-    bp = bn.add_parser("peers", help="vpub against ANJANA on one rule QI -> S: time, peak memory, query error")  # fmt: skip
+    bp = bn.add_parser(
+        "peers", help="vpub against ANJANA on one rule QI -> S: time, peak memory, query error"
+    )
     bp.add_argument("--data", required=True, help="a data-set directory (table.yaml + data/)")
     bp.add_argument("--qi", required=True, help="quasi-identifiers, comma-separated")
     bp.add_argument("--sensitive", required=True)
     bp.add_argument("--l", type=int, default=3)
     bp.add_argument("--rows", type=int, default=None, help="a seeded sample of this many rows")
-    bp.add_argument("--suppression", type=float, default=5.0, help="ANJANA's suppression limit, percent")  # fmt: skip
+    bp.add_argument(
+        "--suppression", type=float, default=5.0, help="ANJANA's suppression limit, percent"
+    )
     bp.add_argument("--queries", type=int, default=1000)
     bp.add_argument("--qd", type=int, default=3)
     bp.add_argument("--p", type=float, default=0.4)

@@ -9,12 +9,12 @@ from dataclasses import replace
 
 from ..config import load_config, with_overrides
 from ..engines import engine_for
-from ..engines.spark.session import SparkSettings
+from ..engines.settings import SparkSettings
 from ..errors import SpecError
+from ..lake.commit import Steps
 from ..publish.marginals import add_marginal
 from ..publish.pipeline import publish
 from ..release.audit import audit_release
-from ..release.commit import Steps
 from ..release.private_audit import audit_store
 from ..release.signing import generate_keys
 from ..report import audit_table, console, progress_step, publish_summary
@@ -24,19 +24,31 @@ from .common import engine_of, engine_options, seed_options, seed_origin, warn_e
 def _local(path: str) -> str:
     """An input on an object store is downloaded first (once per process), so the engine
     choice sees its size."""
-    from ..release.objectstore import local_input
-    from ..storage import is_remote
+    from ..storage import is_remote, local_input
 
     return str(local_input(path)) if is_remote(path) else path
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
     cfg = with_overrides(
-        load_config(args.config), l=args.l, m=args.m, state=args.state, overwrite=args.overwrite, wait_s=args.wait, sign_key=args.sign_key,
-        input_path=args.input, table=args.table, output_path=args.out, release_id=args.release_id,
-        engine=args.engine, seed=args.seed, seed_file=args.seed_file, private_dir=args.private_dir,
-        partitions=args.partitions, spark=args.spark_conf,
-    )  # fmt: skip
+        load_config(args.config),
+        l=args.l,
+        m=args.m,
+        state=args.state,
+        overwrite=args.overwrite,
+        wait_s=args.wait,
+        sign_key=args.sign_key,
+        input_path=args.input,
+        table=args.table,
+        output_path=args.out,
+        release_id=args.release_id,
+        engine=args.engine,
+        seed=args.seed,
+        seed_file=args.seed_file,
+        private_dir=args.private_dir,
+        partitions=args.partitions,
+        spark=args.spark_conf,
+    )
     warn_explicit_seed(cfg.seed)
     engine, why = engine_for(cfg.engine, SparkSettings.load(cfg.spark), _local(cfg.input_path))
     cfg = replace(cfg, engine=engine.name)
@@ -87,7 +99,14 @@ def cmd_audit(args: argparse.Namespace) -> int:
         else:
             spark = args.engine == "spark"  # Spark: the tables audited in its tasks too
             engine = engine_of(args) if args.source or spark else None
-            report = audit_release(args.release, source=args.source, engine=engine, verify_key=args.verify_key, distributed=spark, secret=args.secret)  # fmt: skip
+            report = audit_release(
+                args.release,
+                source=args.source,
+                engine=engine,
+                verify_key=args.verify_key,
+                distributed=spark,
+                secret=args.secret,
+            )
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:
@@ -110,18 +129,27 @@ def cmd_keys_generate(args: argparse.Namespace) -> int:
 def cmd_spark_archive(args: argparse.Namespace) -> int:
     from ..publish.class_archive import build_archive
 
-    with console.status("building the Spark driver's class-data archive (a small publish on Spark) ..."):  # fmt: skip
+    with console.status(
+        "building the Spark driver's class-data archive (a small publish on Spark) ..."
+    ):
         path, took = build_archive(args.force)
     size = path.stat().st_size / 2**20
     said = f"built in {took:.0f} s" if took else "already built (--force rebuilds it)"
-    console.print(f"class-data archive {path} ({size:,.0f} MiB), {said}; Spark runs on this machine now start from it")  # fmt: skip
+    console.print(
+        f"class-data archive {path} ({size:,.0f} MiB), {said}; Spark runs on this machine now start from it"
+    )
     return 0
 
 
 def register(sub) -> None:
     _register_publish(sub)
-    _register_marginals_and_audit(sub)
-    sa = sub.add_parser("spark-archive", help="build the Spark driver's class-data archive: Spark starts 2-3 s faster")  # fmt: skip
+    _register_marginals(sub)
+    _register_audit(sub)
+    _register_keys(sub)
+    sa = sub.add_parser(
+        "spark-archive",
+        help="build the Spark driver's class-data archive: Spark starts 2-3 s faster",
+    )
     sa.add_argument("--force", action="store_true", help="rebuild it even if it exists")
     sa.set_defaults(func=cmd_spark_archive)
 
@@ -136,9 +164,11 @@ def _register_publish(sub) -> None:
     pb.add_argument("--out", default=None, help="override output.path")
     pb.add_argument("--release-id", default=None, help="override output.release_id")
     pb.add_argument(
-        "--engine", choices=["auto", "spark", "inprocess"], default=None,
+        "--engine",
+        choices=["auto", "spark", "inprocess"],
+        default=None,
         help="override engine (auto: in process when the input fits this machine's memory and no cluster is configured)",
-    )  # fmt: skip
+    )
     pb.add_argument("--spark-conf", default=None, help="override spark (settings YAML)")
     seed_options(pb)
     pb.add_argument("--l", type=int, default=None, help="override privacy.l")
@@ -162,7 +192,8 @@ def _register_publish(sub) -> None:
     pb.set_defaults(func=cmd_publish)
 
 
-def _register_marginals_and_audit(sub) -> None:
+def _register_marginals(sub) -> None:
+    """`vpub marginals add`: a new marginal from a private bucket store."""
     mg = sub.add_parser(
         "marginals", help="m-invariant marginals (002): add one from a private bucket store"
     )
@@ -188,6 +219,9 @@ def _register_marginals_and_audit(sub) -> None:
     ma.add_argument("--sign-key", default=None, metavar="PEM", help=SIGN)
     ma.set_defaults(func=cmd_marginals_add)
 
+
+def _register_audit(sub) -> None:
+    """`vpub audit`: re-check a release from its files alone."""
     au = sub.add_parser("audit", help="re-check a release from its files alone")
     au.add_argument(
         "release", nargs="?", default=None, help="the release directory (<output>/<release_id>)"
@@ -205,10 +239,20 @@ def _register_marginals_and_audit(sub) -> None:
         metavar="PEM",
         help="check the manifest's (with --state: store.json's) Ed25519 signature with this public key",
     )
-    au.add_argument("--secret", default=None, metavar="PATH", help="the owner's run record, private store or seed file: also check the release's proof and keyed source fingerprint")  # fmt: skip
+    au.add_argument(
+        "--secret",
+        default=None,
+        metavar="PATH",
+        help="the owner's run record, private store or seed file: also check the release's proof and keyed source fingerprint",
+    )
     engine_options(
         au, default="inprocess"
     )  # reads --source; spark: the tables audited in its tasks
+    au.set_defaults(func=cmd_audit)
+
+
+def _register_keys(sub) -> None:
+    """`vpub keys generate`: a new signing key pair."""
     keys = sub.add_parser("keys", help="signing keys for releases").add_subparsers(
         dest="what", required=True
     )
@@ -217,4 +261,3 @@ def _register_marginals_and_audit(sub) -> None:
     )
     kg.add_argument("--out", required=True, help="a directory for the two files")
     kg.set_defaults(func=cmd_keys_generate)
-    au.set_defaults(func=cmd_audit)

@@ -1,5 +1,5 @@
 """`vpub releases list | show | latest | diff | prune`: the release catalog of an output
-root, local or `s3://` (release/catalog.py)."""
+root, local or `s3://` (lake/catalog.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 from rich.table import Table
 
 from ..errors import DataError
-from ..release.catalog import (  # fmt: skip
+from ..lake.catalog import (
     Root,
     diff,
     family_of,
@@ -32,9 +32,14 @@ def _found(root: Root) -> dict[str, dict]:
 def _row(m: dict) -> dict:
     audit = m.get("audit") or {}
     return {
-        "release_id": m["release_id"], "family": family_of(m), "created_at": m.get("created_at"), "method": m.get("method"),
-        "rows": m.get("source", {}).get("rows"), "tables": len(m.get("tables", [])), "audit": "passed" if audit.get("passed") else "?",
-    }  # fmt: skip
+        "release_id": m["release_id"],
+        "family": family_of(m),
+        "created_at": m.get("created_at"),
+        "method": m.get("method"),
+        "rows": m.get("source", {}).get("rows"),
+        "tables": len(m.get("tables", [])),
+        "audit": "passed" if audit.get("passed") else "?",
+    }
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -67,11 +72,16 @@ def cmd_show(args: argparse.Namespace) -> int:
     info = _row(m) | {
         "latest of its family": latest(root, family_of(m)) == m["release_id"],
         "lineage (newest first)": " <- ".join(lineage(found, m["release_id"])),
-        "supersedes": m.get("supersedes"), "private store": (m.get("store") or {}).get("store_id"),
-        "privacy": m.get("privacy"), "rules": [f"{', '.join(r['lhs'])} -> {r['rhs']}" for r in m.get("rules", [])],
-        "tables": {t["name"]: f"{t.get('kind')} on {', '.join(t.get('attributes', []))}" for t in m.get("tables", [])},
+        "supersedes": m.get("supersedes"),
+        "private store": (m.get("store") or {}).get("store_id"),
+        "privacy": m.get("privacy"),
+        "rules": [f"{', '.join(r['lhs'])} -> {r['rhs']}" for r in m.get("rules", [])],
+        "tables": {
+            t["name"]: f"{t.get('kind')} on {', '.join(t.get('attributes', []))}"
+            for t in m.get("tables", [])
+        },
         "risk": _risk(root, m["release_id"]),
-    }  # fmt: skip
+    }
     if args.json:
         print(json.dumps(info, indent=2, default=str))
         return 0
@@ -84,7 +94,10 @@ def _risk(root: Root, release_id: str) -> dict:
     from ..release.reader import open_release
     from ..utility.risk import release_risk
 
-    return {t: {k: round(v, 4) for k, v in r.items()} for t, r in release_risk(open_release(root.uri(release_id))).items()}  # fmt: skip
+    return {
+        t: {k: round(v, 4) for k, v in r.items()}
+        for t, r in release_risk(open_release(root.uri(release_id))).items()
+    }
 
 
 def cmd_latest(args: argparse.Namespace) -> int:
@@ -118,32 +131,33 @@ def cmd_prune(args: argparse.Namespace) -> int:
         if not args.dry_run:
             root.remove_release(rid)
         console.print(f"{'would remove' if args.dry_run else 'removed'} {rid}")
-    console.print(f"{len(gone)} of {len(found)} releases {'to remove' if args.dry_run else 'removed'}; kept the newest {args.keep} per family, the latest, and those a private store references")  # fmt: skip
+    console.print(
+        f"{len(gone)} of {len(found)} releases {'to remove' if args.dry_run else 'removed'}; kept the newest {args.keep} per family, the latest, and those a private store references"
+    )
     return 0
 
 
 def cmd_register(args: argparse.Namespace) -> int:
-    from ..engines.spark.engine import SparkEngine
-    from ..engines.spark.errors import spark_errors
-    from ..engines.spark.session import SparkSettings
+    from ..engines import make_engine
+    from ..engines.settings import SparkSettings
+    from ..lake.sql import register
     from ..release.reader import open_release
-    from ..release.sql import register
     from ..storage import is_remote
 
     root = Root(args.root)
     rel = open_release(root.uri(args.release_id), in_place=is_remote(args.root))
-    engine = SparkEngine(SparkSettings.load(args.spark_conf))
+    engine = make_engine("spark", SparkSettings.load(args.spark_conf))
     with console.status("starting Spark ..."):
         engine.start()
-    with spark_errors(f"registering {args.release_id}"):
-        names = register(engine.spark, rel)
-    where = engine.spark.conf.get("spark.sql.catalogImplementation", "in-memory")
-    kind = "as temporary views (this session only; the release is on an object store)" if rel.remote else f"in the {where} catalog"  # fmt: skip
+    names, where = register(engine, rel)
+    kind = (
+        "as temporary views (this session only; the release is on an object store)"
+        if rel.remote
+        else f"in the {where} catalog"
+    )
     console.print(f"registered {kind}: " + ", ".join(names))
     if args.sql:  # collected whole (at most 1,000 rows), so no task is left running at exit
-        with spark_errors("--sql"):  # a bad query: one line, exit 2
-            result = engine.spark.sql(args.sql).limit(1000).toPandas()
-        print(result.to_string(index=False))
+        print(engine.sql(args.sql, 1000).to_string(index=False))  # a bad query: one line
     return 0
 
 
@@ -159,14 +173,35 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    ex = sub.add_parser("export", help="one table of a release as a flat CSV or Parquet file with a data dictionary")  # fmt: skip
+    _register_export(sub)
+    _register_releases(sub)
+
+
+def _register_export(sub) -> None:
+    """`vpub export`: one table of a release as a flat file."""
+    ex = sub.add_parser(
+        "export", help="one table of a release as a flat CSV or Parquet file with a data dictionary"
+    )
     ex.add_argument("release", help="a release directory or s3:// URI")
     ex.add_argument("--table", required=True)
     ex.add_argument("--format", choices=["csv", "parquet"], default="csv")
-    ex.add_argument("--layout", choices=["long", "wide"], default="long", help="anatomy/generalized: a row per tuple and sensitive value with its weight (long) or per tuple with its group's distribution (wide)")  # fmt: skip
-    ex.add_argument("--out", default=None, help="file to write (default: <release>_<table>.<format>)")  # fmt: skip
+    ex.add_argument(
+        "--layout",
+        choices=["long", "wide"],
+        default="long",
+        help="anatomy/generalized: a row per tuple and sensitive value with its weight (long) or per tuple with its group's distribution (wide)",
+    )
+    ex.add_argument(
+        "--out", default=None, help="file to write (default: <release>_<table>.<format>)"
+    )
     ex.set_defaults(func=cmd_export)
-    rs = sub.add_parser("releases", help="the release catalog of an output root (local or s3://)").add_subparsers(dest="what", required=True)  # fmt: skip
+
+
+def _register_releases(sub) -> None:
+    """`vpub releases ...`: the release catalog of an output root."""
+    rs = sub.add_parser(
+        "releases", help="the release catalog of an output root (local or s3://)"
+    ).add_subparsers(dest="what", required=True)
     ls = rs.add_parser("list", help="committed releases, by family")
     ls.add_argument("root")
     ls.add_argument("--family", default=None)
@@ -189,12 +224,24 @@ def register(sub) -> None:
     pr = rs.add_parser("prune", help="remove old releases, keeping the newest N per family")
     pr.add_argument("root")
     pr.add_argument("--keep", type=int, required=True)
-    pr.add_argument("--store", action="append", default=[], metavar="DIR", help="a private store whose references to honour (repeatable)")  # fmt: skip
+    pr.add_argument(
+        "--store",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a private store whose references to honour (repeatable)",
+    )
     pr.add_argument("--dry-run", action="store_true")
     pr.set_defaults(func=cmd_prune)
-    rg = rs.add_parser("register", help="SQL tables over a release's parts (Spark catalog or Hive metastore)")  # fmt: skip
+    rg = rs.add_parser(
+        "register", help="SQL tables over a release's parts (Spark catalog or Hive metastore)"
+    )
     rg.add_argument("root")
     rg.add_argument("release_id")
-    rg.add_argument("--spark-conf", default=None, help="Spark settings YAML (a Hive metastore: conf spark.sql.catalogImplementation: hive)")  # fmt: skip
+    rg.add_argument(
+        "--spark-conf",
+        default=None,
+        help="Spark settings YAML (a Hive metastore: conf spark.sql.catalogImplementation: hive)",
+    )
     rg.add_argument("--sql", default=None, help="a query to run once registered")
     rg.set_defaults(func=cmd_register)

@@ -12,8 +12,9 @@ from pathlib import Path
 
 from ..engines.base import Engine, LoadedTable
 from ..errors import SpecError
+from ..lake.commit import staged_directory
 from ..model import TableSpec
-from ..release.commit import staged_directory
+from ..storage import input_outline, is_remote, local_input, on_store
 from ..tablespec import load_table_spec, write_table_spec
 from . import adult, synthetic
 
@@ -36,6 +37,38 @@ def resolve_input(path: str | Path, table: str | Path | None) -> tuple[str, Tabl
     if (p / SPEC).is_file():
         return str(p / DATA) if (p / DATA).exists() else str(p), load_table_spec(p / SPEC)
     raise SpecError(f"{p}: no table spec; pass --table FILE (or point at a directory with {SPEC})")
+
+
+def resolve_table(input_path: str, table: str | None) -> tuple[str, TableSpec]:
+    """(data path, table spec) for a config's input: a spec file, a preset name, or the
+    input directory's own table.yaml."""
+    t = table
+    if t is not None and not t.endswith((".yaml", ".yml")):
+        if t == "adult":
+            return input_path, adult.adult_spec()
+        if t in synthetic.SCHEMAS:
+            data = Path(input_path) / "data"
+            return str(data) if data.is_dir() else input_path, synthetic.table_spec(t)
+        raise SpecError(
+            f"input.table {t!r} is neither a .yaml file nor a preset (adult, {', '.join(synthetic.SCHEMAS)})"
+        )
+    return resolve_input(input_path, t)
+
+
+def input_table(
+    input_path: str, table: str | None, reads_object_stores: bool
+) -> tuple[str, TableSpec]:
+    """`resolve_table` for an input anywhere: an input on an object store is copied here
+    for an engine that cannot read it there (`storage.local_input`); for one that can,
+    only its outline is (its table.yaml: `storage.input_outline`), and the data path
+    stays on the store."""
+    if not is_remote(input_path):
+        return resolve_table(input_path, table)
+    if not reads_object_stores:
+        return resolve_table(str(local_input(input_path)), table)
+    outline = input_outline(input_path)
+    local, spec = resolve_table(str(outline), table)
+    return on_store(local, outline, input_path), spec
 
 
 def write_adult(
@@ -72,6 +105,8 @@ def write_generated(
         raise SpecError(f"--dependence must be in [0, 1], not {dependence}")
     block = partial(synthetic.generate_block, name, seed, rows, dependence=dependence)
     with staged_directory(out, overwrite) as stage:
-        engine.write_blocks(synthetic.blocks(rows), block, synthetic.arrow_schema(name), stage / DATA, progress)  # fmt: skip
+        engine.write_blocks(
+            synthetic.blocks(rows), block, synthetic.arrow_schema(name), stage / DATA, progress
+        )
         write_table_spec(spec, stage / SPEC)
     return Written(Path(out), rows, 0, spec)

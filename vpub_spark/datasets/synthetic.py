@@ -138,7 +138,9 @@ def block_rows(rows: int, block: int) -> int:
     return max(0, min(BLOCK_ROWS, rows - block * BLOCK_ROWS))
 
 
-def dependent(codes: list[np.ndarray], domain: int, seed: int, dependence: float, rng: np.random.Generator) -> np.ndarray:  # fmt: skip
+def dependent(
+    codes: list[np.ndarray], domain: int, seed: int, dependence: float, rng: np.random.Generator
+) -> np.ndarray:
     """The last attribute with a share `dependence` of its rows replaced by a seeded
     function of the first `DEPENDS_ON` attributes (a knob for how strongly the
     QI determine the sensitive attribute; 0 leaves the network's draw as it is, 1 makes
@@ -156,7 +158,9 @@ def dependent(codes: list[np.ndarray], domain: int, seed: int, dependence: float
     return np.where(chosen, key % domain, codes[-1])
 
 
-def generate_block(name: str, seed: int, rows: int, block: int, dependence: float = 0.0) -> pa.RecordBatch:  # fmt: skip
+def generate_block(
+    name: str, seed: int, rows: int, block: int, dependence: float = 0.0
+) -> pa.RecordBatch:
     """Rows [block·BLOCK_ROWS, ...) of the `rows`-row data set `name` (vectorized); with
     `dependence` > 0 the last attribute follows the QI (`dependent`)."""
     n = block_rows(rows, block)
@@ -172,7 +176,9 @@ def generate_block(name: str, seed: int, rows: int, block: int, dependence: floa
         value = np.searchsorted(node.cdf, u, side="right") - ctx * node.domain
         codes.append(np.clip(value, 0, node.domain - 1))
     if dependence > 0:  # its own random stream: dependence 0 gives the same data as before
-        codes[-1] = dependent(codes, nodes[-1].domain, seed, dependence, np.random.default_rng([seed, block, 0xDE9]))  # fmt: skip
+        codes[-1] = dependent(
+            codes, nodes[-1].domain, seed, dependence, np.random.default_rng([seed, block, 0xDE9])
+        )
     names = [a for a, _ in schema(name)]
     return pa.RecordBatch.from_arrays(
         [pa.array((c + 1).astype(np.int32)) for c in codes], names=names

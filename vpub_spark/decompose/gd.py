@@ -82,48 +82,18 @@ def gd(
     score: Callable[[Schema], float] | None = None,
     budget_s: float | None = None,
 ) -> tuple[Schema, GdCost]:
+    """Algorithm 1: steps 1-4 (`_split`) until the schema is in GNF, then, with a
+    `score`, steps 5-8: add the best-scoring attribute while one fits (within
+    `budget_s`)."""
     _check(attributes, rules)
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     rule_order = [int(i) for i in rng.permutation(len(rules))]
     attr_order = [attributes[int(i)] for i in rng.permutation(len(attributes))]
-    tables: list[tuple[list[str], str | None]] = (
-        [(list(attr_order), rules[rule_order[0]].rhs)] if rules else [(list(attr_order), None)]
-    )
-    seen: set[tuple] = set()
-    steps, isolated, isolate = 0, [], False
-    cap = 10 * (len(rules) + len(attributes))
-    while True:
-        report = check_gnf(_schema(tables, rules), rules)
-        if report.ok:
-            break
-        violated = {v.index for v in report.violated}
-        r = rules[next(i for i in rule_order if i in violated)]
-        tables = [
-            ([a for a in attrs if a != r.rhs], None if s == r.rhs else s) for attrs, s in tables
-        ]
-        if isolate:
-            tables.append(([r.rhs], None))
-            isolated.append(r.rhs)
-        else:
-            tables.append(([a for a in attr_order if a in r.lhs] + [r.rhs], r.rhs))
-        tables = _tidy(tables)
-        key = tuple(sorted((tuple(sorted(a)), s or "") for a, s in tables))
-        steps += 1
-        if key in seen or steps > cap:
-            isolate = True
-        seen.add(key)
+    tables, steps, isolated = _split(rules, rule_order, attr_order)
     evaluations, added, exhausted = 0, [], False
     while score is not None:
-        candidates = []
-        for a in attr_order:
-            for j, (attrs, s) in enumerate(tables):
-                if a in attrs:
-                    continue
-                trial = [(list(x), y) for x, y in tables]
-                trial[j] = (attrs + [a], s)
-                if check_gnf(_schema(trial, rules), rules).ok:
-                    candidates.append((a, j, trial))
+        candidates = _candidates(tables, rules, attr_order)
         if not candidates:
             break
         best = None
@@ -144,3 +114,49 @@ def gd(
     return schema, GdCost(
         steps, tuple(isolated), evaluations, tuple(added), time.perf_counter() - t0, exhausted
     )
+
+
+def _split(rules: Sequence[Rule], rule_order: list[int], attr_order: list[str]):
+    """Split off the first violated rule (in `rule_order`) until the schema is in GNF;
+    a schema seen before (or too many steps) isolates each rule's RHS instead."""
+    tables: list[tuple[list[str], str | None]] = (
+        [(list(attr_order), rules[rule_order[0]].rhs)] if rules else [(list(attr_order), None)]
+    )
+    seen: set[tuple] = set()
+    steps, isolate = 0, False
+    isolated: list[str] = []
+    cap = 10 * (len(rules) + len(attr_order))
+    while True:
+        report = check_gnf(_schema(tables, rules), rules)
+        if report.ok:
+            return tables, steps, isolated
+        violated = {v.index for v in report.violated}
+        r = rules[next(i for i in rule_order if i in violated)]
+        tables = [
+            ([a for a in attrs if a != r.rhs], None if s == r.rhs else s) for attrs, s in tables
+        ]
+        if isolate:
+            tables.append(([r.rhs], None))
+            isolated.append(r.rhs)
+        else:
+            tables.append(([a for a in attr_order if a in r.lhs] + [r.rhs], r.rhs))
+        tables = _tidy(tables)
+        key = tuple(sorted((tuple(sorted(a)), s or "") for a, s in tables))
+        steps += 1
+        if key in seen or steps > cap:
+            isolate = True
+        seen.add(key)
+
+
+def _candidates(tables, rules: Sequence[Rule], attr_order: list[str]) -> list:
+    """Every schema one attribute larger (an attribute added to a table) still in GNF."""
+    candidates = []
+    for a in attr_order:
+        for j, (attrs, s) in enumerate(tables):
+            if a in attrs:
+                continue
+            trial = [(list(x), y) for x, y in tables]
+            trial[j] = (attrs + [a], s)
+            if check_gnf(_schema(trial, rules), rules).ok:
+                candidates.append((a, j, trial))
+    return candidates

@@ -11,7 +11,29 @@ from .gd import GdCost, gd
 from .multi_sa import multi_sa_schema
 from .uad import single_attribute, uad
 
-METHODS = ("uad", "uad_plain", "gd", "single_attribute", "multi_sa_bip")
+Design = Callable[..., tuple[Schema, GdCost | None]]
+
+DESIGNS: dict[str, Design] = {
+    "uad": lambda names, rules, seed, scorer, budget: (uad(names, rules, seed), None),
+    "uad_plain": lambda names, rules, seed, scorer, budget: (
+        uad(names, rules, seed, plain=True),
+        None,
+    ),
+    "gd": lambda names, rules, seed, scorer, budget: gd(
+        names, rules, seed, scorer() if scorer else None, budget
+    ),
+    "single_attribute": lambda names, rules, seed, scorer, budget: (
+        single_attribute(names, rules),
+        None,
+    ),
+    "multi_sa_bip": lambda names, rules, seed, scorer, budget: (
+        multi_sa_schema(names, rules),
+        None,
+    ),
+}
+"""The decompositions by method name: (names, rules, seed, GD's scorer factory, GD's
+budget) -> the schema, and GD's cost."""
+METHODS = tuple(DESIGNS)
 
 
 def design(
@@ -24,14 +46,7 @@ def design(
 ) -> tuple[Schema, GdCost | None]:
     """The schema of `method`; for GD also its cost. `gd_scorer` builds the KL scorer
     only when GD needs it (it draws a data sample)."""
-    if method == "uad":
-        return uad(names, rules, seed), None
-    if method == "uad_plain":
-        return uad(names, rules, seed, plain=True), None
-    if method == "single_attribute":
-        return single_attribute(names, rules), None
-    if method == "multi_sa_bip":
-        return multi_sa_schema(names, rules), None
-    if method == "gd":
-        return gd(names, rules, seed, gd_scorer() if gd_scorer else None, gd_budget_s)
-    raise SpecError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    make = DESIGNS.get(method)
+    if make is None:
+        raise SpecError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    return make(names, rules, seed, gd_scorer, gd_budget_s)

@@ -4,11 +4,13 @@ the command line decides on an engine, and may start Spark, before it loads them
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .base import Engine, LoadedTable
-    from .spark.session import SparkSettings
+    from .settings import SparkSettings
 
 
 def __getattr__(name: str) -> Any:
@@ -36,7 +38,9 @@ def make_engine(name: str, spark_conf: SparkSettings | None = None) -> Engine:
     raise SpecError(f"engine must be auto, spark or inprocess, not {name!r}")
 
 
-def choose(name: str, spark_conf: SparkSettings | None, input_path: str) -> tuple[str, SparkSettings, str]:  # fmt: skip
+def choose(
+    name: str, spark_conf: SparkSettings | None, input_path: str
+) -> tuple[str, SparkSettings, str]:
     """The engine's name for a run on `input_path`, its Spark settings, and why it was
     chosen (`auto` decides by the input's size and the Spark master; a named engine is
     taken as named). A Spark run on a small input gets the small-input JVM settings
@@ -44,7 +48,7 @@ def choose(name: str, spark_conf: SparkSettings | None, input_path: str) -> tupl
     from dataclasses import replace
 
     from .auto import choose_engine, small_input
-    from .spark.session import SparkSettings
+    from .settings import SparkSettings
 
     settings = spark_conf or SparkSettings()
     choice = choose_engine(input_path, settings.master) if name == "auto" else None
@@ -54,10 +58,54 @@ def choose(name: str, spark_conf: SparkSettings | None, input_path: str) -> tupl
     return chosen, settings, why
 
 
-def engine_for(name: str, spark_conf: SparkSettings | None, input_path: str) -> tuple[Engine, str]:  # fmt: skip
+def engine_for(name: str, spark_conf: SparkSettings | None, input_path: str) -> tuple[Engine, str]:
     """The engine `choose` picks, made, and why."""
     chosen, settings, why = choose(name, spark_conf, input_path)
     return make_engine(chosen, settings), why
 
 
-__all__ = ["Engine", "LoadedTable", "choose", "engine_for", "make_engine"]
+def start_early(settings: SparkSettings) -> None:
+    """Start Spark's session for `settings` in the background, now (`session.start_early`)."""
+    from .spark.session import start_early as start
+
+    start(settings)
+
+
+def spark_error_line(error: BaseException) -> str | None:
+    """One line for an error Spark raised (a failed job, a bad SQL query); None for any
+    other error. Spark is not imported for it."""
+    import sys
+
+    if "pyspark" not in sys.modules:
+        return None
+    from .spark.errors import is_spark_error, one_line
+
+    return str(one_line("Spark", str(error))) if is_spark_error(error) else None
+
+
+def class_archive_path() -> Path:
+    """Where the Spark driver's class-data archive for this Java and Spark lives."""
+    from .spark.session import class_archive
+
+    return class_archive()
+
+
+def run_archiving(out: Path, work: Callable[[], object]) -> int:
+    """Start Spark with a JVM that writes its class-data archive to `out` when it exits,
+    run `work`, then let the JVM exit; its exit status (`session.run_archiving`)."""
+    from .spark.session import run_archiving as run
+
+    return run(out, work)
+
+
+__all__ = [
+    "Engine",
+    "LoadedTable",
+    "choose",
+    "class_archive_path",
+    "engine_for",
+    "make_engine",
+    "run_archiving",
+    "spark_error_line",
+    "start_early",
+]

@@ -100,5 +100,5 @@ def choose_engine(input_path: str, master: str) -> Choice:
     avail = available_memory()
     fits = peak <= SHARE * avail
     verdict = "fits" if fits else "does not fit"
-    reason = f"auto: {what}, an estimated {peak / 2**30:,.1f} GiB in process, {verdict} in {SHARE:.0%} of the {avail / 2**30:,.1f} GiB available"  # fmt: skip
+    reason = f"auto: {what}, an estimated {peak / 2**30:,.1f} GiB in process, {verdict} in {SHARE:.0%} of the {avail / 2**30:,.1f} GiB available"
     return Choice("inprocess" if fits else "spark", reason, peak)

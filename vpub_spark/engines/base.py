@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from ..encoding import Dictionary, EncodingPlan, build_dictionary
 from ..errors import DataError, SpecError, without_values
+from ..kernels.classes import ClassJob, ClassSummary
 from ..kernels.partitioning import PartitionPlan, Sharding
 from ..model import TableSpec
 
@@ -63,6 +64,40 @@ class LoadedTable:
         return out
 
 
+@dataclass(frozen=True)
+class ReleaseFiles:
+    """A committed release as an engine's jobs read it, described by the layer that
+    knows the release format (utility/engine_jobs.py), against one loaded source:
+    - `path`, `tables` (the manifest's table entries), `size` (bytes of its parts);
+    - `terms`: log p~(x) as (table index, columns, sign) terms (000 §5.1's
+      junction-tree decomposition);
+    - `models()`: the tables' estimate models in the source's codes (picklable: tasks
+      call it);
+    - `estimates(table, file, column lists)`: one file set of a table, per column
+      list its keys (a frame of codes) and estimates; None when some table's kind
+      cannot be estimated file set by file set."""
+
+    path: str
+    tables: tuple[dict, ...]
+    size: int
+    terms: tuple[tuple[int, list[str], float], ...]
+    models: Callable[[], list]
+    estimates: Callable[[int, str, list[list[str]]], list[tuple[pd.DataFrame, np.ndarray]]] | None
+
+    def part_dir(self, table: str, part: str) -> Path:
+        return Path(self.path) / "tables" / table / part
+
+
+@dataclass(frozen=True)
+class SqlTable:
+    """A Parquet directory (`path`) or set of objects on a store (`files`) to be named
+    `name` in an engine's SQL catalog."""
+
+    name: str
+    path: str | None = None
+    files: tuple[str, ...] = ()
+
+
 class PartitionJob(Protocol):
     """The work of one partition, shipped to the tasks (small, picklable): how rows map
     to shards (`shards`), what a partition does (`run`: kernels, then writing its part
@@ -83,6 +118,11 @@ class Engine(Protocol):
     jobs one partition after another. Only small aggregates reach the caller."""
 
     name: str
+    reads_object_stores: bool
+    """Its tasks read an input on an object store themselves (else it is copied here)."""
+    audits_in_tasks: bool
+    """A release's tables are audited in its tasks (release/distributed.py), only their
+    summaries reaching this process."""
 
     def start(self) -> float:
         """Start the engine's runtime (a Spark session); its start-up time in seconds."""
@@ -93,7 +133,9 @@ class Engine(Protocol):
     # data sets
     def sample(self, loaded: LoadedTable, n: int, seed: int) -> LoadedTable: ...
 
-    def suppress(self, loaded: LoadedTable, attribute: str, drop: np.ndarray, seed: int) -> LoadedTable:  # fmt: skip
+    def suppress(
+        self, loaded: LoadedTable, attribute: str, drop: np.ndarray, seed: int
+    ) -> LoadedTable:
         """The table without drop[v] rows of each code v of `attribute`: those with the
         smallest content keys (kernels/suppression.py), the same rows on both engines."""
         ...
@@ -135,6 +177,47 @@ class Engine(Protocol):
     def write_projection(
         self, loaded: LoadedTable, attributes: Sequence[str], directory: str | Path
     ) -> None: ...
+
+    # measuring
+    def class_summary(self, loaded: LoadedTable, job: ClassJob) -> ClassSummary:
+        """The equivalence classes of `job.qi` measured where the rows are
+        (`kernels/classes.py`); only the summary and the smallest classes come back."""
+        ...
+
+    def release_kl(
+        self, loaded: LoadedTable, release: ReleaseFiles, form: str | None = None
+    ) -> float:
+        """The KL divergence of `release` from the loaded source (000 §5.1), computed
+        where the rows are; only sums come back. `form` forces one of the engine's ways
+        of computing it (Spark: `spark/kl.py`'s FORMS); default: the engine's choice."""
+        ...
+
+    def count_cubes(
+        self,
+        loaded: LoadedTable,
+        luts: Mapping[str, np.ndarray],
+        sizes: Mapping[str, int],
+        sets: Sequence[tuple[str, ...]],
+        cubes: Callable[..., dict[tuple[str, ...], np.ndarray]],
+    ) -> dict[tuple[str, ...], np.ndarray]:
+        """The contingency cube of each attribute set of `sets` over the source recoded
+        by `luts` (a code -> the release's code), shaped by `sizes`; `cubes(codes,
+        sets, sizes)` is the counting kernel, run where the rows are."""
+        ...
+
+    def count_matching(self, loaded: LoadedTable, codes: Mapping[str, Sequence[int]]) -> int:
+        """The rows whose every attribute of `codes` holds one of its codes."""
+        ...
+
+    # SQL
+    def register_tables(self, tables: Sequence[SqlTable], views: Sequence[str]) -> str:
+        """`tables` in the session's SQL catalog (external tables; objects on a store as
+        temporary views), then the `views` (CREATE VIEW statements); the catalog's kind."""
+        ...
+
+    def sql(self, query: str, limit: int) -> pd.DataFrame:
+        """A SQL query's first `limit` rows."""
+        ...
 
     # serving
     def map_rows(

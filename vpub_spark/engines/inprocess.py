@@ -4,15 +4,34 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
 
 from ..encoding import encode_batch, raw_value_counts
-from ..errors import DataError
+from ..errors import DataError, SpecError
+from ..kernels.anatomy import COUNT as ANATOMY_COUNT
+from ..kernels.classes import (
+    COUNT,
+    ClassJob,
+    ClassSummary,
+    class_counts,
+    class_measures,
+    distribution,
+    summarize,
+)
 from ..model import TableSpec
-from .base import LoadedTable, check_columns, encoding_error, plan_encoding, unreadable
+from .base import (
+    LoadedTable,
+    ReleaseFiles,
+    check_columns,
+    encoding_error,
+    plan_encoding,
+    unreadable,
+)
 from .files import data_files, detect_format
+from .kl_sums import kl_sums
 
 
 def read_arrow(path: str, spec: TableSpec, fmt: str | None = None) -> pa.Table:
@@ -50,7 +69,9 @@ def _read_csv(file: str, spec: TableSpec, cols: list[str], path: str) -> pa.Tabl
         convert = pacsv.ConvertOptions(
             column_types={c: pa.string() for c in cols}, include_columns=cols
         )
-        table = pacsv.read_csv(file, read_options=read, parse_options=parse, convert_options=convert)  # fmt: skip
+        table = pacsv.read_csv(
+            file, read_options=read, parse_options=parse, convert_options=convert
+        )
     except (pa.ArrowException, OSError) as e:
         raise (encoding_error(file, spec.encoding) or unreadable(file, e)) from None
     return lf_newlines(table)
@@ -88,6 +109,8 @@ class InProcessEngine:
     """Rows in pandas; partitions run one after another, through the same jobs."""
 
     name = "inprocess"
+    reads_object_stores = False
+    audits_in_tasks = False
 
     def start(self) -> float:
         return 0.0  # nothing to start
@@ -133,8 +156,18 @@ class InProcessEngine:
         rank = order.groupby(attribute, sort=False).cumcount().to_numpy()
         gone = order.index[rank < np.asarray(drop)[order[attribute].to_numpy()]]
         kept = loaded.data.drop(index=gone).reset_index(drop=True)
-        counts = {a: np.bincount(kept[a].to_numpy(), minlength=loaded.dictionaries[a].size) for a in cols}  # fmt: skip
-        return LoadedTable(loaded.spec, loaded.dictionaries, counts, loaded.rows_read, loaded.rows_dropped + len(gone), kept, loaded.source)  # fmt: skip
+        counts = {
+            a: np.bincount(kept[a].to_numpy(), minlength=loaded.dictionaries[a].size) for a in cols
+        }
+        return LoadedTable(
+            loaded.spec,
+            loaded.dictionaries,
+            counts,
+            loaded.rows_read,
+            loaded.rows_dropped + len(gone),
+            kept,
+            loaded.source,
+        )
 
     def write_decoded(self, loaded: LoadedTable, directory: Path) -> None:
         import pyarrow.parquet as pq
@@ -148,7 +181,9 @@ class InProcessEngine:
             directory / "part-00000.parquet",
         )
 
-    def write_blocks(self, blocks: int, block, schema: pa.Schema, directory: Path, progress=None) -> None:  # fmt: skip
+    def write_blocks(
+        self, blocks: int, block, schema: pa.Schema, directory: Path, progress=None
+    ) -> None:
         """The blocks one after another into one file (`schema`: each batch's own)."""
         import pyarrow.parquet as pq
 
@@ -183,13 +218,53 @@ class InProcessEngine:
         """Rows per distinct combination of `columns` (codes + `count`), sorted."""
         return loaded.data.groupby(list(columns), sort=True).size().rename("count").reset_index()
 
+    def class_summary(self, loaded: LoadedTable, job: ClassJob) -> ClassSummary:
+        counts = (
+            job.weigh(loaded.data)
+            if job.weigh
+            else class_counts(loaded.data, job.qi, job.sensitive)
+        )
+        p = distribution(counts.groupby(job.sensitive)[COUNT].sum())
+        m = class_measures(counts, job.qi, job.sensitive, p, job.l, job.ordered)
+        m["k"] = m["k"] / job.unit if job.weigh else m["k"]
+        return summarize(m, job, float(counts[COUNT].sum()) / job.unit)
+
+    def release_kl(
+        self, loaded: LoadedTable, release: ReleaseFiles, form: str | None = None
+    ) -> float:
+        if form is not None:
+            raise SpecError(f"the in-process engine has one KL form, not {form!r}")
+        labels = {a: list(loaded.dictionaries[a].labels) for a in loaded.names}
+        names = list(loaded.names)
+        rows = loaded.data.groupby(names, sort=False).size().rename(ANATOMY_COUNT).reset_index()
+        entropy, log_p = kl_sums(release, labels, loaded.rows, [rows])
+        return float(entropy) - float(log_p) / float(loaded.rows)
+
+    def count_cubes(self, loaded: LoadedTable, luts, sizes, sets, cubes):
+        recoded = {a: np.asarray(lut)[loaded.data[a].to_numpy()] for a, lut in luts.items()}
+        return cubes(recoded, list(sets), sizes)
+
+    def count_matching(self, loaded: LoadedTable, codes) -> int:
+        ok = np.ones(loaded.rows, dtype=bool)
+        for a, values in codes.items():
+            ok &= np.isin(loaded.data[a].to_numpy(), np.asarray(values, dtype=np.int64))
+        return int(ok.sum())
+
+    def register_tables(self, tables, views) -> str:
+        raise SpecError("SQL tables need a SQL catalog: use the Spark engine")
+
+    def sql(self, query: str, limit: int):
+        raise SpecError("SQL queries need the Spark engine")
+
     def map_rows(self, frame, run, schema, parts):
         """`run` over the frame in `parts` slices, one after another."""
         import numpy as np
         import pandas as pd
 
         cuts = np.array_split(np.arange(len(frame)), max(1, parts))
-        return pd.concat([run(frame.iloc[c].reset_index(drop=True)) for c in cuts], ignore_index=True)  # fmt: skip
+        return pd.concat(
+            [run(frame.iloc[c].reset_index(drop=True)) for c in cuts], ignore_index=True
+        )
 
     def run_partitions(self, loaded: LoadedTable, plan, job):
         """Every partition in turn, through the same function the Spark tasks run."""

@@ -64,7 +64,7 @@ def recoding(loaded, domains: Mapping[str, Sequence[str]]) -> dict[str, np.ndarr
     return {
         a: pd.Categorical(
             list(loaded.dictionaries[a].labels), categories=list(domains[a])
-        ).codes.astype(np.int32)  # fmt: skip
+        ).codes.astype(np.int32)
         for a in loaded.names
     }
 
@@ -72,14 +72,17 @@ def recoding(loaded, domains: Mapping[str, Sequence[str]]) -> dict[str, np.ndarr
 def with_unpublished(domains: Mapping[str, list[str]], loaded) -> dict[str, list[str]]:
     """A release's `domains` and, for the attributes no table publishes (a marginal
     release), the loaded source's labels: the estimate is uniform over them."""
-    unpublished = {a: list(loaded.dictionaries[a].labels) for a in loaded.names if a not in domains}  # fmt: skip
+    unpublished = {a: list(loaded.dictionaries[a].labels) for a in loaded.names if a not in domains}
     return {**domains, **unpublished}
 
 
 def source_codes(loaded, domains: Mapping[str, Sequence[str]]) -> pd.DataFrame:
     """A loaded source table (its own codes) recoded into a release's code space."""
     # new arrays, framed as they are (copy=False: not copied again into one block)
-    return pd.DataFrame({a: lut[loaded.data[a].to_numpy()] for a, lut in recoding(loaded, domains).items()}, copy=False)  # fmt: skip
+    return pd.DataFrame(
+        {a: lut[loaded.data[a].to_numpy()] for a, lut in recoding(loaded, domains).items()},
+        copy=False,
+    )
 
 
 def mask(frame: pd.DataFrame, query: Query) -> np.ndarray:

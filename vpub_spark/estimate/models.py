@@ -25,6 +25,7 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
+from ..kernels.arrays import pack_codes
 from .codes import EST, Query, mask, to_codes
 from .columns import COUNT, GROUP
 
@@ -60,7 +61,9 @@ def _at(keys: pd.DataFrame, est: pd.DataFrame, cols: list[str]) -> np.ndarray:
     return keys.merge(est, on=cols, how="left")[EST].fillna(0.0).to_numpy(float)
 
 
-def _cell_index(frame: pd.DataFrame, cols: Sequence[str], sizes: Mapping[str, int]) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def _cell_index(
+    frame: pd.DataFrame, cols: Sequence[str], sizes: Mapping[str, int]
+) -> tuple[np.ndarray, np.ndarray]:
     """Each row's cell over `cols` (mixed radix over `sizes`, in `cols`' order), for the
     rows that have one (the mask): a code outside the domain, such as a suppressed -1,
     falls in no cell, as no query's values hold it."""
@@ -68,16 +71,7 @@ def _cell_index(frame: pd.DataFrame, cols: Sequence[str], sizes: Mapping[str, in
     ok = np.ones(len(frame), bool)
     for c, a in zip(codes, cols, strict=True):
         ok &= (c >= 0) & (c < sizes[a])
-    return _pack([c[ok] for c in codes], [sizes[a] for a in cols], int(ok.sum())), ok
-
-
-def _pack(codes: Sequence[np.ndarray], radix: Sequence[int], rows: int) -> np.ndarray:
-    """Codes of several columns as one int64 per row (mixed radix; no columns: zeros)."""
-    key = np.zeros(rows, dtype=np.int64)
-    for c, r in zip(codes, radix, strict=True):
-        key *= r  # in place: no new array per column
-        key += c
-    return key
+    return pack_codes([c[ok] for c in codes], [sizes[a] for a in cols], int(ok.sum())), ok
 
 
 PAIRS = 1 << 22
@@ -147,7 +141,9 @@ class ProjectionModel:
         return cls(entry["name"], tuple(entry["attributes"]), to_codes(parts["counts"], domains))
 
 
-def _runs(key: np.ndarray, group: np.ndarray, groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+def _runs(
+    key: np.ndarray, group: np.ndarray, groups: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The distinct (key, group) pairs sorted by key then group, and each one's rows:
     one sort of key * groups + group when that fits in int64 (10M rows: about 1 s
     against 3 s for `np.lexsort` of the two), else the lexsort."""
@@ -187,8 +183,12 @@ class AnatomyModel:
     qit: pd.DataFrame
     st: pd.DataFrame
     view = False
-    _per_q_held: dict[tuple[str, ...], pd.DataFrame] = field(default_factory=dict, compare=False, repr=False)  # fmt: skip
-    _sorted_held: dict[tuple[str, ...], tuple] = field(default_factory=dict, compare=False, repr=False)  # fmt: skip
+    _per_q_held: dict[tuple[str, ...], pd.DataFrame] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    _sorted_held: dict[tuple[str, ...], tuple] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @property
     def qi(self) -> list[str]:
@@ -214,7 +214,9 @@ class AnatomyModel:
         """n_g(x_q): the QIT's rows per group and combination of `q`, kept per `q` (every
         marginal on the same columns, e.g. one per chunk of rows, reuses it)."""
         if tuple(q) not in self._per_q_held:
-            self._per_q_held[tuple(q)] = self.qit.groupby([GROUP, *q], sort=False).size().rename("n").reset_index()  # fmt: skip
+            self._per_q_held[tuple(q)] = (
+                self.qit.groupby([GROUP, *q], sort=False).size().rename("n").reset_index()
+            )
         return self._per_q_held[tuple(q)]
 
     def estimates(self, cols: list[str]) -> pd.DataFrame:
@@ -243,16 +245,21 @@ class AnatomyModel:
         joined = joined.merge(self.share, on=[GROUP, self.sensitive], how="inner")
         return _at(keys, _summed(joined["n"] * joined["w"], joined, cols), cols)
 
-    def _sorted_per_q(self, q: list[str]) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray] | None:  # fmt: skip
+    def _sorted_per_q(
+        self, q: list[str]
+    ) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray] | None:
         """n_g(x_q) as arrays sorted by the QI codes packed into one int64 (mixed radix over
         the QIT's code ranges): (radix, key, dense group, n), kept per q; None when the
         codes do not pack."""
         if tuple(q) not in self._sorted_held:
             codes = [self.qit[c].to_numpy(np.int64) for c in q]
             radix = [int(c.max()) + 1 for c in codes]
-            if any(c.min() < 0 for c in codes) or float(np.prod(np.asarray(radix, float))) >= 2.0**62:  # fmt: skip
+            if (
+                any(c.min() < 0 for c in codes)
+                or float(np.prod(np.asarray(radix, float))) >= 2.0**62
+            ):
                 return None
-            key, g = _pack(codes, radix, self.rows()), self.groups
+            key, g = pack_codes(codes, radix, self.rows()), self.groups
             self._sorted_held[tuple(q)] = (radix, *_runs(key, g.qit, g.count))
         return self._sorted_held[tuple(q)]
 
@@ -271,7 +278,13 @@ class AnatomyModel:
         outside = np.zeros(len(keys), bool)
         for c, r in zip(codes, radix, strict=True):
             outside |= (c < 0) | (c >= r)  # a code the QIT never shows: no group holds it
-        qkey = np.where(outside, -1, _pack([np.clip(c, 0, r - 1) for c, r in zip(codes, radix, strict=True)], radix, len(keys)))  # fmt: skip
+        qkey = np.where(
+            outside,
+            -1,
+            pack_codes(
+                [np.clip(c, 0, r - 1) for c, r in zip(codes, radix, strict=True)], radix, len(keys)
+            ),
+        )
         top = int(max(s.max(initial=0), self.st[self.sensitive].max()) + 1) if with_s else 1
         wanted, back = np.unique(qkey * top + s, return_inverse=True)
         kq, ks = np.floor_divide(wanted, top), np.mod(wanted, top)
@@ -292,7 +305,10 @@ class AnatomyModel:
     def _shares(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """c_g(s) / |g| sorted by (dense group, s), with each group's first position."""
         g = self.groups
-        s, w = self.st[self.sensitive].to_numpy(np.int64), self.st[COUNT].to_numpy(float) / g.size[g.st]  # fmt: skip
+        s, w = (
+            self.st[self.sensitive].to_numpy(np.int64),
+            self.st[COUNT].to_numpy(float) / g.size[g.st],
+        )
         order = np.argsort(g.st * (int(s.max(initial=0)) + 2) + s + 1, kind="stable")  # s >= -1
         first = np.searchsorted(g.st[order], np.arange(g.count + 1))
         return first, s[order], w[order]

@@ -11,9 +11,13 @@ from __future__ import annotations
 import json
 import statistics
 import time
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
+from typing import Any
+
+from rich.table import Table
 
 from ..config import PublishConfig, RandomRules
 from ..datasets.presets import write_generated
@@ -102,8 +106,6 @@ def generated(name: str, rows: int, seed: int, out: Path) -> Path:
 
 
 def bench_publish(bench: BenchPublish) -> dict:
-    from rich.table import Table
-
     out = Path(bench.out)
     data = generated(bench.name, bench.rows, bench.seed, out)
     base = PublishConfig(
@@ -126,30 +128,49 @@ def bench_publish(bench: BenchPublish) -> dict:
         "engines": {},
     }
     for name in bench.engines:
-        engine, startup = started_engine(name, bench.spark_conf)
-        runs, steps, manifest = [], [], None
-        for i in range(bench.repeat):
-            cfg = replace(base, engine=name, release_id=f"bench-{name}")
-            with console.status(f"{name}: run {i + 1} of {bench.repeat} ..."):
-                r, took = timed(partial(publish, cfg, engine))
-            runs.append(took)
-            steps.append(r.timings)
-            manifest = r.manifest
-        assert manifest is not None
-        results["engines"][name] = {
-            "median_s": statistics.median(runs),
-            "runs_s": runs,
-            "startup_s": startup,
-            "steps_median_s": {k: statistics.median(s[k] for s in steps) for k in steps[0]},
-            "partitions": manifest["partitions"],
-            "tables": [(t["name"], t["kind"], len(t["attributes"])) for t in manifest["tables"]],
-        }
-    t = Table(
-        title=f"publish {bench.rows:,} rows of {bench.name}, UAD, l = {bench.l}, c = {bench.c}, lhs = {bench.lhs} (median of {bench.repeat})"
+        results["engines"][name] = _publish_repeatedly(bench, base, name)
+    _print_publish_table(bench, results["engines"])
+    e = results["engines"]
+    if "spark" in e and "inprocess" in e:
+        results["spark_over_inprocess"] = e["spark"]["median_s"] / e["inprocess"]["median_s"]
+        console.print(
+            f"spark / inprocess (start-up excluded, same run): {results['spark_over_inprocess']:.2f}x"
+        )
+    _write_results(results, out / "results.json")
+    return results
+
+
+def _publish_repeatedly(bench: BenchPublish, base: PublishConfig, name: str) -> dict:
+    """Start one engine and publish `repeat` times on it: the runs, their median, the
+    start-up, the step medians and the release's partitions and tables."""
+    engine, startup = started_engine(name, bench.spark_conf)
+    runs, steps, manifest = [], [], None
+    for i in range(bench.repeat):
+        cfg = replace(base, engine=name, release_id=f"bench-{name}")
+        with console.status(f"{name}: run {i + 1} of {bench.repeat} ..."):
+            r, took = timed(partial(publish, cfg, engine))
+        runs.append(took)
+        steps.append(r.timings)
+        manifest = r.manifest
+    assert manifest is not None
+    return {
+        "median_s": statistics.median(runs),
+        "runs_s": runs,
+        "startup_s": startup,
+        "steps_median_s": {k: statistics.median(s[k] for s in steps) for k in steps[0]},
+        "partitions": manifest["partitions"],
+        "tables": [(t["name"], t["kind"], len(t["attributes"])) for t in manifest["tables"]],
+    }
+
+
+def _print_publish_table(bench: BenchPublish, engines: dict) -> None:
+    """Print `bench publish`'s table: median, start-up, rows/s and slowest step per engine."""
+    t = _table(
+        f"publish {bench.rows:,} rows of {bench.name}, UAD, l = {bench.l}, c = {bench.c}, lhs = {bench.lhs} (median of {bench.repeat})",
+        ("engine", "median (s)", "start-up (s)", "rows/s", "partitions", "slowest step"),
+        left=("engine", "slowest step"),
     )
-    for c in ("engine", "median (s)", "start-up (s)", "rows/s", "partitions", "slowest step"):
-        t.add_column(c, justify="left" if c in ("engine", "slowest step") else "right")
-    for name, e in results["engines"].items():
+    for name, e in engines.items():
         slow = max(e["steps_median_s"].items(), key=lambda kv: kv[1])
         t.add_row(
             name,
@@ -160,15 +181,20 @@ def bench_publish(bench: BenchPublish) -> dict:
             f"{slow[0]} {slow[1]:.2f} s",
         )
     console.print(t)
-    e = results["engines"]
-    if "spark" in e and "inprocess" in e:
-        results["spark_over_inprocess"] = e["spark"]["median_s"] / e["inprocess"]["median_s"]
-        console.print(
-            f"spark / inprocess (start-up excluded, same run): {results['spark_over_inprocess']:.2f}x"
-        )
-    (out / "results.json").write_text(json.dumps(results, indent=2))
-    console.print(f"results in {out / 'results.json'}")
-    return results
+
+
+def _table(title: str, columns: Sequence[str], left: Container[str]) -> Table:
+    """An empty table with these columns, right-justified but those in `left`."""
+    t = Table(title=title)
+    for c in columns:
+        t.add_column(c, justify="left" if c in left else "right")
+    return t
+
+
+def _write_results(results: dict, path: Path, default: Callable[[Any], Any] | None = None) -> None:
+    """Write a benchmark's results as JSON to `path` and say where."""
+    path.write_text(json.dumps(results, indent=2, default=default))
+    console.print(f"results in {path}")
 
 
 def bench_utility(bench: BenchUtility) -> dict:
@@ -212,7 +238,7 @@ def write_sample(source_dir: Path, rows: int, seed: int, out: Path) -> Path:
     """A seeded sample (without replacement) of a prepared data set, as its own data set."""
     from ..datasets.presets import DATA, SPEC, resolve_input
     from ..engines.inprocess import InProcessEngine
-    from ..release.commit import staged_directory
+    from ..lake.commit import staged_directory
     from ..tablespec import write_table_spec
 
     if not (out / SPEC).exists():
@@ -230,18 +256,21 @@ def bench_multi_sa(bench: BenchMultiSa) -> dict:
     run timed from reading to the committed release), then, on a seeded sample small
     enough for the exact mode, exact vs partitioned vs UAD: time, KL, relative error
     and suppressed rows, all measured in this run."""
-    from rich.table import Table
-
     from ..config import MultiSaSettings
-    from ..utility.evaluate import evaluate
 
     out = Path(bench.out)
     data = generated(bench.name, bench.rows, bench.seed, out)
     settings = MultiSaSettings("partitioned", bench.solver, bench.time_limit, bench.chunk_rows)
     base = PublishConfig(
-        input_path=str(data), privacy=PrivacySpec("l-diversity", bench.l), rules=RandomRules(bench.c, bench.lhs, bench.seed),
-        method="multi_sa_bip", output_path=str(out / "releases"), seed=bench.seed, overwrite=True, multi_sa=settings,
-    )  # fmt: skip
+        input_path=str(data),
+        privacy=PrivacySpec("l-diversity", bench.l),
+        rules=RandomRules(bench.c, bench.lhs, bench.seed),
+        method="multi_sa_bip",
+        output_path=str(out / "releases"),
+        seed=bench.seed,
+        overwrite=True,
+        multi_sa=settings,
+    )
     results: dict = {
         "data": bench.name,
         "rows": bench.rows,
@@ -252,19 +281,12 @@ def bench_multi_sa(bench: BenchMultiSa) -> dict:
         "full": {},
         "sample": {},
     }
-    for name in bench.engines:
-        engine, startup = started_engine(name, bench.spark_conf)
-        cfg = replace(base, engine=name, release_id=f"multi-sa-{name}")
-        with console.status(f"{name}: partitioned multi-SA on {bench.rows:,} rows ..."):
-            r, took = timed(partial(publish, cfg, engine))
-        cost = r.manifest["method_cost"]
-        results["full"][name] = {"s": took, "startup_s": startup, "steps_s": r.timings} | {
-            k: v for k, v in cost.items() if k != "driver_solves"
-        }
+    results["full"] = _publish_per_engine(
+        bench, base, "multi-sa", "partitioned multi-SA", omit=("driver_solves",)
+    )
     sample = write_sample(
         data, bench.sample_rows, bench.seed, out / f"{bench.name}-sample-{bench.sample_rows}"
     )
-    engine = make_engine("inprocess")
     runs = {
         "multi_sa_bip exact": replace(
             base, input_path=str(sample), multi_sa=replace(settings, mode="exact")
@@ -272,6 +294,45 @@ def bench_multi_sa(bench: BenchMultiSa) -> dict:
         "multi_sa_bip partitioned": replace(base, input_path=str(sample)),
         "uad": replace(base, input_path=str(sample), method="uad"),
     }
+    results["sample"] = _multi_sa_on_sample(bench, runs, sample)
+    _print_multi_sa_tables(bench, results)
+    _write_results(results, out / "multi_sa.json", default=str)
+    return results
+
+
+def _publish_per_engine(
+    bench: BenchMultiSa | BenchMarginals,
+    base: PublishConfig,
+    release: str,
+    doing: str,
+    before: Callable[[], object] | None = None,
+    omit: Container[str] = (),
+) -> dict:
+    """Publish `base` once per engine (each started apart, `before` run after the start),
+    timed from reading to the committed release: per engine the seconds, start-up,
+    steps and the method's cost but its `omit` keys."""
+    found: dict = {}
+    for name in bench.engines:
+        engine, startup = started_engine(name, bench.spark_conf)
+        if before is not None:
+            before()
+        cfg = replace(base, engine=name, release_id=f"{release}-{name}")
+        with console.status(f"{name}: {doing} on {bench.rows:,} rows ..."):
+            r, took = timed(partial(publish, cfg, engine))
+        cost = r.manifest["method_cost"]
+        found[name] = {"s": took, "startup_s": startup, "steps_s": r.timings} | {
+            k: v for k, v in cost.items() if k not in omit
+        }
+    return found
+
+
+def _multi_sa_on_sample(bench: BenchMultiSa, runs: dict[str, PublishConfig], sample: Path) -> dict:
+    """Publish each of `runs` on the sample in process and measure it: time, KL,
+    relative error, groups, suppressed rows and the multi-SA chunks."""
+    from ..utility.evaluate import evaluate
+
+    engine = make_engine("inprocess")
+    found: dict = {}
     for label, cfg in runs.items():
         one = replace(cfg, engine="inprocess", release_id=f"sample-{label.replace(' ', '-')}")
         with console.status(f"sample: {label} ..."):
@@ -280,23 +341,33 @@ def bench_multi_sa(bench: BenchMultiSa) -> dict:
                 str(r.path), str(sample / "data"), bench.qd, bench.p, bench.queries, bench.seed
             )
         cost = r.manifest.get("method_cost") or {}
-        results["sample"][label] = {
-            "s": took, "kl": u.kl, "relative_error": u.mean_relative_error, "suppressed_rows": cost.get("suppressed_rows", 0),
-            "chunks": cost.get("chunks"), "all_optimal": cost.get("all_optimal"), "groups": sum(t.get("groups", 0) for t in r.manifest["tables"]),
-        }  # fmt: skip
-    t = Table(
-        title=f"multi-SA (partitioned, {bench.solver}, chunks of {bench.chunk_rows:,} rows) on {bench.rows:,} rows of {bench.name}, l = {bench.l}, c = {bench.c}"
+        found[label] = {
+            "s": took,
+            "kl": u.kl,
+            "relative_error": u.mean_relative_error,
+            "suppressed_rows": cost.get("suppressed_rows", 0),
+            "chunks": cost.get("chunks"),
+            "all_optimal": cost.get("all_optimal"),
+            "groups": sum(t.get("groups", 0) for t in r.manifest["tables"]),
+        }
+    return found
+
+
+def _print_multi_sa_tables(bench: BenchMultiSa, results: dict) -> None:
+    """Print `bench multi-sa`'s two tables: the whole table per engine, the sample per method."""
+    t = _table(
+        f"multi-SA (partitioned, {bench.solver}, chunks of {bench.chunk_rows:,} rows) on {bench.rows:,} rows of {bench.name}, l = {bench.l}, c = {bench.c}",
+        (
+            "engine",
+            "time (s)",
+            "start-up (s)",
+            "chunks",
+            "solves",
+            "all optimal",
+            "suppressed rows",
+        ),
+        left=("engine",),
     )
-    for c in (
-        "engine",
-        "time (s)",
-        "start-up (s)",
-        "chunks",
-        "solves",
-        "all optimal",
-        "suppressed rows",
-    ):
-        t.add_column(c, justify="left" if c == "engine" else "right")
     for name, e in results["full"].items():
         t.add_row(
             name,
@@ -308,11 +379,11 @@ def bench_multi_sa(bench: BenchMultiSa) -> dict:
             f"{e['suppressed_rows']:,}",
         )
     console.print(t)
-    t = Table(
-        title=f"the same rules on a {bench.sample_rows:,}-row sample (in-process; {bench.queries} queries, qd = {bench.qd}, p = {bench.p})"
+    t = _table(
+        f"the same rules on a {bench.sample_rows:,}-row sample (in-process; {bench.queries} queries, qd = {bench.qd}, p = {bench.p})",
+        ("method", "time (s)", "KL", "relative error", "groups", "suppressed rows"),
+        left=("method",),
     )
-    for c in ("method", "time (s)", "KL", "relative error", "groups", "suppressed rows"):
-        t.add_column(c, justify="left" if c == "method" else "right")
     for label, e in results["sample"].items():
         t.add_row(
             label,
@@ -323,9 +394,6 @@ def bench_multi_sa(bench: BenchMultiSa) -> dict:
             f"{e['suppressed_rows']:,}",
         )
     console.print(t)
-    (out / "multi_sa.json").write_text(json.dumps(results, indent=2, default=str))
-    console.print(f"results in {out / 'multi_sa.json'}")
-    return results
 
 
 M_SCHEMAS = [
@@ -344,39 +412,50 @@ def bench_marginals(bench: BenchMarginals) -> dict:
     run on the same rows. Prints both and the ratios."""
     import shutil
 
-    from rich.table import Table
-
     from ..config import MarginalSettings
-    from ..engines.inprocess import InProcessEngine
-    from ..kernels.angel import angel_batches, angel_tables
-    from ..tablespec import load_table_spec
 
     out = Path(bench.out)
     data = generated("census", bench.rows, bench.seed, out)
     state = out / "private" / "census-store"
     qi = tuple(dict.fromkeys(a for s in M_SCHEMAS for a in s))
     base = PublishConfig(
-        input_path=str(data), privacy=PrivacySpec("m-invariance", None, bench.m), rules=(), method="marginals",
-        output_path=str(out / "releases"), seed=bench.seed, overwrite=True,
-        marginals=MarginalSettings("occupation", tuple(tuple(s) for s in M_SCHEMAS), str(state), qi, bench.chunk_rows),
-    )  # fmt: skip
+        input_path=str(data),
+        privacy=PrivacySpec("m-invariance", None, bench.m),
+        rules=(),
+        method="marginals",
+        output_path=str(out / "releases"),
+        seed=bench.seed,
+        overwrite=True,
+        marginals=MarginalSettings(
+            "occupation", tuple(tuple(s) for s in M_SCHEMAS), str(state), qi, bench.chunk_rows
+        ),
+    )
     results: dict = {
         "rows": bench.rows,
         "m": bench.m,
         "chunk_rows": bench.chunk_rows,
         "engines": {},
     }
-    for name in bench.engines:
-        engine, startup = started_engine(name, bench.spark_conf)
-        shutil.rmtree(state, ignore_errors=True)
-        cfg = replace(base, engine=name, release_id=f"marginals-{name}")
-        with console.status(f"{name}: marginals M1..M5 on {bench.rows:,} rows ..."):
-            r, took = timed(partial(publish, cfg, engine))
-        results["engines"][name] = {
-            "s": took,
-            "startup_s": startup,
-            "steps_s": r.timings,
-        } | r.manifest["method_cost"]
+    results["engines"] = _publish_per_engine(
+        bench,
+        base,
+        "marginals",
+        "marginals M1..M5",
+        before=partial(shutil.rmtree, state, ignore_errors=True),
+    )
+    results["angel"] = _time_angel(data, qi, bench.m)
+    _print_marginals_table(bench, results)
+    _write_results(results, out / "marginals.json", default=str)
+    return results
+
+
+def _time_angel(data: Path, qi: tuple[str, ...], m: int) -> dict:
+    """ANGEL's batches and one GT per marginal of M_SCHEMAS, in process: its seconds and
+    the seconds reading the data set took."""
+    from ..engines.inprocess import InProcessEngine
+    from ..kernels.angel import angel_batches, angel_tables
+    from ..tablespec import load_table_spec
+
     with console.status("ANGEL: batches and five GTs (in-process) ..."):
         t0 = time.perf_counter()
         loaded = InProcessEngine().load(str(data / "data"), load_table_spec(data / "table.yaml"))
@@ -385,23 +464,28 @@ def bench_marginals(bench: BenchMarginals) -> dict:
         extents = {a: sizes[a] - 1 for a in qi}
         s = frame["occupation"].to_numpy()
         t1 = time.perf_counter()
-        batch = angel_batches(frame[list(qi)], s, bench.m, extents)
+        batch = angel_batches(frame[list(qi)], s, m, extents)
         for attrs in M_SCHEMAS:
-            angel_tables(frame[list(qi)], attrs, s, bench.m, extents, batch)
+            angel_tables(frame[list(qi)], attrs, s, m, extents, batch)
         angel = time.perf_counter() - t1
-    results["angel"] = {"s": angel, "read_s": read}
-    t = Table(
-        title=f"m-invariant marginals M1..M5 of {bench.rows:,} census rows, m = {bench.m} (one run each)"
+    return {"s": angel, "read_s": read}
+
+
+def _print_marginals_table(bench: BenchMarginals, results: dict) -> None:
+    """Print `bench marginals`' table: each engine's run against ANGEL's."""
+    angel, read = results["angel"]["s"], results["angel"]["read_s"]
+    t = _table(
+        f"m-invariant marginals M1..M5 of {bench.rows:,} census rows, m = {bench.m} (one run each)",
+        (
+            "run",
+            "end to end (s)",
+            "start-up (s)",
+            "bucketize+decompose+write (s)",
+            "chunks",
+            "vs ANGEL",
+        ),
+        left=("run",),
     )
-    for c in (
-        "run",
-        "end to end (s)",
-        "start-up (s)",
-        "bucketize+decompose+write (s)",
-        "chunks",
-        "vs ANGEL",
-    ):
-        t.add_column(c, justify="left" if c == "run" else "right")
     for name, e in results["engines"].items():
         core = e["steps_s"].get("bucketize, decompose and write", float("nan"))
         t.add_row(
@@ -421,9 +505,6 @@ def bench_marginals(bench: BenchMarginals) -> dict:
         "100%",
     )
     console.print(t)
-    (out / "marginals.json").write_text(json.dumps(results, indent=2, default=str))
-    console.print(f"results in {out / 'marginals.json'}")
-    return results
 
 
 @dataclass(frozen=True)
@@ -443,28 +524,57 @@ class BenchStreamliner:
 def bench_streamliner(bench: BenchStreamliner) -> dict:
     """One publish per size, method and engine, timed from reading the input to the
     committed, audited release (Spark's start-up timed apart); prints rows/s."""
-    from rich.table import Table
-
     from ..config import StreamlinerSettings
 
     out = Path(bench.out)
-    settings = StreamlinerSettings("salary", ("age", "gender", "education", "birthplace"), (("age", 1), ("gender", 10_000), ("education", 1), ("birthplace", 1)))  # fmt: skip
+    settings = StreamlinerSettings(
+        "salary",
+        ("age", "gender", "education", "birthplace"),
+        (("age", 1), ("gender", 10_000), ("education", 1), ("birthplace", 1)),
+    )
     results: dict = {"l": bench.l, "runs": []}
     data = {n: generated("sal", n, bench.seed, out) for n in bench.rows}
     for name in bench.engines:
         engine, startup = started_engine(name, bench.spark_conf)
         for n in bench.rows:
             for method in bench.methods:
-                cfg = PublishConfig(input_path=str(data[n]), privacy=PrivacySpec("l-diversity", bench.l), method=method, streamliner=settings,
-                                    output_path=str(out / "releases"), release_id=f"{method}-{name}", seed=bench.seed, engine=name, overwrite=True)  # fmt: skip
+                cfg = PublishConfig(
+                    input_path=str(data[n]),
+                    privacy=PrivacySpec("l-diversity", bench.l),
+                    method=method,
+                    streamliner=settings,
+                    output_path=str(out / "releases"),
+                    release_id=f"{method}-{name}",
+                    seed=bench.seed,
+                    engine=name,
+                    overwrite=True,
+                )
                 with console.status(f"{name}: {method} on {n:,} rows ..."):
                     r, took = timed(partial(publish, cfg, engine))
-                results["runs"].append({"engine": name, "rows": n, "method": method, "seconds": took, "startup_s": startup, "dm": r.manifest["method_cost"]["dm"]})  # fmt: skip
-    t = Table(title=f"003 RDA / GDA on sal, l = {bench.l}: publish time per engine (Spark start-up apart)")  # fmt: skip
-    for c in ("engine", "method", "rows", "seconds", "rows/s", "DM / (n l)"):
-        t.add_column(c, justify="left" if c in ("engine", "method") else "right")
+                results["runs"].append(
+                    {
+                        "engine": name,
+                        "rows": n,
+                        "method": method,
+                        "seconds": took,
+                        "startup_s": startup,
+                        "dm": r.manifest["method_cost"]["dm"],
+                    }
+                )
+    t = _table(
+        f"003 RDA / GDA on sal, l = {bench.l}: publish time per engine (Spark start-up apart)",
+        ("engine", "method", "rows", "seconds", "rows/s", "DM / (n l)"),
+        left=("engine", "method"),
+    )
     for x in results["runs"]:
-        t.add_row(x["engine"], x["method"], f"{x['rows']:,}", f"{x['seconds']:.1f}", f"{x['rows'] / x['seconds']:,.0f}", f"{x['dm'] / (x['rows'] * bench.l):.5f}")  # fmt: skip
+        t.add_row(
+            x["engine"],
+            x["method"],
+            f"{x['rows']:,}",
+            f"{x['seconds']:.1f}",
+            f"{x['rows'] / x['seconds']:,.0f}",
+            f"{x['dm'] / (x['rows'] * bench.l):.5f}",
+        )
     console.print(t)
     out.mkdir(parents=True, exist_ok=True)
     (out / "streamliner.json").write_text(json.dumps(results, indent=2))

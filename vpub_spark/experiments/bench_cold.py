@@ -36,9 +36,23 @@ def _publish_seconds(config: str, engine: str, out: Path, env: dict[str, str]) -
     """One `vpub publish` in a new process: its wall time from start to the process's exit
     (what a shell sees). Spark's JVM, which shares its standard error, may take a moment
     longer to exit; the next run starts only once it has, so no two runs overlap."""
-    cmd = [sys.executable, "-m", "vpub_spark.cli", "publish", "--config", config, "--engine", engine, "--out", str(out), "--overwrite"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "vpub_spark.cli",
+        "publish",
+        "--config",
+        config,
+        "--engine",
+        engine,
+        "--out",
+        str(out),
+        "--overwrite",
+    ]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
+    )
     errors: list[str] = []
     drain = threading.Thread(target=lambda: errors.extend(proc.stderr or []))
     drain.start()
@@ -65,21 +79,29 @@ def bench_cold(bench: BenchCold) -> dict:
             "spark, class-data archive, JVM started after the imports": (
                 "spark",
                 dict(os.environ) | {"VPUB_SPARK_EARLY": "0"},
-            ),  # fmt: skip
+            ),
             "spark, no archive": ("spark", dict(os.environ) | {"VPUB_CACHE": empty}),
             "inprocess": ("inprocess", dict(os.environ)),
         }
         for i in range(bench.repeat):
             for name, (engine, env) in variants.items():
                 with console.status(f"round {i + 1} of {bench.repeat}: {name} ..."):
-                    runs.setdefault(name, []).append(_publish_seconds(bench.config, engine, out / "releases", env))  # fmt: skip
-    t = Table(title=f"vpub publish --config {bench.config}, wall time per new process (median of {bench.repeat}, paired rounds)")  # fmt: skip
+                    runs.setdefault(name, []).append(
+                        _publish_seconds(bench.config, engine, out / "releases", env)
+                    )
+    t = Table(
+        title=f"vpub publish --config {bench.config}, wall time per new process (median of {bench.repeat}, paired rounds)"
+    )
     for c in ("variant", "median (s)", "runs (s)"):
         t.add_column(c, justify="left" if c != "median (s)" else "right")
     for name, r in runs.items():
         t.add_row(name, f"{statistics.median(r):.2f}", " / ".join(f"{x:.2f}" for x in r))
     console.print(t)
-    results = {"config": bench.config, "archive_mib": round(archive.stat().st_size / 2**20), "runs_s": runs,
-               "median_s": {k: statistics.median(v) for k, v in runs.items()}}  # fmt: skip
+    results = {
+        "config": bench.config,
+        "archive_mib": round(archive.stat().st_size / 2**20),
+        "runs_s": runs,
+        "median_s": {k: statistics.median(v) for k, v in runs.items()},
+    }
     (out / "cold.json").write_text(json.dumps(results, indent=2) + "\n")
     return results

@@ -59,8 +59,15 @@ def hierarchies(frame: pd.DataFrame, qi: tuple[str, ...]) -> dict:
     for a in qi:
         values = sorted(frame[a].unique(), key=_order)
         run = -(-len(values) // LEVELS)
-        level1 = [f"{values[i - i % run]}~{values[min(i - i % run + run, len(values)) - 1]}" for i in range(len(values))]  # fmt: skip
-        out[a] = {0: np.array(values, dtype=object), 1: np.array(level1, dtype=object), 2: np.array(["*"] * len(values), dtype=object)}  # fmt: skip
+        level1 = [
+            f"{values[i - i % run]}~{values[min(i - i % run + run, len(values)) - 1]}"
+            for i in range(len(values))
+        ]
+        out[a] = {
+            0: np.array(values, dtype=object),
+            1: np.array(level1, dtype=object),
+            2: np.array(["*"] * len(values), dtype=object),
+        }
     return out
 
 
@@ -75,8 +82,23 @@ def _run_anjana(frame: pd.DataFrame, bench: BenchPeers, queue) -> None:
     from anjana.anonymity import l_diversity
 
     t0 = time.perf_counter()
-    out = l_diversity(frame, [], list(bench.qi), bench.sensitive, 1, bench.l, bench.suppression, hierarchies(frame, bench.qi))  # fmt: skip
-    queue.put({"wall_s": time.perf_counter() - t0, "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "table": out})  # fmt: skip
+    out = l_diversity(
+        frame,
+        [],
+        list(bench.qi),
+        bench.sensitive,
+        1,
+        bench.l,
+        bench.suppression,
+        hierarchies(frame, bench.qi),
+    )
+    queue.put(
+        {
+            "wall_s": time.perf_counter() - t0,
+            "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            "table": out,
+        }
+    )
 
 
 def _run_vpub(data: str, bench: BenchPeers, out: str, queue) -> None:
@@ -84,10 +106,26 @@ def _run_vpub(data: str, bench: BenchPeers, out: str, queue) -> None:
     from ..engines.inprocess import InProcessEngine
     from ..publish.pipeline import publish
 
-    cfg = config_from_dict({"input": {"path": data}, "privacy": {"l": bench.l}, "rules": [f"{', '.join(bench.qi)} -> {bench.sensitive}"], "method": "uad", "output": {"path": out, "release_id": "vpub"}, "engine": "inprocess", "seed": bench.seed})  # fmt: skip
+    cfg = config_from_dict(
+        {
+            "input": {"path": data},
+            "privacy": {"l": bench.l},
+            "rules": [f"{', '.join(bench.qi)} -> {bench.sensitive}"],
+            "method": "uad",
+            "output": {"path": out, "release_id": "vpub"},
+            "engine": "inprocess",
+            "seed": bench.seed,
+        }
+    )
     t0 = time.perf_counter()
     r = publish(replace(cfg, overwrite=True), InProcessEngine())
-    queue.put({"wall_s": time.perf_counter() - t0, "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "path": str(r.path)})  # fmt: skip
+    queue.put(
+        {
+            "wall_s": time.perf_counter() - t0,
+            "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            "path": str(r.path),
+        }
+    )
 
 
 def _guarded(target, args, queue) -> None:
@@ -124,12 +162,21 @@ class Generalized:
         for a, wanted in query.items():
             col = self.columns[a]
             cover = self.covers.get(a)  # None: not generalized (the sensitive attribute)
-            frac = np.array([len(cover.get(g, set()) & wanted) / max(len(cover.get(g, set())), 1) if cover else float(g in wanted) for g in col.categories])  # fmt: skip
+            frac = np.array(
+                [
+                    len(cover.get(g, set()) & wanted) / max(len(cover.get(g, set())), 1)
+                    if cover
+                    else float(g in wanted)
+                    for g in col.categories
+                ]
+            )
             share *= np.append(frac, 0.0)[col.codes]  # code -1 (missing): nothing
         return float(share.sum())
 
 
-def generalized_estimate(table: pd.DataFrame, query: dict[str, set], covers: dict[str, dict[str, set]]) -> float:  # fmt: skip
+def generalized_estimate(
+    table: pd.DataFrame, query: dict[str, set], covers: dict[str, dict[str, set]]
+) -> float:
     """One query on a generalized table (`Generalized`)."""
     return Generalized(table, covers).count(query)
 
@@ -160,7 +207,12 @@ def _source(bench: BenchPeers, into: Path) -> pd.DataFrame:
     if bench.rows is not None:
         loaded = engine.sample(loaded, bench.rows, bench.seed)
     cols = [*bench.qi, bench.sensitive]
-    frame = pd.DataFrame({a: np.asarray(loaded.dictionaries[a].labels, dtype=object)[loaded.data[a].to_numpy()] for a in cols})  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            a: np.asarray(loaded.dictionaries[a].labels, dtype=object)[loaded.data[a].to_numpy()]
+            for a in cols
+        }
+    )
     (into / "data").mkdir(parents=True, exist_ok=True)
     frame.to_csv(into / "data" / "part.csv", index=False)
     attrs = [{"name": a, "order": sorted(frame[a].unique(), key=_order)} for a in cols]
@@ -177,13 +229,20 @@ def bench_peers(bench: BenchPeers) -> dict:
     try:
         import anjana  # noqa: F401
     except ImportError:
-        raise VpubError("vpub bench peers needs ANJANA: pip install --no-deps anjana pycanon beartype (it is not installed at run time)") from None  # fmt: skip
+        raise VpubError(
+            "vpub bench peers needs ANJANA: pip install --no-deps anjana pycanon beartype (it is not installed at run time)"
+        ) from None
     out = Path(bench.out)
     frame = _source(bench, out / "source")
     vpub = _in_child(_run_vpub, str(out / "source"), bench, str(out / "releases"))
     peer = _in_child(_run_anjana, frame, bench)
     domains = {a: sorted(frame[a].unique(), key=_order) for a in frame.columns}
-    codes = pd.DataFrame({a: pd.Categorical(frame[a], categories=domains[a]).codes.astype(np.int32) for a in frame.columns})  # fmt: skip
+    codes = pd.DataFrame(
+        {
+            a: pd.Categorical(frame[a], categories=domains[a]).codes.astype(np.int32)
+            for a in frame.columns
+        }
+    )
     wl = workload(codes, domains, bench.qd, bench.p, bench.queries, bench.seed)
     models, _ = release_models(open_release(vpub["path"]), domains)
     est = Estimator(models, len(frame), domains)
@@ -193,13 +252,26 @@ def bench_peers(bench: BenchPeers) -> dict:
     generalized = Generalized(peer["table"], covers)
     theirs = np.array([generalized.count(q) for q in labelled])
     result: dict = {
-        "bench": asdict(bench), "rows": len(frame), "queries": len(wl.queries),
-        "vpub": {"wall_s": vpub["wall_s"], "peak_rss": vpub["peak_rss"], "relative_error": float(np.mean(np.abs(ours - wl.actual) / wl.actual))},
-        "anjana": {"wall_s": peer["wall_s"], "peak_rss": peer["peak_rss"], "relative_error": float(np.mean(np.abs(theirs - wl.actual) / wl.actual)), "rows_out": len(peer["table"])},
-    }  # fmt: skip
+        "bench": asdict(bench),
+        "rows": len(frame),
+        "queries": len(wl.queries),
+        "vpub": {
+            "wall_s": vpub["wall_s"],
+            "peak_rss": vpub["peak_rss"],
+            "relative_error": float(np.mean(np.abs(ours - wl.actual) / wl.actual)),
+        },
+        "anjana": {
+            "wall_s": peer["wall_s"],
+            "peak_rss": peer["peak_rss"],
+            "relative_error": float(np.mean(np.abs(theirs - wl.actual) / wl.actual)),
+            "rows_out": len(peer["table"]),
+        },
+    }
     for tool in ("vpub", "anjana"):
         r = result[tool]
-        console.print(f"{tool}: {r['wall_s']:.2f} s, peak RSS {r['peak_rss'] / 2**20:,.0f} MiB, mean relative error {r['relative_error']:.4f} over {len(wl.queries):,} queries")  # fmt: skip
+        console.print(
+            f"{tool}: {r['wall_s']:.2f} s, peak RSS {r['peak_rss'] / 2**20:,.0f} MiB, mean relative error {r['relative_error']:.4f} over {len(wl.queries):,} queries"
+        )
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(result, indent=2))
     peer["table"].to_csv(out / "anjana.csv", index=False)  # ANJANA's release, for checking

@@ -111,7 +111,16 @@ def run_sizes(bench: BenchScale) -> list[dict]:
     """One Spark publish per size (the data generated once, not timed)."""
     out = Path(bench.out)
     engine, startup = started_engine("spark", bench.spark_conf)
-    base = PublishConfig(input_path="", privacy=PrivacySpec("l-diversity", bench.l), rules=RandomRules(bench.c, bench.lhs, bench.seed), method="uad", output_path=str(out / "releases"), seed=bench.seed, engine="spark", overwrite=True)  # fmt: skip
+    base = PublishConfig(
+        input_path="",
+        privacy=PrivacySpec("l-diversity", bench.l),
+        rules=RandomRules(bench.c, bench.lhs, bench.seed),
+        method="uad",
+        output_path=str(out / "releases"),
+        seed=bench.seed,
+        engine="spark",
+        overwrite=True,
+    )
     # the JVM's first run, not measured
     warm = generated(bench.name, bench.warm_up_rows, bench.seed, out)
     publish(replace(base, input_path=str(warm), release_id="warm-up"), engine)
@@ -124,8 +133,22 @@ def run_sizes(bench: BenchScale) -> list[dict]:
             r = publish(cfg, engine)
             wall = time.perf_counter() - t0
         files, size = _sizes(Path(r.path))
-        run = {"rows": n, "wall_s": wall, "steps_s": {k: r.timings.get(k, 0.0) for k in STEPS}, "partitions": r.manifest["partitions"], "files": files, "bytes": size, "python_peak_bytes": peak.python, "jvm_peak_bytes": peak.jvm, "startup_s": startup}  # fmt: skip
-        console.print(f"{n:>12,} rows: {wall:6.1f} s; " + ", ".join(f"{k} {v:.1f}" for k, v in run["steps_s"].items()) + f"; driver Python peak {peak.python / 2**20:,.0f} MiB, local JVM peak {peak.jvm / 2**20:,.0f} MiB; {run['partitions']} partitions, {files} files, {size / 2**20:,.0f} MiB")  # fmt: skip
+        run = {
+            "rows": n,
+            "wall_s": wall,
+            "steps_s": {k: r.timings.get(k, 0.0) for k in STEPS},
+            "partitions": r.manifest["partitions"],
+            "files": files,
+            "bytes": size,
+            "python_peak_bytes": peak.python,
+            "jvm_peak_bytes": peak.jvm,
+            "startup_s": startup,
+        }
+        console.print(
+            f"{n:>12,} rows: {wall:6.1f} s; "
+            + ", ".join(f"{k} {v:.1f}" for k, v in run["steps_s"].items())
+            + f"; driver Python peak {peak.python / 2**20:,.0f} MiB, local JVM peak {peak.jvm / 2**20:,.0f} MiB; {run['partitions']} partitions, {files} files, {size / 2**20:,.0f} MiB"
+        )
         runs.append(run)
     return runs
 
@@ -150,11 +173,15 @@ def predict(model: dict, runs: list[dict], bench: BenchScale) -> dict:
     partitions = int(np.ceil(n / rows_per_partition))
     files_per_partition = last["files"] / last["partitions"]
     return {
-        "rows": n, "executors": bench.executors, "cores": cores,
+        "rows": n,
+        "executors": bench.executors,
+        "cores": cores,
         "steps_s": {s: a + b * n / cores for s, (a, b) in model.items()},
-        "partitions": partitions, "files": int(files_per_partition * partitions),
-        "release_bytes": per_row_bytes * n, "shuffle_bytes": n * (4 * 8 + 8),
-    }  # fmt: skip
+        "partitions": partitions,
+        "files": int(files_per_partition * partitions),
+        "release_bytes": per_row_bytes * n,
+        "shuffle_bytes": n * (4 * 8 + 8),
+    }
 
 
 def plot(runs: list[dict], model: dict, bench: BenchScale, path: Path) -> None:
@@ -169,7 +196,13 @@ def plot(runs: list[dict], model: dict, bench: BenchScale, path: Path) -> None:
     for step, (a, b) in model.items():
         line = ax.plot(grid, a + b * grid / bench.cores, "--", lw=1)[0]
         ax.plot(n, [r["steps_s"][step] for r in runs], "o", color=line.get_color(), label=step)
-    ax.set(xscale="log", yscale="log", xlabel="rows", ylabel="seconds (2 cores)", title="vpub publish on Spark: measured (dots) and the cost model (dashes)")  # fmt: skip
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="rows",
+        ylabel="seconds (2 cores)",
+        title="vpub publish on Spark: measured (dots) and the cost model (dashes)",
+    )
     ax.legend(fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -181,14 +214,20 @@ def bench_scale(bench: BenchScale) -> dict:
     runs = run_sizes(bench)
     model = fit(runs, bench.cores)
     guess = predict(model, runs, bench)
-    results = {"runs": runs, "model": {k: {"fixed_s": a, "core_s_per_row": b} for k, (a, b) in model.items()}, "prediction": guess}  # fmt: skip
+    results = {
+        "runs": runs,
+        "model": {k: {"fixed_s": a, "core_s_per_row": b} for k, (a, b) in model.items()},
+        "prediction": guess,
+    }
     out = Path(bench.out)
     (out / "scale.json").write_text(json.dumps(results, indent=2))
     plot(runs, model, bench, Path(bench.figure))
     for step, (a, b) in model.items():
         console.print(f"{step}: {a:.2f} s + {b * 1e6:.2f} core-s per million rows")
     total = sum(guess["steps_s"].values())
-    console.print(f"predicted for {guess['rows']:,} rows on {guess['executors']} executors x {bench.executor_cores} cores: {total:,.0f} s of steps; {guess['partitions']:,} partitions, {guess['files']:,} files, release {guess['release_bytes'] / 2**30:,.0f} GiB, shuffle {guess['shuffle_bytes'] / 2**30:,.0f} GiB")  # fmt: skip
+    console.print(
+        f"predicted for {guess['rows']:,} rows on {guess['executors']} executors x {bench.executor_cores} cores: {total:,.0f} s of steps; {guess['partitions']:,} partitions, {guess['files']:,} files, release {guess['release_bytes'] / 2**30:,.0f} GiB, shuffle {guess['shuffle_bytes'] / 2**30:,.0f} GiB"
+    )
     console.print(f"results in {out / 'scale.json'}; plot in {bench.figure}")
     return results
 
@@ -223,7 +262,11 @@ def _alternating(runs: dict[str, Callable[[], object]], repeat: int) -> dict:
     out = {}
     for name in runs:
         times = [r[name][1] for r in rounds]
-        out[name] = {"value": rounds[0][name][0], "median_s": statistics.median(times), "runs_s": times}  # fmt: skip
+        out[name] = {
+            "value": rounds[0][name][0],
+            "median_s": statistics.median(times),
+            "runs_s": times,
+        }
     return out
 
 
@@ -272,7 +315,11 @@ def bench_kl(bench: BenchKl) -> dict:
     _check_agreement(results)
     for name in [k for k in results if k.startswith(("kl", "workload"))]:
         value = results[name]["value"]
-        shown = f"KL {value:.6f} nats" if name.startswith("kl") else f"{len(value):,} answers summing to {sum(value):,}"  # fmt: skip
+        shown = (
+            f"KL {value:.6f} nats"
+            if name.startswith("kl")
+            else f"{len(value):,} answers summing to {sum(value):,}"
+        )
         console.print(
             f"{name}: {shown}, median {results[name]['median_s']:.2f} s of {bench.repeat}"
         )
@@ -301,27 +348,40 @@ def _spark_kl_runs(bench: BenchKl) -> dict[str, Callable[[], object]]:
     """The Spark runs of `bench_kl`, the source read and cached first, untimed."""
     from ..release.reader import open_release
     from ..tablespec import table_spec_from_dict
+    from ..utility.engine_jobs import engine_counts, release_files, release_space
     from ..utility.queries import draw_workload
-    from ..utility.spark_kl import broadcast_kl, per_term_kl
-    from ..utility.spark_kl_one_pass import one_pass_kl, one_pass_terms
-    from ..utility.spark_workload import release_space, spark_counts
 
     engine, _ = started_engine("spark", bench.spark_conf)
     rel = open_release(bench.release)
-    loaded = engine.persist(engine.load(bench.source, table_spec_from_dict(rel.manifest["source"]["table_spec"])))  # fmt: skip
+    loaded = engine.persist(
+        engine.load(bench.source, table_spec_from_dict(rel.manifest["source"]["table_spec"]))
+    )
     loaded.data.count()  # read and cached outside the timed runs
     _, domains, luts, sizes = release_space(rel, loaded)
-    terms = one_pass_terms(rel, loaded)
+    files = release_files(rel, loaded)
     forms = {
-        "every-task": ("kl spark, release in every task", partial(broadcast_kl, engine, rel, loaded)),
-        "one-shuffle": ("kl spark, one shuffle", None if terms is None else partial(one_pass_kl, engine, rel, loaded, terms)),
-        "per-term": ("kl spark, per term", partial(per_term_kl, engine, rel, loaded)),
-    }  # fmt: skip
+        "every-task": "kl spark, release in every task",
+        "one-shuffle": "kl spark, one shuffle",
+        "per-term": "kl spark, per term",
+    }
     unknown = set(bench.forms) - set(forms)
     if unknown:
         raise SpecError(f"unknown KL forms {sorted(unknown)}; known: {sorted(forms)}")
+    applies = {f for f in forms if f != "one-shuffle" or files.estimates is not None}
     runs: dict[str, Callable[[], object]] = {
-        name: run for f, (name, run) in forms.items() if f in bench.forms and run is not None
+        name: partial(engine.release_kl, loaded, files, f)
+        for f, name in forms.items()
+        if f in bench.forms and f in applies
     }
-    runs["workload spark"] = lambda: _answers(draw_workload(list(loaded.names), domains, bench.qd, bench.p, bench.queries, bench.seed, spark_counts(loaded, luts, sizes)))  # fmt: skip
+    runs["workload spark"] = lambda: _answers(
+        draw_workload(
+            list(loaded.names),
+            domains,
+            bench.qd,
+            bench.p,
+            bench.queries,
+            bench.seed,
+            engine_counts(engine, loaded, luts, sizes),
+        )
+    )
     return runs

@@ -38,7 +38,15 @@ def bench_statdb(bench: BenchStatdb) -> dict:
     db, opened = timed(lambda: StatDB.open(bench.store))
     sizes = {a: len(v) for a, v in db.domains.items()}
     queries = workload(sizes, db.qi, db.sensitive, bench.lam, bench.ql, bench.queries, bench.seed)
-    results: dict = {"store": Path(bench.store).name, "rows": len(db.values), "open_s": opened, "queries": len(queries), "lambda": bench.lam, "ql": bench.ql, "methods": {}}  # fmt: skip
+    results: dict = {
+        "store": Path(bench.store).name,
+        "rows": len(db.values),
+        "open_s": opened,
+        "queries": len(queries),
+        "lambda": bench.lam,
+        "ql": bench.ql,
+        "methods": {},
+    }
     for method in ("dyn-ana", "dyn-gen"):
         times, lengths, held = [], [], 0
         for q in queries:
@@ -53,16 +61,19 @@ def bench_statdb(bench: BenchStatdb) -> dict:
             lengths.append(answer.high - answer.low)
             held += answer.low <= truth <= answer.high
         results["methods"][method] = {
-            "p50_ms": 1000 * float(np.median(times)), "p99_ms": 1000 * float(np.percentile(times, 99)),
-            "mean_interval_length": float(np.mean(lengths)), "held_the_truth": held,
-        }  # fmt: skip
+            "p50_ms": 1000 * float(np.median(times)),
+            "p99_ms": 1000 * float(np.percentile(times, 99)),
+            "mean_interval_length": float(np.mean(lengths)),
+            "held_the_truth": held,
+        }
         r = results["methods"][method]
-        console.print(f"{method}: p50 {r['p50_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms; mean interval length {r['mean_interval_length']:,.1f}; {held} of {len(queries)} intervals hold the true count")  # fmt: skip
-    console.print(f"{results['rows']:,} rows; store opened in {opened:.2f} s; {len(queries)} queries, lambda = {bench.lam}, ql = {bench.ql:.0%}, seed {bench.seed}")  # fmt: skip
-    out = Path(bench.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{results['store']}.json").write_text(json.dumps(results, indent=2))
-    console.print(f"results in {out / (results['store'] + '.json')}")
+        console.print(
+            f"{method}: p50 {r['p50_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms; mean interval length {r['mean_interval_length']:,.1f}; {held} of {len(queries)} intervals hold the true count"
+        )
+    console.print(
+        f"{results['rows']:,} rows; store opened in {opened:.2f} s; {len(queries)} queries, lambda = {bench.lam}, ql = {bench.ql:.0%}, seed {bench.seed}"
+    )
+    _write_store_results(results, bench.out)
     return results
 
 
@@ -86,7 +97,9 @@ class BenchServe:
     out: str = "out/bench-serve"
 
 
-async def _load(url: str, bodies: list[bytes], clients: int, rate: float | None) -> tuple[list[float], list[dict], float]:  # fmt: skip
+async def _load(
+    url: str, bodies: list[bytes], clients: int, rate: float | None
+) -> tuple[list[float], list[dict], float]:
     """Latency (s) and answer per body, and the wall time. Paced (`rate` queries/s):
     query i is due at i / rate and its latency runs from then (no coordinated
     omission: a late answer also delays what was due behind it). Closed (`rate` None):
@@ -117,10 +130,20 @@ def _phase(name: str, latency: list[float], answers: list[dict], wall: float, tr
     import numpy as np
 
     lat = 1000 * np.array(latency)
-    right = sum((a.get("lower"), a.get("upper")) == (x.low, x.high) for x, a in zip(truth, answers, strict=True))  # fmt: skip
-    got = {"queries": len(answers), "p50_ms": float(np.median(lat)), "p99_ms": float(np.percentile(lat, 99)),
-           "queries_per_s": len(answers) / wall, "equal_to_library": right}  # fmt: skip
-    console.print(f"{name}: p50 {got['p50_ms']:.1f} ms, p99 {got['p99_ms']:.1f} ms, {got['queries_per_s']:,.0f} queries/s; {right:,} of {len(answers):,} equal to the library")  # fmt: skip
+    right = sum(
+        (a.get("lower"), a.get("upper")) == (x.low, x.high)
+        for x, a in zip(truth, answers, strict=True)
+    )
+    got = {
+        "queries": len(answers),
+        "p50_ms": float(np.median(lat)),
+        "p99_ms": float(np.percentile(lat, 99)),
+        "queries_per_s": len(answers) / wall,
+        "equal_to_library": right,
+    }
+    console.print(
+        f"{name}: p50 {got['p50_ms']:.1f} ms, p99 {got['p99_ms']:.1f} ms, {got['queries_per_s']:,.0f} queries/s; {right:,} of {len(answers):,} equal to the library"
+    )
     return got
 
 
@@ -128,36 +151,89 @@ def bench_serve(bench: BenchServe) -> dict:
     """Both phases against one server; every answer checked against the library."""
     import asyncio
     import subprocess
-    import sys
 
-    from ..statdb.db import StatDB, where_text
-    from ..statdb.workload import workload
+    from ..statdb.db import StatDB
 
     db = StatDB.open(bench.store)
-    sizes = {a: len(v) for a, v in db.domains.items()}
-    texts = [where_text(db.meta, q) for q in workload(sizes, db.qi, db.sensitive, bench.lam, bench.ql, bench.queries, bench.seed)]  # fmt: skip
-    bodies = [json.dumps({"where": t, "method": bench.method}).encode() for t in texts]
-    truth = [db.count(t, bench.method, log=False) for t in texts]
+    texts, bodies, truth = _serve_workload(db, bench)
     url = f"http://127.0.0.1:{bench.port}"
-    command = [sys.executable, "-m", "vpub_spark.cli", "serve", "--store", bench.store, "--port", str(bench.port), "--rate", "0", "--workers", str(bench.workers)]  # fmt: skip
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL)
-    results: dict = {"store": Path(bench.store).name, "rows": len(db.values), "clients": bench.clients, "workers": bench.workers, "method": bench.method, "rate": bench.rate}  # fmt: skip
+    server = subprocess.Popen(_serve_command(bench), stdout=subprocess.DEVNULL)
+    results: dict = {
+        "store": Path(bench.store).name,
+        "rows": len(db.values),
+        "clients": bench.clients,
+        "workers": bench.workers,
+        "method": bench.method,
+        "rate": bench.rate,
+    }
     try:
         _wait_for(url + "/health", server)
         asyncio.run(
             _load(url + "/statdb/count", bodies[: 4 * bench.clients], bench.clients, None)
         )  # warm-up
-        console.print(f"{len(texts):,} {bench.method} queries, {bench.clients} clients, {bench.workers} server process(es), {len(db.values):,} rows")  # fmt: skip
-        results["paced"] = _phase(f"paced at {bench.rate:,.0f} queries/s", *asyncio.run(_load(url + "/statdb/count", bodies, bench.clients, bench.rate)), truth)  # fmt: skip
-        results["closed"] = _phase("closed loop (as fast as answers come)", *asyncio.run(_load(url + "/statdb/count", bodies, bench.clients, None)), truth)  # fmt: skip
+        console.print(
+            f"{len(texts):,} {bench.method} queries, {bench.clients} clients, {bench.workers} server process(es), {len(db.values):,} rows"
+        )
+        results["paced"] = _phase(
+            f"paced at {bench.rate:,.0f} queries/s",
+            *asyncio.run(_load(url + "/statdb/count", bodies, bench.clients, bench.rate)),
+            truth,
+        )
+        results["closed"] = _phase(
+            "closed loop (as fast as answers come)",
+            *asyncio.run(_load(url + "/statdb/count", bodies, bench.clients, None)),
+            truth,
+        )
     finally:
         server.terminate()
         server.wait(20)
-    out = Path(bench.out)
+    _write_store_results(results, bench.out)
+    return results
+
+
+def _serve_workload(db, bench: BenchServe) -> tuple[list[str], list[bytes], list]:
+    """The workload's `--where` texts, their request bodies and the library's answers."""
+    from ..statdb.db import where_text
+    from ..statdb.workload import workload
+
+    sizes = {a: len(v) for a, v in db.domains.items()}
+    texts = [
+        where_text(db.meta, q)
+        for q in workload(
+            sizes, db.qi, db.sensitive, bench.lam, bench.ql, bench.queries, bench.seed
+        )
+    ]
+    bodies = [json.dumps({"where": t, "method": bench.method}).encode() for t in texts]
+    truth = [db.count(t, bench.method, log=False) for t in texts]
+    return texts, bodies, truth
+
+
+def _serve_command(bench: BenchServe) -> list[str]:
+    """The `vpub serve` command line the benchmark starts (no rate limit)."""
+    import sys
+
+    return [
+        sys.executable,
+        "-m",
+        "vpub_spark.cli",
+        "serve",
+        "--store",
+        bench.store,
+        "--port",
+        str(bench.port),
+        "--rate",
+        "0",
+        "--workers",
+        str(bench.workers),
+    ]
+
+
+def _write_store_results(results: dict, out_dir: str) -> None:
+    """Write a benchmark's results to <out_dir>/<store>.json and say where."""
+    out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{results['store']}.json").write_text(json.dumps(results, indent=2))
     console.print(f"results in {out / (results['store'] + '.json')}")
-    return results
 
 
 def _wait_for(url: str, server, seconds: float = 60) -> None:

@@ -8,11 +8,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..config import resolve_table
+from ..datasets.presets import resolve_table
 from ..engines import make_engine
 from ..engines.base import Engine, LoadedTable
 from ..engines.inprocess import InProcessEngine
-from ..engines.spark.session import SparkSettings
+from ..engines.settings import SparkSettings
 from ..errors import SpecError
 
 T = TypeVar("T")

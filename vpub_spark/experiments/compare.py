@@ -99,7 +99,17 @@ def compare_config_from_dict(d: dict, where: str = "config") -> CompareConfig:
     )
 
 
-def _design(method: str, names, rules, seed: int, engine: InProcessEngine, loaded: LoadedTable, sizes, l: int, cfg: CompareConfig) -> tuple[Schema, GdCost | None]:  # fmt: skip
+def _design(
+    method: str,
+    names,
+    rules,
+    seed: int,
+    engine: InProcessEngine,
+    loaded: LoadedTable,
+    sizes,
+    l: int,
+    cfg: CompareConfig,
+) -> tuple[Schema, GdCost | None]:
     def scorer():  # GD's KL on a seeded sample, drawn as the publisher draws it
         return kl_scorer(engine.rows_sample(loaded, cfg.gd_sample_rows, seed), sizes, l, seed)
 
@@ -119,7 +129,7 @@ def run_compare(cfg: CompareConfig, progress=None) -> pd.DataFrame:
     engine, loaded = load_input(
         cfg.input_path, cfg.table, cfg.input_format, cfg.sample_rows, cfg.seed
     )
-    frame, names, n = loaded.data, loaded.names, loaded.rows
+    frame, names = loaded.data, loaded.names
     sizes = {a: loaded.dictionaries[a].size for a in names}
     domains = {a: loaded.dictionaries[a].labels for a in names}
     workloads: dict[tuple, Any] = {}
@@ -140,24 +150,9 @@ def run_compare(cfg: CompareConfig, progress=None) -> pd.DataFrame:
             wl = workloads[key]
             eligible = [a for a in names if ineligibility(a, *loaded.frequencies()[a], l) is None]
             for r in range(cfg.repeats):
-                rules_seed = int(
-                    np.random.SeedSequence([cfg.seed, PARAMETERS.index(vary), k, r]).generate_state(
-                        1
-                    )[0]
-                )
+                rules_seed = _rules_seed(cfg.seed, vary, k, r)
                 rules = random_rules(names, c, lhs, rules_seed, eligible)
                 for method in cfg.methods:
-                    t0 = time.perf_counter()
-                    schema, cost = _design(
-                        method, names, rules, rules_seed, engine, loaded, sizes, l, cfg
-                    )
-                    t1 = time.perf_counter()
-                    models = [
-                        _anonymized(frame, t, l, rules_seed, sizes, cfg) for t in schema.tables
-                    ]
-                    t2 = time.perf_counter()
-                    kl = kl_divergence(models, frame, domains)
-                    errors = relative_errors(models, wl, n, domains)
                     rows.append(
                         {
                             "sweep": vary,
@@ -170,20 +165,54 @@ def run_compare(cfg: CompareConfig, progress=None) -> pd.DataFrame:
                             "qd": qd,
                             "p": p,
                             "rules_seed": rules_seed,
-                            "tables": len(schema.tables),
-                            "kl": kl,
-                            "relative_error": float(errors.mean()),
-                            "design_s": t1 - t0,
-                            "anonymize_s": t2 - t1,
-                            "time_s": t2 - t0,
-                            "gd_budget_exhausted": cost.budget_exhausted if cost else None,
-                            "queries": len(errors),
-                            "queries_redrawn": wl.redrawn,
                         }
+                        | _measure(
+                            method, rules, rules_seed, l, wl, engine, loaded, sizes, domains, cfg
+                        )
                     )
                 if progress:
                     progress(1)
     return pd.DataFrame(rows)
+
+
+def _rules_seed(seed: int, vary: str, k: int, r: int) -> int:
+    """The seed of the rule set drawn for repeat `r` of value `k` of the sweep of `vary`."""
+    return int(np.random.SeedSequence([seed, PARAMETERS.index(vary), k, r]).generate_state(1)[0])
+
+
+def _measure(
+    method: str,
+    rules,
+    rules_seed: int,
+    l: int,
+    wl,
+    engine: InProcessEngine,
+    loaded: LoadedTable,
+    sizes,
+    domains,
+    cfg: CompareConfig,
+) -> dict:
+    """One method on one rule set: its schema designed and every table anonymized (each
+    timed), then the KL divergence and the workload's relative error."""
+    frame = loaded.data
+    t0 = time.perf_counter()
+    schema, cost = _design(method, loaded.names, rules, rules_seed, engine, loaded, sizes, l, cfg)
+    t1 = time.perf_counter()
+    models = [_anonymized(frame, t, l, rules_seed, sizes, cfg) for t in schema.tables]
+    t2 = time.perf_counter()
+    kl = kl_divergence(models, frame, domains)
+    errors = relative_errors(models, wl, loaded.rows, domains)
+    return {
+        "tables": len(schema.tables),
+        "kl": kl,
+        "relative_error": float(errors.mean()),
+        "design_s": t1 - t0,
+        "anonymize_s": t2 - t1,
+        "time_s": t2 - t0,
+        "gd_budget_exhausted": cost.budget_exhausted if cost else None,
+        "queries": len(errors),
+        "queries_redrawn": wl.redrawn,
+    }
 
 
 MEASURES = {"kl": "KL-divergence", "relative_error": "relative error", "time_s": "time (s)"}

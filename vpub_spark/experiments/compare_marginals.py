@@ -49,7 +49,14 @@ from ..publish.marginals import bucketize_chunk, plan_marginal_chunks
 from .common import check_keys, load_input, parse_sweeps
 
 PARAMETERS = ("m", "s", "marginal", "w")
-METHODS = ("marginals", "marginals_ends", "marginals_ml", "bound_group_marginals", "bound_exact_qi", "angel")  # fmt: skip
+METHODS = (
+    "marginals",
+    "marginals_ends",
+    "marginals_ml",
+    "bound_group_marginals",
+    "bound_exact_qi",
+    "angel",
+)
 DEFAULT_METHODS = ("marginals", "angel")
 
 
@@ -105,23 +112,47 @@ def marginals_compare_config_from_dict(d: dict, where: str = "config") -> Margin
             raise SpecError(f"{where}: marginal sweep values must be among {', '.join(schemas)}")
     inp = d["input"]
     return MarginalsCompareConfig(
-        input_path=str(inp["path"]), table=inp.get("table"), sensitive=str(mg["sensitive"]),
-        marginals=tuple((str(k), tuple(v)) for k, v in schemas.items()), out=str((d.get("output") or {}).get("path", "out/compare/marginals")),
-        methods=sw.methods, defaults=sw.defaults, sweeps=sw.sweeps, repeats=sw.repeats, queries=sw.queries, seed=int(d.get("seed", 1)),
-        input_format=inp.get("format"), sample_rows=None if inp.get("sample_rows") is None else int(inp["sample_rows"]),
-        chunk_rows=int(mg.get("chunk_rows", 50_000)), tries=int(mg.get("tries", 5)), blocks=int(mg.get("blocks", 32)),
+        input_path=str(inp["path"]),
+        table=inp.get("table"),
+        sensitive=str(mg["sensitive"]),
+        marginals=tuple((str(k), tuple(v)) for k, v in schemas.items()),
+        out=str((d.get("output") or {}).get("path", "out/compare/marginals")),
+        methods=sw.methods,
+        defaults=sw.defaults,
+        sweeps=sw.sweeps,
+        repeats=sw.repeats,
+        queries=sw.queries,
+        seed=int(d.get("seed", 1)),
+        input_format=inp.get("format"),
+        sample_rows=None if inp.get("sample_rows") is None else int(inp["sample_rows"]),
+        chunk_rows=int(mg.get("chunk_rows", 50_000)),
+        tries=int(mg.get("tries", 5)),
+        blocks=int(mg.get("blocks", 32)),
         partitioning=_partitioning(mg.get("partitioning", "mondrian"), where),
-    )  # fmt: skip
+    )
 
 
 def _partitioning(how: str, where: str) -> str:
     known = MarginalSettings.PARTITIONINGS  # the publisher's choices
     if how not in known:
-        raise SpecError(f"{where}: marginals.partitioning must be one of {', '.join(known)}, not {how!r}")  # fmt: skip
+        raise SpecError(
+            f"{where}: marginals.partitioning must be one of {', '.join(known)}, not {how!r}"
+        )
     return how
 
 
-def bucketize_table(frame: pd.DataFrame, qi, sensitive: str, m: int, sizes, seed: int, chunk_rows: int, tries: int, blocks: int, partitioning: str = "mondrian") -> tuple[pd.DataFrame, np.ndarray, dict]:  # fmt: skip
+def bucketize_table(
+    frame: pd.DataFrame,
+    qi,
+    sensitive: str,
+    m: int,
+    sizes,
+    seed: int,
+    chunk_rows: int,
+    tries: int,
+    blocks: int,
+    partitioning: str = "mondrian",
+) -> tuple[pd.DataFrame, np.ndarray, dict]:
     """The publisher's bucketization in memory: (rows in chunk and canonical order,
     bucket, diagnostics: sub-tables and which rows were leftovers of the assigning step)."""
     sharding, _, plan = plan_marginal_chunks(
@@ -131,7 +162,9 @@ def bucketize_table(frame: pd.DataFrame, qi, sensitive: str, m: int, sizes, seed
     part = plan.part_of(sharding.of(frame))
     frames, buckets, left, base, subs, spent = [], [], [], 0, 0, 0.0
     for p in range(plan.parts):
-        canon, sub, bucket = bucketize_chunk(frame[part == p], qi, sensitive, m, extents, seed, p, tries, blocks, partitioning)  # fmt: skip
+        canon, sub, bucket = bucketize_chunk(
+            frame[part == p], qi, sensitive, m, extents, seed, p, tries, blocks, partitioning
+        )
         t0 = time.perf_counter()  # the assigning step again, for its leftovers: not timed
         s = canon[sensitive].to_numpy(dtype=np.int64)
         left.append(assign_buckets(s, m, partition_seed(seed, 0, p) + 1, sub) < 0)
@@ -139,13 +172,23 @@ def bucketize_table(frame: pd.DataFrame, qi, sensitive: str, m: int, sizes, seed
         frames.append(canon)
         buckets.append(bucket + base)
         base, subs = base + len(canon), subs + int(sub.max()) + 1
-    return pd.concat(frames, ignore_index=True), np.concatenate(buckets), {"subtables": subs, "leftover": np.concatenate(left), "untimed_s": spent}  # fmt: skip
+    return (
+        pd.concat(frames, ignore_index=True),
+        np.concatenate(buckets),
+        {"subtables": subs, "leftover": np.concatenate(left), "untimed_s": spent},
+    )
 
 
 def box_width(boxes: pd.DataFrame, attrs, sizes, weight: np.ndarray | None = None) -> float:
     """The boxes' mean normalized width, (max - min + 1) / |A| averaged over `attrs`."""
-    w = np.mean([(boxes[f"{a}_max"] - boxes[f"{a}_min"] + 1).to_numpy() / sizes[a] for a in attrs], axis=0)  # fmt: skip
-    return float(np.average(w, weights=weight)) if len(w) and (weight is None or weight.sum()) else float("nan")  # fmt: skip
+    w = np.mean(
+        [(boxes[f"{a}_max"] - boxes[f"{a}_min"] + 1).to_numpy() / sizes[a] for a in attrs], axis=0
+    )
+    return (
+        float(np.average(w, weights=weight))
+        if len(w) and (weight is None or weight.sum())
+        else float("nan")
+    )
 
 
 @dataclass(frozen=True)
@@ -178,11 +221,15 @@ class EndsPublished(Published):
             w = bmax - bmin + 1
             cover = np.clip(np.minimum(bmax, qh) - np.maximum(bmin, ql) + 1, 0, None)
             ends = ((bmin >= ql) & (bmin <= qh)).astype(float) + ((bmax >= ql) & (bmax <= qh))
-            share *= np.where((w == 1) | (n < 2), cover / w, (ends + (n - 2) * cover / w) / np.maximum(n, 1))  # fmt: skip
+            share *= np.where(
+                (w == 1) | (n < 2), cover / w, (ends + (n - 2) * cover / w) / np.maximum(n, 1)
+            )
         return share
 
 
-def turnbull(lo: np.ndarray, hi: np.ndarray, weight: np.ndarray, size: int, rounds: int = 200) -> np.ndarray:  # fmt: skip
+def turnbull(
+    lo: np.ndarray, hi: np.ndarray, weight: np.ndarray, size: int, rounds: int = 200
+) -> np.ndarray:
     """The maximum-likelihood distribution over 0..size-1 of values known only to lie in
     [lo, hi] (Turnbull's EM for interval-censored data): f <- f * E[share of each
     interval at x] / n, from the uniform distribution."""
@@ -226,17 +273,36 @@ class Bound(Published):
         lo, hi = s_range
         g, size = self.group, np.bincount(self.group).astype(np.float64)
         chosen = np.bincount(g, (self.values >= lo) & (self.values <= hi), len(size))
-        inside = [(self.codes[a].to_numpy() >= ql) & (self.codes[a].to_numpy() <= qh) for a, (ql, qh) in ranges.items()]  # fmt: skip
+        inside = [
+            (self.codes[a].to_numpy() >= ql) & (self.codes[a].to_numpy() <= qh)
+            for a, (ql, qh) in ranges.items()
+        ]
         if self.exact_qi:
-            share = np.bincount(g, np.logical_and.reduce(inside) if inside else None, len(size)) / size  # fmt: skip
+            share = (
+                np.bincount(g, np.logical_and.reduce(inside) if inside else None, len(size)) / size
+            )
         else:
-            share = np.prod([np.bincount(g, m, len(size)) / size for m in inside], axis=0) if inside else np.ones(len(size))  # fmt: skip
+            share = (
+                np.prod([np.bincount(g, m, len(size)) / size for m in inside], axis=0)
+                if inside
+                else np.ones(len(size))
+            )
         return float((chosen * share).sum())
 
 
 def fitted(pub: Published, attrs, sizes) -> FittedPublished:
     b, n = pub.boxes, pub.cum[:, -1]
-    cdf = {a: np.concatenate([[0.0], np.cumsum(turnbull(b[f"{a}_min"].to_numpy(), b[f"{a}_max"].to_numpy(), n, sizes[a]))]) for a in attrs}  # fmt: skip
+    cdf = {
+        a: np.concatenate(
+            [
+                [0.0],
+                np.cumsum(
+                    turnbull(b[f"{a}_min"].to_numpy(), b[f"{a}_max"].to_numpy(), n, sizes[a])
+                ),
+            ]
+        )
+        for a in attrs
+    }
     return FittedPublished(pub.boxes, pub.cum, cdf)
 
 
@@ -255,7 +321,9 @@ def ours(frame: pd.DataFrame, bucket: np.ndarray, attrs, sensitive: str, sizes) 
     return generalized_estimator(frame, group, attrs, sensitive, sizes)
 
 
-def generalized_estimator(frame: pd.DataFrame, group: np.ndarray, attrs, sensitive: str, sizes) -> Published:  # fmt: skip
+def generalized_estimator(
+    frame: pd.DataFrame, group: np.ndarray, attrs, sensitive: str, sizes
+) -> Published:
     """Zhang et al. on any generalized partition (`group` per row, dense ids)."""
     s = frame[sensitive].to_numpy()
     b = boxes(frame[list(attrs)], group).sort_values("group_id").reset_index(drop=True)
@@ -358,9 +426,11 @@ def _ours(frame, bucket, info, attrs, sensitive: str, sizes, methods) -> tuple[d
     by_leftover = np.zeros(len(pub.boxes), dtype=bool)
     by_leftover[group] = left_bucket[bucket]
     diag = {
-        "subtables": info["subtables"], "leftover_share": float(info["leftover"].mean()), "box_width": box_width(pub.boxes, attrs, sizes),
+        "subtables": info["subtables"],
+        "leftover_share": float(info["leftover"].mean()),
+        "box_width": box_width(pub.boxes, attrs, sizes),
         "leftover_box_width": box_width(pub.boxes, attrs, sizes, by_leftover.astype(float)),
-    }  # fmt: skip
+    }
     return {k: v for k, v in made.items() if k in methods}, diag, time.perf_counter() - t0
 
 
@@ -378,29 +448,13 @@ def run_marginals_compare(cfg: MarginalsCompareConfig, progress=None) -> pd.Data
     )  # 002's setup: QI = M_k's attributes
     sizes = {a: loaded.dictionaries[a].size for a in loaded.names}
     schemas = dict(cfg.marginals)
-    ours_methods = [m for m in cfg.methods if m != "angel"]
     rows = []
     cache: dict[tuple[int, int], dict] = {}
 
     def built(m: int, rep: int) -> dict:
-        """Every method's marginals for m (all of M1..Mk, timed like 002 Figure 5):
-        method -> (marginal -> estimator, seconds, marginal -> diagnostics)."""
+        """Every method's marginals for m and repeat `rep`, the last ones kept."""
         if (m, rep) not in cache:
-            seed = cfg.seed + rep
-            out: dict[str, Any] = {}
-            if ours_methods:
-                t0 = time.perf_counter()
-                canon, bucket, info = bucketize_table(frame, qi, cfg.sensitive, m, sizes, seed, cfg.chunk_rows, cfg.tries, cfg.blocks, cfg.partitioning)  # fmt: skip
-                made = {k: _ours(canon, bucket, info, attrs, cfg.sensitive, sizes, ours_methods) for k, attrs in schemas.items()}  # fmt: skip
-                seconds = time.perf_counter() - t0 - info["untimed_s"] - sum(v[2] for v in made.values())  # fmt: skip
-                for method in ours_methods:
-                    out[method] = ({k: v[0][method] for k, v in made.items()}, seconds, {k: v[1] for k, v in made.items()})  # fmt: skip
-            if "angel" in cfg.methods:
-                t0 = time.perf_counter()
-                batch = angel_batches(frame[list(qi)], frame[cfg.sensitive].to_numpy(), m, {a: sizes[a] - 1 for a in qi})  # fmt: skip
-                pubs = {k: angel(frame, batch, qi, attrs, cfg.sensitive, m, sizes) for k, attrs in schemas.items()}  # fmt: skip
-                diag = {k: {"box_width": box_width(p.boxes, schemas[k], sizes)} for k, p in pubs.items()}  # fmt: skip
-                out["angel"] = (pubs, time.perf_counter() - t0, diag)
+            out = _built_marginals(cfg, frame, qi, sizes, schemas, m, cfg.seed + rep)
             cache.clear()  # keep one m in memory
             cache[(m, rep)] = out
         return cache[(m, rep)]
@@ -410,17 +464,115 @@ def run_marginals_compare(cfg: MarginalsCompareConfig, progress=None) -> pd.Data
             p = dict(cfg.defaults) | {vary: value}
             for rep in range(cfg.repeats):
                 made = built(int(p["m"]), rep)
-                attrs = schemas[p["marginal"]]
-                queries, exact, redrawn = marginal_workload(frame, attrs, cfg.sensitive, sizes, p["w"], float(p["s"]), cfg.queries, cfg.seed * 1000 + rep)  # fmt: skip
-                for method, (pubs, seconds, diag) in made.items():
-                    signed = _signed_errors(pubs[p["marginal"]], queries, exact)
-                    err = np.abs(signed)
-                    rows.append({
-                        "sweep": vary, "value": str(value), "method": method, "m": int(p["m"]), "s": float(p["s"]),
-                        "marginal": p["marginal"], "w": p["w"] or len(attrs) + 1, "repeat": rep, "relative_error": float(err.mean()), "signed_error": float(signed.mean()),
-                        "median_error": float(np.median(err)), "time_s": seconds, "queries": len(queries), "redrawn": redrawn, "rows": len(frame),
-                        "partitioning": cfg.partitioning if method != "angel" else "", **diag[p["marginal"]],
-                    })  # fmt: skip
+                rows.extend(
+                    _sweep_point_rows(cfg, frame, sizes, schemas, made, vary, value, p, rep)
+                )
                 if progress:
                     progress(1)
     return pd.DataFrame(rows)
+
+
+def _built_marginals(cfg: MarginalsCompareConfig, frame, qi, sizes, schemas, m, seed) -> dict:
+    """Every method's marginals for m (all of M1..Mk, timed like 002 Figure 5):
+    method -> (marginal -> estimator, seconds, marginal -> diagnostics)."""
+    ours_methods = [x for x in cfg.methods if x != "angel"]
+    out: dict[str, Any] = {}
+    if ours_methods:
+        out.update(_our_marginals(cfg, frame, qi, sizes, schemas, m, seed, ours_methods))
+    if "angel" in cfg.methods:
+        out["angel"] = _angel_marginals(cfg, frame, qi, sizes, schemas, m)
+    return out
+
+
+def _our_marginals(
+    cfg: MarginalsCompareConfig, frame, qi, sizes, schemas, m, seed, methods
+) -> dict:
+    """Our marginals for m, bucketized as the publisher does and timed together, per
+    estimator in `methods`: method -> (marginal -> estimator, seconds, diagnostics)."""
+    t0 = time.perf_counter()
+    canon, bucket, info = bucketize_table(
+        frame,
+        qi,
+        cfg.sensitive,
+        m,
+        sizes,
+        seed,
+        cfg.chunk_rows,
+        cfg.tries,
+        cfg.blocks,
+        cfg.partitioning,
+    )
+    made = {
+        k: _ours(canon, bucket, info, attrs, cfg.sensitive, sizes, methods)
+        for k, attrs in schemas.items()
+    }
+    seconds = time.perf_counter() - t0 - info["untimed_s"] - sum(v[2] for v in made.values())
+    return {
+        method: (
+            {k: v[0][method] for k, v in made.items()},
+            seconds,
+            {k: v[1] for k, v in made.items()},
+        )
+        for method in methods
+    }
+
+
+def _angel_marginals(cfg: MarginalsCompareConfig, frame, qi, sizes, schemas, m) -> tuple:
+    """ANGEL's batches for m and one GT per marginal, timed together:
+    (marginal -> estimator, seconds, marginal -> diagnostics)."""
+    t0 = time.perf_counter()
+    batch = angel_batches(
+        frame[list(qi)],
+        frame[cfg.sensitive].to_numpy(),
+        m,
+        {a: sizes[a] - 1 for a in qi},
+    )
+    pubs = {
+        k: angel(frame, batch, qi, attrs, cfg.sensitive, m, sizes) for k, attrs in schemas.items()
+    }
+    diag = {k: {"box_width": box_width(p.boxes, schemas[k], sizes)} for k, p in pubs.items()}
+    return pubs, time.perf_counter() - t0, diag
+
+
+def _sweep_point_rows(
+    cfg: MarginalsCompareConfig, frame, sizes, schemas, made, vary, value, p, rep
+) -> list[dict]:
+    """One result row per method for one sweep point `p` and repeat: the errors of the
+    point's workload on its marginal, the time and the diagnostics."""
+    attrs = schemas[p["marginal"]]
+    queries, exact, redrawn = marginal_workload(
+        frame,
+        attrs,
+        cfg.sensitive,
+        sizes,
+        p["w"],
+        float(p["s"]),
+        cfg.queries,
+        cfg.seed * 1000 + rep,
+    )
+    rows = []
+    for method, (pubs, seconds, diag) in made.items():
+        signed = _signed_errors(pubs[p["marginal"]], queries, exact)
+        err = np.abs(signed)
+        rows.append(
+            {
+                "sweep": vary,
+                "value": str(value),
+                "method": method,
+                "m": int(p["m"]),
+                "s": float(p["s"]),
+                "marginal": p["marginal"],
+                "w": p["w"] or len(attrs) + 1,
+                "repeat": rep,
+                "relative_error": float(err.mean()),
+                "signed_error": float(signed.mean()),
+                "median_error": float(np.median(err)),
+                "time_s": seconds,
+                "queries": len(queries),
+                "redrawn": redrawn,
+                "rows": len(frame),
+                "partitioning": cfg.partitioning if method != "angel" else "",
+                **diag[p["marginal"]],
+            }
+        )
+    return rows

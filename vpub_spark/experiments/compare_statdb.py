@@ -84,17 +84,32 @@ def statdb_compare_config_from_dict(d: dict, where: str = "config") -> StatdbCom
     qi = tuple(str(a) for a in sd["qi"])
     defaults = {"d": len(qi), "ql": 0.06, "lam": 2, "n": None}  # 004 Table 4's defaults
     sw = parse_sweeps(
-        d.get("compare"), parameters=PARAMETERS, methods=METHODS, default_methods=METHODS,
-        defaults=defaults, default_sweep={"vary": "ql", "values": [0.02, 0.04, 0.06, 0.08, 0.1]},
-        default_repeats=1, where=where,
-    )  # fmt: skip
+        d.get("compare"),
+        parameters=PARAMETERS,
+        methods=METHODS,
+        default_methods=METHODS,
+        defaults=defaults,
+        default_sweep={"vary": "ql", "values": [0.02, 0.04, 0.06, 0.08, 0.1]},
+        default_repeats=1,
+        where=where,
+    )
     inp = d["input"]
     return StatdbCompareConfig(
-        input_path=str(inp["path"]), table=inp.get("table"), sensitive=str(sd["sensitive"]), qi=qi,
-        m=int((d.get("privacy") or {}).get("m", 10)), out=str((d.get("output") or {}).get("path", "out/compare/statdb")),
-        methods=sw.methods, defaults=sw.defaults, sweeps=sw.sweeps, repeats=sw.repeats, queries=sw.queries,
-        seed=int(d.get("seed", 1)), input_format=inp.get("format"), chunk_rows=int(sd.get("chunk_rows", 50_000)),
-    )  # fmt: skip
+        input_path=str(inp["path"]),
+        table=inp.get("table"),
+        sensitive=str(sd["sensitive"]),
+        qi=qi,
+        m=int((d.get("privacy") or {}).get("m", 10)),
+        out=str((d.get("output") or {}).get("path", "out/compare/statdb")),
+        methods=sw.methods,
+        defaults=sw.defaults,
+        sweeps=sw.sweeps,
+        repeats=sw.repeats,
+        queries=sw.queries,
+        seed=int(d.get("seed", 1)),
+        input_format=inp.get("format"),
+        chunk_rows=int(sd.get("chunk_rows", 50_000)),
+    )
 
 
 Answer = Callable[[Query], tuple[float, float]]
@@ -104,7 +119,9 @@ def _columns(frame: pd.DataFrame, names) -> dict[str, np.ndarray]:
     return {a: frame[a].to_numpy() for a in names}
 
 
-def versions(frame: pd.DataFrame, qi: tuple[str, ...], cfg: StatdbCompareConfig, sizes, methods, seed: int) -> dict[str, tuple[Answer, float]]:  # fmt: skip
+def versions(
+    frame: pd.DataFrame, qi: tuple[str, ...], cfg: StatdbCompareConfig, sizes, methods, seed: int
+) -> dict[str, tuple[Answer, float]]:
     """Each method's anonymized version of `frame` on QI `qi`: (how it answers a query,
     the seconds it took to make)."""
     s, m, n = cfg.sensitive, cfg.m, len(frame)
@@ -118,14 +135,28 @@ def versions(frame: pd.DataFrame, qi: tuple[str, ...], cfg: StatdbCompareConfig,
         values = canon[s].to_numpy(np.int64)
         cells, codes = Cells.of(signature_buckets(bucket, values), values), _columns(canon, qi)
         took = time.perf_counter() - t0
-        made["dyn-ana"] = (lambda q: a_count_cells(cells, qi_mask(codes, q.ranges, n), q.sensitive), took)  # fmt: skip
+        made["dyn-ana"] = (
+            lambda q: a_count_cells(cells, qi_mask(codes, q.ranges, n), q.sensitive),
+            took,
+        )
         made["dyn-gen"] = (lambda q: g_count_cells(cells, codes, q), took)
     if "sta-ana" in methods:
         t0 = time.perf_counter()
         qit, st = anatomize(frame[[*qi, s]], s, m, seed, qi)
-        ana = StaticAnatomy(qit[GROUP].to_numpy(), SensitiveCounts(st[GROUP].to_numpy(), st[s].to_numpy(), st["count"].to_numpy(), int(qit[GROUP].max()) + 1))  # fmt: skip
+        ana = StaticAnatomy(
+            qit[GROUP].to_numpy(),
+            SensitiveCounts(
+                st[GROUP].to_numpy(),
+                st[s].to_numpy(),
+                st["count"].to_numpy(),
+                int(qit[GROUP].max()) + 1,
+            ),
+        )
         qit_codes = _columns(qit, qi)
-        made["sta-ana"] = (lambda q: ana.interval(qi_mask(qit_codes, q.ranges, n), q.sensitive), time.perf_counter() - t0)  # fmt: skip
+        made["sta-ana"] = (
+            lambda q: ana.interval(qi_mask(qit_codes, q.ranges, n), q.sensitive),
+            time.perf_counter() - t0,
+        )
     if "sta-gen" in methods:
         t0 = time.perf_counter()
         group = mondrian(frame[list(qi)], extents, frame[s].to_numpy(), l=m)
@@ -135,7 +166,12 @@ def versions(frame: pd.DataFrame, qi: tuple[str, ...], cfg: StatdbCompareConfig,
         t0 = time.perf_counter()
         p, domain, plain = retention(m, sizes[s]), sizes[s], _columns(frame, qi)
         shown = perturb(frame[s].to_numpy(np.int64), p, domain, seed)
-        made["ran-pert"] = (lambda q: perturbed_interval(qi_mask(plain, q.ranges, n), shown, q.sensitive, p, domain), time.perf_counter() - t0)  # fmt: skip
+        made["ran-pert"] = (
+            lambda q: perturbed_interval(
+                qi_mask(plain, q.ranges, n), shown, q.sensitive, p, domain
+            ),
+            time.perf_counter() - t0,
+        )
     return made
 
 
@@ -149,16 +185,21 @@ def measure(answer: Answer, queries: list[Query], truth: np.ndarray) -> dict[str
     low, high = np.array(ends, dtype=np.float64).T
     length = high - low
     return {
-        "ari_low": float(low.mean()), "ari_high": float(high.mean()), "ari_length": float(length.mean()),
-        "lsd": float(length.std()), "held": float(((low <= truth) & (truth <= high)).mean()),
+        "ari_low": float(low.mean()),
+        "ari_high": float(high.mean()),
+        "ari_length": float(length.mean()),
+        "lsd": float(length.std()),
+        "held": float(((low <= truth) & (truth <= high)).mean()),
         "query_ms": 1000 * float(np.median(times)),
-    }  # fmt: skip
+    }
 
 
 def _check(cfg: StatdbCompareConfig, names) -> None:
     missing = sorted({cfg.sensitive, *cfg.qi} - set(names))
     if missing:
-        raise SpecError(f"unknown attributes {', '.join(missing)}; the table has {', '.join(names)}")  # fmt: skip
+        raise SpecError(
+            f"unknown attributes {', '.join(missing)}; the table has {', '.join(names)}"
+        )
     for vary, values in cfg.sweeps:
         bad = [v for v in values if vary == "d" and not 1 <= int(v) <= len(cfg.qi)]
         if bad:
@@ -180,24 +221,55 @@ def run_statdb_compare(cfg: StatdbCompareConfig, progress=None) -> pd.DataFrame:
                 if (n, qi, rep) not in cache:
                     table = loaded if n >= loaded.rows else engine.sample(loaded, n, cfg.seed + rep)
                     cache.clear()  # one (n, d) in memory at a time
-                    cache[(n, qi, rep)] = (table.data, versions(table.data, qi, cfg, sizes, cfg.methods, cfg.seed + rep))  # fmt: skip
+                    cache[(n, qi, rep)] = (
+                        table.data,
+                        versions(table.data, qi, cfg, sizes, cfg.methods, cfg.seed + rep),
+                    )
                 frame, made = cache[(n, qi, rep)]
-                queries = workload(sizes, list(qi), cfg.sensitive, int(p["lam"]), float(p["ql"]), cfg.queries, cfg.seed * 1000 + rep)  # fmt: skip
+                queries = workload(
+                    sizes,
+                    list(qi),
+                    cfg.sensitive,
+                    int(p["lam"]),
+                    float(p["ql"]),
+                    cfg.queries,
+                    cfg.seed * 1000 + rep,
+                )
                 plain = _columns(frame, qi)
                 s = frame[cfg.sensitive].to_numpy()
-                truth = np.array([(qi_mask(plain, q.ranges, len(frame)) & np.isin(s, list(q.sensitive))).sum() for q in queries], dtype=np.float64)  # fmt: skip
+                truth = np.array(
+                    [
+                        (qi_mask(plain, q.ranges, len(frame)) & np.isin(s, list(q.sensitive))).sum()
+                        for q in queries
+                    ],
+                    dtype=np.float64,
+                )
                 for method, (answer, built_s) in made.items():
-                    rows.append({
-                        "sweep": vary, "value": str(value), "method": method, "n": len(frame), "d": len(qi),
-                        "ql": float(p["ql"]), "lam": int(p["lam"]), "repeat": rep, "aar": float(truth.mean()),
-                        **measure(answer, queries, truth), "build_s": built_s, "queries": len(queries),
-                    })  # fmt: skip
+                    rows.append(
+                        {
+                            "sweep": vary,
+                            "value": str(value),
+                            "method": method,
+                            "n": len(frame),
+                            "d": len(qi),
+                            "ql": float(p["ql"]),
+                            "lam": int(p["lam"]),
+                            "repeat": rep,
+                            "aar": float(truth.mean()),
+                            **measure(answer, queries, truth),
+                            "build_s": built_s,
+                            "queries": len(queries),
+                        }
+                    )
                 if progress:
                     progress(1)
     return pd.DataFrame(rows)
 
 
-GROUPS = {"QI-revealing": ("dyn-ana", "sta-ana", "ran-pert"), "QI-concealing": ("dyn-gen", "sta-gen")}  # fmt: skip
+GROUPS = {
+    "QI-revealing": ("dyn-ana", "sta-ana", "ran-pert"),
+    "QI-concealing": ("dyn-gen", "sta-gen"),
+}
 
 
 def plot_intervals(results: pd.DataFrame, out, title: str) -> list:
@@ -208,7 +280,11 @@ def plot_intervals(results: pd.DataFrame, out, title: str) -> list:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    means = results.groupby(["sweep", "value", "method"], sort=False)[["aar", "ari_low", "ari_high"]].mean().reset_index()  # fmt: skip
+    means = (
+        results.groupby(["sweep", "value", "method"], sort=False)[["aar", "ari_low", "ari_high"]]
+        .mean()
+        .reset_index()
+    )
     files = []
     for vary in means["sweep"].unique():
         part = means[means["sweep"] == vary]

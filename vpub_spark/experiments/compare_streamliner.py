@@ -33,14 +33,16 @@ from ..errors import SpecError
 from ..kernels.anatomy import GROUP, anatomize
 from ..kernels.mondrian import mondrian
 from ..kernels.statdb import qi_mask
-from ..kernels.streamliner import streamline
+from ..kernels.streamliner import ALGORITHMS, streamline
 from .common import check_keys, load_input, parse_sweeps
 from .compare_marginals import generalized_estimator
 
 PARAMETERS = ("l", "n")
 METHODS = ("rda", "gda", "mondrian", "anatomy")
 CONDITIONS = ("age", "gender", "age_gender", "all")
-MEASURES = {"dm_ratio": "DM / (n l)", "time_s": "grouping time (s)"} | {f"qwe_{c}": f"query error, predicate on {c.replace('_', ' and ')}" for c in CONDITIONS}  # fmt: skip
+MEASURES = {"dm_ratio": "DM / (n l)", "time_s": "grouping time (s)"} | {
+    f"qwe_{c}": f"query error, predicate on {c.replace('_', ' and ')}" for c in CONDITIONS
+}
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,9 @@ class StreamlinerCompareConfig:
     time_methods: tuple[str, ...] = ("rda", "gda")
 
 
-def streamliner_compare_config_from_dict(d: dict, where: str = "config") -> StreamlinerCompareConfig:  # fmt: skip
+def streamliner_compare_config_from_dict(
+    d: dict, where: str = "config"
+) -> StreamlinerCompareConfig:
     check_keys(d, {"engine", "input", "compare", "output", "seed", "privacy", "streamliner"}, where)
     sl = dict(d.get("streamliner") or {})
     if not sl.get("sensitive") or not sl.get("qi"):
@@ -69,27 +73,50 @@ def streamliner_compare_config_from_dict(d: dict, where: str = "config") -> Stre
     compare = dict(d.get("compare") or {})
     time_methods = tuple(compare.pop("time_methods", ("rda", "gda")))
     sw = parse_sweeps(
-        compare, parameters=PARAMETERS, methods=METHODS, default_methods=METHODS,
+        compare,
+        parameters=PARAMETERS,
+        methods=METHODS,
+        default_methods=METHODS,
         defaults={"l": (d.get("privacy") or {}).get("l", 8), "n": None},
-        default_sweep={"vary": "l", "values": [6, 7, 8, 9, 10]}, default_repeats=1, where=where,
-    )  # fmt: skip
+        default_sweep={"vary": "l", "values": [6, 7, 8, 9, 10]},
+        default_repeats=1,
+        where=where,
+    )
     inp = d["input"]
     return StreamlinerCompareConfig(
-        input_path=str(inp["path"]), table=inp.get("table"), sensitive=str(sl["sensitive"]), qi=tuple(sl["qi"]),
-        weights=sl.get("weights"), out=str((d.get("output") or {}).get("path", "out/compare/streamliner")),
-        methods=sw.methods, defaults=sw.defaults, sweeps=sw.sweeps, repeats=sw.repeats, queries=sw.queries,
-        seed=int(d.get("seed", 1)), input_format=inp.get("format"), time_methods=time_methods,
-    )  # fmt: skip
+        input_path=str(inp["path"]),
+        table=inp.get("table"),
+        sensitive=str(sl["sensitive"]),
+        qi=tuple(sl["qi"]),
+        weights=sl.get("weights"),
+        out=str((d.get("output") or {}).get("path", "out/compare/streamliner")),
+        methods=sw.methods,
+        defaults=sw.defaults,
+        sweeps=sw.sweeps,
+        repeats=sw.repeats,
+        queries=sw.queries,
+        seed=int(d.get("seed", 1)),
+        input_format=inp.get("format"),
+        time_methods=time_methods,
+    )
 
 
-def grouping(method: str, frame: pd.DataFrame, cfg: StreamlinerCompareConfig, l: int, sizes, seed: int) -> np.ndarray:  # fmt: skip
+def grouping(
+    method: str, frame: pd.DataFrame, cfg: StreamlinerCompareConfig, l: int, sizes, seed: int
+) -> np.ndarray:
     """Each method's groups (dense ids per row of `frame`)."""
     codes, s = frame[list(cfg.qi)], frame[cfg.sensitive].to_numpy(np.int64)
-    if method in ("rda", "gda"):
+    if method in ALGORITHMS:
         return streamline(method, codes, s, l, seed, sizes, cfg.weights).group
     if method == "mondrian":
         return mondrian(codes, {a: sizes[a] - 1 for a in cfg.qi}, s, l=l)
-    qit, _ = anatomize(frame[[*cfg.qi, cfg.sensitive]].assign(__row=np.arange(len(frame))), cfg.sensitive, l, seed, [*cfg.qi, "__row"])  # fmt: skip
+    qit, _ = anatomize(
+        frame[[*cfg.qi, cfg.sensitive]].assign(__row=np.arange(len(frame))),
+        cfg.sensitive,
+        l,
+        seed,
+        [*cfg.qi, "__row"],
+    )
     group = np.empty(len(frame), dtype=np.int64)
     group[qit["__row"].to_numpy()] = qit[GROUP].to_numpy()
     return group
@@ -98,7 +125,12 @@ def grouping(method: str, frame: pd.DataFrame, cfg: StreamlinerCompareConfig, l:
 def workload(frame: pd.DataFrame, cfg: StreamlinerCompareConfig, sizes, count: int, seed: int):
     """Per condition: `count` queries (QI ranges, sensitive range) and their exact answers."""
     rng = np.random.default_rng(seed)
-    attrs = {"age": ["age"], "gender": ["gender"], "age_gender": ["age", "gender"], "all": list(cfg.qi)}  # fmt: skip
+    attrs = {
+        "age": ["age"],
+        "gender": ["gender"],
+        "age_gender": ["age", "gender"],
+        "all": list(cfg.qi),
+    }
     cols = {a: frame[a].to_numpy() for a in [*cfg.qi, cfg.sensitive]}
 
     def interval(a: str) -> tuple[int, int]:
@@ -112,12 +144,24 @@ def workload(frame: pd.DataFrame, cfg: StreamlinerCompareConfig, sizes, count: i
         if missing:
             raise SpecError(f"003's query conditions need QI attributes {', '.join(missing)}")
         qs = [({a: interval(a) for a in names}, interval(cfg.sensitive)) for _ in range(count)]
-        exact = np.array([(qi_mask(cols, r, len(frame)) & (cols[cfg.sensitive] >= lo) & (cols[cfg.sensitive] <= hi)).sum() for r, (lo, hi) in qs], dtype=np.float64)  # fmt: skip
+        exact = np.array(
+            [
+                (
+                    qi_mask(cols, r, len(frame))
+                    & (cols[cfg.sensitive] >= lo)
+                    & (cols[cfg.sensitive] <= hi)
+                ).sum()
+                for r, (lo, hi) in qs
+            ],
+            dtype=np.float64,
+        )
         out[cond] = (qs, exact)
     return out
 
 
-def estimator(method: str, frame: pd.DataFrame, group: np.ndarray, cfg: StreamlinerCompareConfig, sizes):  # fmt: skip
+def estimator(
+    method: str, frame: pd.DataFrame, group: np.ndarray, cfg: StreamlinerCompareConfig, sizes
+):
     """app for a query (ranges, sensitive range) from the method's release."""
     if method != "anatomy":
         pub = generalized_estimator(frame, group, cfg.qi, cfg.sensitive, sizes)
@@ -157,7 +201,9 @@ def run_streamliner_compare(cfg: StreamlinerCompareConfig, progress=None) -> pd.
     _, loaded = load_input(cfg.input_path, cfg.table, cfg.input_format, None, cfg.seed)
     missing = sorted({cfg.sensitive, *cfg.qi} - set(loaded.names))
     if missing:
-        raise SpecError(f"unknown attributes {', '.join(missing)}; the table has {', '.join(loaded.names)}")  # fmt: skip
+        raise SpecError(
+            f"unknown attributes {', '.join(missing)}; the table has {', '.join(loaded.names)}"
+        )
     sizes = {a: loaded.dictionaries[a].size for a in loaded.names}
     rows = []
     for vary, values in cfg.sweeps:
@@ -170,7 +216,10 @@ def run_streamliner_compare(cfg: StreamlinerCompareConfig, progress=None) -> pd.
                     methods, queries = [m for m in cfg.methods if m in cfg.time_methods], None
                 else:
                     frame = loaded.data
-                    methods, queries = list(cfg.methods), workload(frame, cfg, sizes, cfg.queries, cfg.seed * 1000 + rep)  # fmt: skip
+                    methods, queries = (
+                        list(cfg.methods),
+                        workload(frame, cfg, sizes, cfg.queries, cfg.seed * 1000 + rep),
+                    )
                 for r in _point(frame, cfg, int(p["l"]), sizes, cfg.seed + rep, methods, queries):
                     rows.append({"sweep": vary, "value": str(value), "repeat": rep, **r})
                 if progress:

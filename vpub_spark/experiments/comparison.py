@@ -51,24 +51,37 @@ def load_comparison(
     if isinstance(raw, dict) and "marginals" in raw:
         measures = {"relative_error": "mean relative error", "time_s": "time for M1..Mk (s)"}
         comp = Comparison(
-            marginals_compare_config_from_dict(raw, path), run_marginals_compare, "points",
-            measures, ("relative_error", "median_error", "time_s"),
-        )  # fmt: skip
+            marginals_compare_config_from_dict(raw, path),
+            run_marginals_compare,
+            "points",
+            measures,
+            ("relative_error", "median_error", "time_s"),
+        )
     elif isinstance(raw, dict) and "streamliner" in raw:
         comp = Comparison(
-            streamliner_compare_config_from_dict(raw, path), run_streamliner_compare, "points",
-            STREAMLINER_MEASURES, ("dm_ratio", "time_s", *(f"qwe_{c}" for c in CONDITIONS)),
-        )  # fmt: skip
+            streamliner_compare_config_from_dict(raw, path),
+            run_streamliner_compare,
+            "points",
+            STREAMLINER_MEASURES,
+            ("dm_ratio", "time_s", *(f"qwe_{c}" for c in CONDITIONS)),
+        )
     elif isinstance(raw, dict) and "statdb" in raw:
         comp = Comparison(
-            statdb_compare_config_from_dict(raw, path), run_statdb_compare, "points", STATDB_MEASURES,
-            ("aar", "ari_low", "ari_high", "lsd", "held", "query_ms"), plot_intervals,
-        )  # fmt: skip
+            statdb_compare_config_from_dict(raw, path),
+            run_statdb_compare,
+            "points",
+            STATDB_MEASURES,
+            ("aar", "ari_low", "ari_high", "lsd", "held", "query_ms"),
+            plot_intervals,
+        )
     else:
         comp = Comparison(
-            compare_config_from_dict(raw, path), run_compare, "rule sets", MEASURES,
+            compare_config_from_dict(raw, path),
+            run_compare,
+            "rule sets",
+            MEASURES,
             ("kl", "relative_error", "time_s"),
-        )  # fmt: skip
+        )
     overrides = {"repeats": repeats, "out": out, "queries": queries}
     return replace(
         comp, cfg=replace(comp.cfg, **{k: v for k, v in overrides.items() if v is not None})

@@ -10,7 +10,7 @@ from pathlib import Path
 from ..config import PublishConfig, RandomRules
 from ..datasets.presets import resolve_input, write_generated
 from ..engines import make_engine
-from ..engines.spark.session import SparkSettings
+from ..engines.settings import SparkSettings
 from ..model import PrivacySpec
 from ..publish.pipeline import publish
 from ..release.audit import audit_release

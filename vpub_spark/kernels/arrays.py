@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -35,7 +36,9 @@ def pack_counts(values: np.ndarray) -> bytes:
     if len(v) and int(v.min()) < 0:
         raise ValueError("pack_counts takes non-negative integers")
     top = int(v.max()) if len(v) else 0
-    dtype = next(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64) if top <= np.iinfo(t).max)  # fmt: skip
+    dtype = next(
+        np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64) if top <= np.iinfo(t).max
+    )
     raw = v.astype(dtype, copy=False).tobytes()
     return _HEADER.pack(dtype.str.encode(), len(v)) + pa.compress(raw, codec="zstd", asbytes=True)
 
@@ -44,7 +47,9 @@ def unpack_counts(blob: bytes) -> np.ndarray:
     """The int64 values `pack_counts` packed."""
     code, n = _HEADER.unpack_from(blob)
     dtype = np.dtype(code.decode())
-    raw = pa.decompress(memoryview(blob)[_HEADER.size :], n * dtype.itemsize, codec="zstd", asbytes=True)  # fmt: skip
+    raw = pa.decompress(
+        memoryview(blob)[_HEADER.size :], n * dtype.itemsize, codec="zstd", asbytes=True
+    )
     return np.frombuffer(raw, dtype).astype(np.int64)
 
 
@@ -58,3 +63,12 @@ def pack_sorted(keys: np.ndarray) -> bytes:
 def unpack_sorted(blob: bytes) -> np.ndarray:
     """The int64 values `pack_sorted` packed."""
     return np.cumsum(unpack_counts(blob))
+
+
+def pack_codes(codes: Sequence[np.ndarray], radix: Sequence[int], rows: int) -> np.ndarray:
+    """Codes of several columns as one int64 per row (mixed radix; no columns: zeros)."""
+    key = np.zeros(rows, dtype=np.int64)
+    for c, r in zip(codes, radix, strict=True):
+        key *= r  # in place: no new array per column
+        key += c
+    return key

@@ -24,6 +24,10 @@ definition above; we follow the paper.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -35,10 +39,17 @@ CELLS = 4_000_000  # ordered EMD: classes x values per dense block
 
 def class_counts(frame: pd.DataFrame, qi: list[str], sensitive: str) -> pd.DataFrame:
     """Rows per (QI combination, sensitive value): the kernel's input."""
-    return frame.groupby([*qi, sensitive], sort=False, observed=True).size().rename(COUNT).reset_index()  # fmt: skip
+    return (
+        frame.groupby([*qi, sensitive], sort=False, observed=True)
+        .size()
+        .rename(COUNT)
+        .reset_index()
+    )
 
 
-def _ordered_t(cls: np.ndarray, s: np.ndarray, q: np.ndarray, p: np.ndarray, classes: int) -> np.ndarray:  # fmt: skip
+def _ordered_t(
+    cls: np.ndarray, s: np.ndarray, q: np.ndarray, p: np.ndarray, classes: int
+) -> np.ndarray:
     """Ordered EMD per class, in dense blocks of classes x len(p) (`CELLS`)."""
     m = len(p)
     out = np.zeros(classes)
@@ -67,7 +78,9 @@ def _rank_in_class(cls: np.ndarray, n: np.ndarray) -> np.ndarray:
     return rank
 
 
-def class_measures(counts: pd.DataFrame, qi: list[str], sensitive: str, p: pd.Series, l: int, ordered: bool) -> pd.DataFrame:  # fmt: skip
+def class_measures(
+    counts: pd.DataFrame, qi: list[str], sensitive: str, p: pd.Series, l: int, ordered: bool
+) -> pd.DataFrame:
     """Per class: its QI values and the measures of the module docstring. `counts` holds
     every row of a class (a whole class per call); `p` is the whole table's sensitive
     distribution, indexed by value (in order, when `ordered`)."""
@@ -93,4 +106,57 @@ def class_measures(counts: pd.DataFrame, qi: list[str], sensitive: str, p: pd.Se
         covered = np.bincount(cls, weights=pv[codes], minlength=classes)
         t = 0.5 * (present + 1.0 - covered)
     first = counts.groupby(qi, sort=False, observed=True).head(1)[qi].reset_index(drop=True)
-    return first.assign(k=size.astype(np.int64), distinct_l=np.bincount(cls, minlength=classes), entropy_l=np.exp(entropy), recursive_c=recursive, t=t)  # fmt: skip
+    return first.assign(
+        k=size.astype(np.int64),
+        distinct_l=np.bincount(cls, minlength=classes),
+        entropy_l=np.exp(entropy),
+        recursive_c=recursive,
+        t=t,
+    )
+
+
+def distribution(totals: pd.Series) -> pd.Series:
+    """The whole table's sensitive distribution over the values it holds, by code."""
+    totals = totals[totals > 0].sort_index().astype(float)
+    return totals / totals.sum()
+
+
+@dataclass(frozen=True)
+class ClassJob:
+    """What `Engine.class_summary` measures: the classes of `qi` with their `sensitive`
+    distributions, counted by `weigh` (a frame of codes -> (QI, sensitive, COUNT) in
+    1/`unit` of a row) or one per row; `failing` names each model's failing classes
+    (it works on pandas and Spark columns alike); the `worst` smallest classes kept."""
+
+    qi: list[str]
+    sensitive: str
+    weigh: Callable[[pd.DataFrame], pd.DataFrame] | None
+    unit: int
+    l: int
+    ordered: bool
+    failing: Callable[[Any], dict[str, Any]]
+    worst: int
+
+
+@dataclass(frozen=True)
+class ClassSummary:
+    """The table's level of every measure (`levels`: least k, distinct and entropy l;
+    largest recursive c and t), per model its failing classes and their rows, the
+    number of classes, the smallest classes and the (weighted) row total."""
+
+    levels: dict[str, float]
+    fails: dict[str, tuple[int, float]]
+    classes: int
+    smallest: pd.DataFrame
+    total: float
+
+
+def summarize(m: pd.DataFrame, job: ClassJob, total: float) -> ClassSummary:
+    """A summary of the measured classes `m` (the in-process side of `ClassSummary`)."""
+    least, most = m[["k", "distinct_l", "entropy_l"]].min(), m[["recursive_c", "t"]].max()
+    levels = {**least.to_dict(), **most.to_dict()}
+    fails = {
+        name: (int(bad.sum()), float(m.loc[bad, "k"].sum())) for name, bad in job.failing(m).items()
+    }
+    smallest = m.nsmallest(job.worst, ["k", "distinct_l"])
+    return ClassSummary(levels, fails, len(m), smallest, total)

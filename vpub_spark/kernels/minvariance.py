@@ -166,21 +166,7 @@ def assign_buckets(
     pool_of = pool_of.reshape(-1)
     pool_sub, pool_val = keys // width, keys % width
     rp_pool, rp_run, rp_k = _runs(pool_sub, pool_count, m, subs)
-    runs = int(rp_run.max()) + 1 if len(rp_run) else 0
-    words = (width + 63) // 64  # the signature of a run as a bit set of its values
-    bits = np.zeros((runs, words), dtype=np.uint64)
-    v = pool_val[rp_pool]
-    np.bitwise_or.at(
-        bits, (rp_run, v // 64), np.left_shift(np.uint64(1), (v % 64).astype(np.uint64))
-    )
-    run_sub = np.zeros(runs, dtype=np.int64)
-    run_sub[rp_run] = pool_sub[rp_pool]
-    key = np.concatenate([run_sub[:, None].astype(np.uint64), bits], axis=1)
-    run_bucket = (
-        np.unique(key, axis=0, return_inverse=True)[1].reshape(-1)
-        if runs
-        else np.zeros(0, dtype=np.int64)
-    )
+    run_bucket = _run_buckets(rp_pool, rp_run, pool_sub, pool_val, width)
     by = np.lexsort((rp_run, rp_pool))  # each pool's runs in round order
     rp_pool, rp_run, rp_k = rp_pool[by], rp_run[by], rp_k[by]
     pool_start = np.concatenate([[0], np.cumsum(pool_count)[:-1]])
@@ -191,9 +177,7 @@ def assign_buckets(
         else np.zeros(0, dtype=np.int64)
     )
     base = np.repeat(csum[block] - rp_k[block], np.diff(np.append(block, len(rp_pool))))
-    end = (
-        pool_start[rp_pool] + csum - base
-    )  # global sorted position where each (pool, run) share ends
+    end = pool_start[rp_pool] + csum - base  # sorted position where each (pool, run) share ends
     deal = np.random.default_rng(seed).random(n) if order_key is None else order_key
     order = np.lexsort((deal, pool_of))  # each pool, seeded
     j = np.searchsorted(end, np.arange(n), side="right")
@@ -205,6 +189,30 @@ def assign_buckets(
     bucket = np.full(n, -1, dtype=np.int64)
     bucket[order[ok]] = run_bucket[rp_run[j[ok]]]
     return bucket
+
+
+def _run_buckets(
+    rp_pool: np.ndarray,
+    rp_run: np.ndarray,
+    pool_sub: np.ndarray,
+    pool_val: np.ndarray,
+    width: int,
+) -> np.ndarray:
+    """Each run's bucket: runs with the same (sub-table, signature) share one, numbered
+    in that order; the signature is kept as a bit set of the run's values."""
+    runs = int(rp_run.max()) + 1 if len(rp_run) else 0
+    if not runs:
+        return np.zeros(0, dtype=np.int64)
+    words = (width + 63) // 64
+    bits = np.zeros((runs, words), dtype=np.uint64)
+    v = pool_val[rp_pool]
+    np.bitwise_or.at(
+        bits, (rp_run, v // 64), np.left_shift(np.uint64(1), (v % 64).astype(np.uint64))
+    )
+    run_sub = np.zeros(runs, dtype=np.int64)
+    run_sub[rp_run] = pool_sub[rp_pool]
+    key = np.concatenate([run_sub[:, None].astype(np.uint64), bits], axis=1)
+    return np.unique(key, axis=0, return_inverse=True)[1].reshape(-1)
 
 
 def signatures(bucket: np.ndarray, sensitive: np.ndarray) -> dict[int, tuple[int, ...]]:

@@ -61,7 +61,11 @@ def _nearest_cut(node: np.ndarray, value: np.ndarray, sensitive: np.ndarray, l: 
     np.add.at(total, sn, onehot)
     pos = np.arange(n) - start[sn]  # rows left of a cut placed before this row
     boundary = (pos > 0) & np.concatenate([[False], sv[1:] != sv[:-1]])
-    ok = boundary & (left.max(axis=1) * l <= pos) & ((total[sn] - left).max(axis=1) * l <= sizes[sn] - pos)  # fmt: skip
+    ok = (
+        boundary
+        & (left.max(axis=1) * l <= pos)
+        & ((total[sn] - left).max(axis=1) * l <= sizes[sn] - pos)
+    )
     far = np.iinfo(np.int64).max
     dist = np.where(ok, np.abs(2 * pos - sizes[sn]), far)
     best = np.full(len(sizes), far)

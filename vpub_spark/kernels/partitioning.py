@@ -237,24 +237,38 @@ def plan_chunks(counts: ShardCounts, l: int, chunk_rows: int) -> PartitionPlan:
         raise PrivacyError(f"chunk_rows must be >= 1, not {chunk_rows}")
     slack = _slack(counts, l)
     if (slack.sum(axis=0) < 0).any():
-        raise PrivacyError(f"the table is not {l}-eligible for every sensitive attribute; no chunking exists")  # fmt: skip
-    hist = np.concatenate(list(counts.values.values()), axis=1) if counts.values else np.zeros((SHARDS, 1))  # fmt: skip
+        raise PrivacyError(
+            f"the table is not {l}-eligible for every sensitive attribute; no chunking exists"
+        )
+    hist = (
+        np.concatenate(list(counts.values.values()), axis=1)
+        if counts.values
+        else np.zeros((SHARDS, 1))
+    )
     part = np.zeros(SHARDS, dtype=np.int64)
     ids = 0
     for lo, hi in _safe_ranges(counts.rows, hist, l, chunk_rows):
         big = counts.rows[lo:hi].sum() > FALLBACK * chunk_rows
-        sub = _level_cut(counts.rows[lo:hi], slack[lo:hi], chunk_rows) if big else np.zeros(hi - lo, dtype=np.int64)  # fmt: skip
+        sub = (
+            _level_cut(counts.rows[lo:hi], slack[lo:hi], chunk_rows)
+            if big
+            else np.zeros(hi - lo, dtype=np.int64)
+        )
         part[lo:hi] = sub + ids
         ids += int(sub.max()) + 1
     rows, eligible = _eligible(counts.rows, slack, part, ids)
     assert eligible, "a chunk is not eligible"
-    return PartitionPlan(part.astype(np.int32), rows, np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(np.int64))  # fmt: skip
+    return PartitionPlan(
+        part.astype(np.int32), rows, np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(np.int64)
+    )
 
 
 FALLBACK = 4  # a run this many times chunk_rows that the safe rule cannot cut is cut at a level
 
 
-def _safe_ranges(rows: np.ndarray, hist: np.ndarray, l: int, min_rows: int) -> list[tuple[int, int]]:  # fmt: skip
+def _safe_ranges(
+    rows: np.ndarray, hist: np.ndarray, l: int, min_rows: int
+) -> list[tuple[int, int]]:
     """Shard ranges cut top-down from the whole table: a range of m rows whose most
     frequent sensitive value (of any attribute) occurs c times is cut at row counts into
     the most runs (k <= m // (l c), m // min_rows) that each hold at least max(l c,
@@ -268,7 +282,14 @@ def _safe_ranges(rows: np.ndarray, hist: np.ndarray, l: int, min_rows: int) -> l
         lo, hi = todo.pop()
         m, c = int(cum[hi] - cum[lo]), int((chist[hi] - chist[lo]).max())
         need = max(l * c, min_rows, 1)
-        cuts = next((b for k in range(m // need, 1, -1) if len(b := _cut_at(cum, lo, hi, k)) > 2 and (np.diff(cum[b]) >= need).all()), None)  # fmt: skip
+        cuts = next(
+            (
+                b
+                for k in range(m // need, 1, -1)
+                if len(b := _cut_at(cum, lo, hi, k)) > 2 and (np.diff(cum[b]) >= need).all()
+            ),
+            None,
+        )
         if cuts is None:
             out.append((lo, hi))
         else:
@@ -309,7 +330,9 @@ def _runs(rows: np.ndarray, size: int) -> np.ndarray:
     return np.where(part == last, max(last - 1, 0), part) if last else part
 
 
-def _eligible(rows: np.ndarray, slack: np.ndarray, part: np.ndarray, p: int) -> tuple[np.ndarray, bool]:  # fmt: skip
+def _eligible(
+    rows: np.ndarray, slack: np.ndarray, part: np.ndarray, p: int
+) -> tuple[np.ndarray, bool]:
     """(rows per partition, whether every partition is l-eligible for every attribute)."""
     per = np.bincount(part, weights=rows, minlength=p).astype(np.int64)
     sums = np.zeros((p, slack.shape[1]))

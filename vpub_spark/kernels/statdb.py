@@ -36,7 +36,9 @@ class Query:
     sensitive: frozenset[int]
 
 
-def qi_mask(codes: Mapping[str, np.ndarray], ranges: Mapping[str, tuple[int, int]], n: int | None = None) -> np.ndarray:  # fmt: skip
+def qi_mask(
+    codes: Mapping[str, np.ndarray], ranges: Mapping[str, tuple[int, int]], n: int | None = None
+) -> np.ndarray:
     """Tuples meeting every QI predicate (`codes`: columns by attribute, a frame or a
     mapping of arrays; `n` rows, needed only when `ranges` is empty)."""
     ok = np.ones(len(codes[next(iter(codes))]) if n is None else n, dtype=bool)
@@ -88,7 +90,9 @@ class StaticAnatomy:
         return int(np.maximum(0, q + s - size).sum()), int(np.minimum(q, s).sum())
 
 
-def anatomy_interval(group: np.ndarray, sensitive: np.ndarray, qi_ok: np.ndarray, chosen: Iterable[int]) -> tuple[int, int]:  # fmt: skip
+def anatomy_interval(
+    group: np.ndarray, sensitive: np.ndarray, qi_ok: np.ndarray, chosen: Iterable[int]
+) -> tuple[int, int]:
     """004 Lemma 3: the result interval of a query on the anatomy of a partition
     (`group` per tuple), given which tuples meet the QI predicates."""
     _, g = np.unique(group, return_inverse=True)
@@ -108,7 +112,9 @@ def signature_buckets(bucket: np.ndarray, sensitive: np.ndarray) -> np.ndarray:
     cells = distinct(b.astype(np.int64) * width + sensitive)
     owner, value = cells // width, cells % width
     bits = np.zeros((int(b.max(initial=-1)) + 1, (width + 63) // 64), dtype=np.uint64)
-    np.bitwise_or.at(bits, (owner, value // 64), np.left_shift(np.uint64(1), (value % 64).astype(np.uint64)))  # fmt: skip
+    np.bitwise_or.at(
+        bits, (owner, value // 64), np.left_shift(np.uint64(1), (value % 64).astype(np.uint64))
+    )
     _, signature = np.unique(bits, axis=0, return_inverse=True)
     return signature.reshape(-1)[b]
 
@@ -168,7 +174,9 @@ class Cells:
         return np.bincount(self.cell_bucket[hit], minlength=len(self.k))
 
 
-def a_count(bucket: np.ndarray, sensitive: np.ndarray, qi_ok: np.ndarray, chosen: Iterable[int]) -> tuple[int, int]:  # fmt: skip
+def a_count(
+    bucket: np.ndarray, sensitive: np.ndarray, qi_ok: np.ndarray, chosen: Iterable[int]
+) -> tuple[int, int]:
     """004 Figure 3 over every bucket at once: the shortest result interval any
     decomposition of the bucketization gives (the sum of the buckets' a-intervals)."""
     return a_count_cells(Cells.of(bucket, sensitive), qi_ok, chosen)
@@ -229,12 +237,24 @@ class StaticGeneralization:
     st: SensitiveCounts
 
     @classmethod
-    def of(cls, group: np.ndarray, codes: Mapping[str, np.ndarray], attributes: Iterable[str], sensitive: np.ndarray) -> StaticGeneralization:  # fmt: skip
+    def of(
+        cls,
+        group: np.ndarray,
+        codes: Mapping[str, np.ndarray],
+        attributes: Iterable[str],
+        sensitive: np.ndarray,
+    ) -> StaticGeneralization:
         _, g = np.unique(group, return_inverse=True)
         g = g.reshape(-1)
-        frame = pd.DataFrame({a: np.asarray(codes[a]) for a in attributes}, index=g).groupby(level=0)  # fmt: skip
+        frame = pd.DataFrame({a: np.asarray(codes[a]) for a in attributes}, index=g).groupby(
+            level=0
+        )
         low, high = frame.min(), frame.max()
-        return cls({a: low[a].to_numpy() for a in low}, {a: high[a].to_numpy() for a in high}, SensitiveCounts.of(g, sensitive))  # fmt: skip
+        return cls(
+            {a: low[a].to_numpy() for a in low},
+            {a: high[a].to_numpy() for a in high},
+            SensitiveCounts.of(g, sensitive),
+        )
 
     def interval(self, query: Query) -> tuple[int, int]:
         """Lemma 2: groups whose box lies inside the query rectangle count for both
@@ -249,12 +269,16 @@ class StaticGeneralization:
         return int(s[inside].sum()), int(s[meets].sum())
 
 
-def generalized_interval(group: np.ndarray, codes: pd.DataFrame, query: Query, sensitive: np.ndarray) -> tuple[int, int]:  # fmt: skip
+def generalized_interval(
+    group: np.ndarray, codes: pd.DataFrame, query: Query, sensitive: np.ndarray
+) -> tuple[int, int]:
     """004 Lemma 2 for the MBR-generalization of a partition (`group` per tuple)."""
     return StaticGeneralization.of(group, codes, query.ranges, sensitive).interval(query)
 
 
-def _patterns(codes: Mapping[str, np.ndarray], ranges: Mapping[str, tuple[int, int]], n: int) -> np.ndarray:  # fmt: skip
+def _patterns(
+    codes: Mapping[str, np.ndarray], ranges: Mapping[str, tuple[int, int]], n: int
+) -> np.ndarray:
     """Per tuple, its place against the query rectangle: the base-3 number whose i-th
     digit is 0 (inside), 1 (below) or 2 (above) on the i-th constrained attribute."""
     kind = np.dtype(np.uint16 if 3 ** len(ranges) <= 1 << 16 else np.int64)
@@ -266,7 +290,7 @@ def _patterns(codes: Mapping[str, np.ndarray], ranges: Mapping[str, tuple[int, i
     return pattern
 
 
-def _pattern_counts(cells: Cells, pattern: np.ndarray, lam: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def _pattern_counts(cells: Cells, pattern: np.ndarray, lam: int) -> tuple[np.ndarray, np.ndarray]:
     """(the patterns present, their tuples per cell: one row per pattern). Few
     patterns on tuples laid out cell by cell: one segmented sum per pattern."""
     if cells.runs is not None and 3**lam <= 9:
@@ -283,7 +307,9 @@ def _pattern_counts(cells: Cells, pattern: np.ndarray, lam: int) -> tuple[np.nda
     return present, flat.reshape(len(present), width)
 
 
-def g_count(bucket: np.ndarray, sensitive: np.ndarray, codes: Mapping[str, np.ndarray], query: Query) -> tuple[int, int]:  # fmt: skip
+def g_count(
+    bucket: np.ndarray, sensitive: np.ndarray, codes: Mapping[str, np.ndarray], query: Query
+) -> tuple[int, int]:
     """004 Figure 6 over every bucket at once: the interval of a phantom decomposition.
     n_1 = the yield of the tuples inside the query rectangle (type-1 groups; the yield
     of a set, 004 §7.3, is the least count of a signature value in it); then each of
@@ -297,7 +323,7 @@ def g_count(bucket: np.ndarray, sensitive: np.ndarray, codes: Mapping[str, np.nd
     return g_count_cells(Cells.of(bucket, sensitive), codes, query)
 
 
-def g_count_cells(cells: Cells, codes: Mapping[str, np.ndarray], query: Query) -> tuple[int, int]:  # fmt: skip
+def g_count_cells(cells: Cells, codes: Mapping[str, np.ndarray], query: Query) -> tuple[int, int]:
     """`g_count` on precomputed cells (what a store answers queries with)."""
     lam = len(query.ranges)
     present, left = _pattern_counts(cells, _patterns(codes, query.ranges, len(cells.cell)), lam)
@@ -340,7 +366,9 @@ def perturb(sensitive: np.ndarray, p: float, domain: int, seed: int) -> np.ndarr
 Z80 = 1.2815515655446004  # the standard normal's 90% quantile: a two-sided 80% interval
 
 
-def perturbed_interval(qi_ok: np.ndarray, perturbed: np.ndarray, chosen: Iterable[int], p: float, domain: int) -> tuple[float, float]:  # fmt: skip
+def perturbed_interval(
+    qi_ok: np.ndarray, perturbed: np.ndarray, chosen: Iterable[int], p: float, domain: int
+) -> tuple[float, float]:
     """ALGORITHMS.md §3 (Agrawal, Srikant, Thomas): with n tuples meeting the QI
     predicates, y of them with a perturbed value in V and b = |V| / |A^s|, the unbiased
     estimate is x = (y - (1 - p) b n) / p. A tuple counted in x shows a value in V with

@@ -113,7 +113,9 @@ def _groups_of_buckets(bucket: np.ndarray, sensitive: np.ndarray, key: np.ndarra
     return np.where(ok, offset[np.maximum(bucket, 0)] + rank, -1)
 
 
-def _cyclic_candidates(group: np.ndarray, sensitive: np.ndarray, l: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def _cyclic_candidates(
+    group: np.ndarray, sensitive: np.ndarray, l: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Each member of a group of l distinct values maps, for u = 1..l-1, to the member
     u places after it (by value): 003 Definition 1's bijections inside the group.
     Returns (candidates per row, the members of every group: one row per group id)."""
@@ -126,7 +128,14 @@ def _cyclic_candidates(group: np.ndarray, sensitive: np.ndarray, l: int) -> tupl
     return cand, members
 
 
-def _append(group: np.ndarray, sensitive: np.ndarray, cand: np.ndarray, members: np.ndarray, left: np.ndarray, choose) -> None:  # fmt: skip
+def _append(
+    group: np.ndarray,
+    sensitive: np.ndarray,
+    cand: np.ndarray,
+    members: np.ndarray,
+    left: np.ndarray,
+    choose,
+) -> None:
     """Leftover rows, one at a time, join a compatible group (no row of their value)
     chosen by `choose(leftover, compatible groups)`; their candidates are l - 1 of the
     group's first members (all of other values)."""
@@ -148,7 +157,13 @@ def _priority(n: int, seed: int, priority: np.ndarray | None, canon: np.ndarray)
     return np.asarray(priority)[canon]
 
 
-def rda(codes: pd.DataFrame, sensitive: np.ndarray, l: int, seed: int, priority: np.ndarray | None = None) -> Streamlined:  # fmt: skip
+def rda(
+    codes: pd.DataFrame,
+    sensitive: np.ndarray,
+    l: int,
+    seed: int,
+    priority: np.ndarray | None = None,
+) -> Streamlined:
     """003 Table 6 (see the module docstring). The random choices: each color's tuples
     are taken in priority order, and a leftover joins, among the compatible groups of
     least size, the one holding the least priority."""
@@ -180,7 +195,9 @@ def _restore(canon: np.ndarray, group: np.ndarray, cand: np.ndarray) -> Streamli
     return Streamlined(out_group, out_cand)
 
 
-def weighted_rank(codes: pd.DataFrame, sizes: Mapping[str, int], weights: Mapping[str, int] | None = None) -> np.ndarray:  # fmt: skip
+def weighted_rank(
+    codes: pd.DataFrame, sizes: Mapping[str, int], weights: Mapping[str, int] | None = None
+) -> np.ndarray:
     """003 §3.3: wr = sum_A weight_A * rank_A (rank = code + 1). Default weights: the
     attributes in increasing domain size, each weighing the product of the later sizes."""
     attrs = list(codes.columns)
@@ -220,7 +237,16 @@ def _segments(s: np.ndarray, l: int, segment: int) -> np.ndarray:
         seg = (np.cumsum(k) - k)[seg] + block * k[seg] // np.maximum(blocks[seg], 1)
 
 
-def gda(codes: pd.DataFrame, sensitive: np.ndarray, l: int, seed: int, sizes: Mapping[str, int], weights: Mapping[str, int] | None = None, segment: int | None = None, priority: np.ndarray | None = None) -> Streamlined:  # fmt: skip
+def gda(
+    codes: pd.DataFrame,
+    sensitive: np.ndarray,
+    l: int,
+    seed: int,
+    sizes: Mapping[str, int],
+    weights: Mapping[str, int] | None = None,
+    segment: int | None = None,
+    priority: np.ndarray | None = None,
+) -> Streamlined:
     """003 Table 7 (see the module docstring); runs of `segment` * 2^k rows (default
     segment: 8 l)."""
     check_l(sensitive, l)
@@ -303,13 +329,33 @@ def _ria_color(v, members, values, l, rng) -> np.ndarray:
     return picks[rng.permutation(n_v)]
 
 
-def streamline(algorithm: str, codes: pd.DataFrame, sensitive: np.ndarray, l: int, seed: int, sizes: Mapping[str, int], weights: Mapping[str, int] | None = None, segment: int | None = None) -> Streamlined:  # fmt: skip
+def streamline(
+    algorithm: str,
+    codes: pd.DataFrame,
+    sensitive: np.ndarray,
+    l: int,
+    seed: int,
+    sizes: Mapping[str, int],
+    weights: Mapping[str, int] | None = None,
+    segment: int | None = None,
+) -> Streamlined:
     """One of ALGORITHMS by name (`sizes`, `weights` and `segment` matter to GDA only)."""
-    if algorithm == "gda":
-        return gda(codes, sensitive, l, seed, sizes, weights, segment)
-    if algorithm not in ALGORITHMS:
+    run = _BY_NAME.get(algorithm)
+    if run is None:
         raise SpecError(f"algorithm must be one of {', '.join(ALGORITHMS)}, not {algorithm!r}")
-    return (rda if algorithm == "rda" else ria)(codes, sensitive, l, seed)
+    return run(codes, sensitive, l, seed, sizes, weights, segment)
+
+
+_BY_NAME = {
+    "rda": lambda codes, sensitive, l, seed, sizes, weights, segment: rda(
+        codes, sensitive, l, seed
+    ),
+    "gda": gda,
+    "ria": lambda codes, sensitive, l, seed, sizes, weights, segment: ria(
+        codes, sensitive, l, seed
+    ),
+}
+assert tuple(_BY_NAME) == ALGORITHMS
 
 
 def minimal_self_contained(candidates: np.ndarray) -> np.ndarray:

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..config import PublishConfig
+from ..config import ANONYMIZERS, PublishConfig
 from ..encoding import Dictionary, write_decoded
 from ..engines.base import Engine, LoadedTable
 from ..gnf import check_gnf
@@ -83,7 +83,15 @@ class AnatomyJob:
             seed = partition_seed(self.seed, i, part)
             if t.generalized:
                 groups = self.generalize(frame, t, seed, part)
-                rows.append({"table": t.name, "part": part, "rows": len(frame), "groups": groups, "task": task})  # fmt: skip
+                rows.append(
+                    {
+                        "table": t.name,
+                        "part": part,
+                        "rows": len(frame),
+                        "groups": groups,
+                        "task": task,
+                    }
+                )
                 continue
             qit, st = anatomize(
                 frame[list(t.attributes)],
@@ -117,7 +125,17 @@ class AnatomyJob:
         codes, s = canon[qi], canon[t.sensitive].to_numpy(dtype=np.int64)
         sizes = {a: self.dictionaries[a].size for a in qi}
         group = streamline(self.anonymizer, codes, s, self.l, seed, sizes).group
-        return write_generalized(self.stage, t.name, codes, t.sensitive, s, group, self.first_group[part], self.dictionaries, part)  # fmt: skip
+        return write_generalized(
+            self.stage,
+            t.name,
+            codes,
+            t.sensitive,
+            s,
+            group,
+            self.first_group[part],
+            self.dictionaries,
+            part,
+        )
 
 
 def hashed_columns(design: Design, loaded: LoadedTable) -> tuple[str, ...]:
@@ -128,7 +146,13 @@ def hashed_columns(design: Design, loaded: LoadedTable) -> tuple[str, ...]:
     return tuple(a for a in loaded.names if a not in sensitive)
 
 
-def entries(stage: Path, tables, rows: int, summary: pd.DataFrame | None, dictionaries: Mapping[str, Dictionary] | None = None) -> list[dict]:  # fmt: skip
+def entries(
+    stage: Path,
+    tables,
+    rows: int,
+    summary: pd.DataFrame | None,
+    dictionaries: Mapping[str, Dictionary] | None = None,
+) -> list[dict]:
     """The manifest entries of a rule-based schema's tables (groups from the summary;
     a generalized table lists its QI domains, the ruler its boxes are read with)."""
     out = []
@@ -137,12 +161,23 @@ def entries(stage: Path, tables, rows: int, summary: pd.DataFrame | None, dictio
         if t.kind != "projection" and summary is not None:
             extra["groups"] = int(summary.loc[summary["table"] == t.name, "groups"].sum())
         if t.kind == "generalized" and dictionaries is not None:
-            extra["domains"] = {a: list(dictionaries[a].labels) for a in t.attributes if a != t.sensitive}  # fmt: skip
+            extra["domains"] = {
+                a: list(dictionaries[a].labels) for a in t.attributes if a != t.sensitive
+            }
         sensitive = t.sensitive_set if t.sensitive_set else t.sensitive
         out.append(
-            table_entry(stage, name=t.name, kind=t.kind, parts=table_kind(t.kind).parts, attributes=t.attributes,
-                        sensitive=sensitive, enforces=t.enforces, rows=rows, **extra)
-        )  # fmt: skip
+            table_entry(
+                stage,
+                name=t.name,
+                kind=t.kind,
+                parts=table_kind(t.kind).parts,
+                attributes=t.attributes,
+                sensitive=sensitive,
+                enforces=t.enforces,
+                rows=rows,
+                **extra,
+            )
+        )
     return out
 
 
@@ -151,6 +186,8 @@ class AnatomyMethod(RuleBased):
     """`uad`, `gd`, `single_attribute` (000 Algorithms 1-2 and the single-attribute baseline)."""
 
     name: str
+    anonymizers = ANONYMIZERS  # anatomy, or generalized by a streamliner (rda, gda)
+    suppresses = True
     plan_step = "plan partitions"
     run_step = "anonymize and write"
 
@@ -166,7 +203,7 @@ class AnatomyMethod(RuleBased):
         d = rule_design(cfg, engine, loaded)
         if cfg.anonymizer == "anatomy":
             return d
-        tables = tuple(replace(t, generalized=True) if t.kind == "anatomy" else t for t in d.tables)  # fmt: skip
+        tables = tuple(replace(t, generalized=True) if t.kind == "anatomy" else t for t in d.tables)
         gnf = check_gnf(Schema(tables), d.rules)
         verdicts = {"ok": gnf.ok, "verdicts": [v.as_dict() for v in gnf.verdicts]}
         return replace(d, tables=tables, gnf=verdicts)
@@ -176,9 +213,15 @@ class AnatomyMethod(RuleBased):
             return None
         first = tuple(int(g) for g in plan.partitions.first_group)
         return AnatomyJob(
-            str(stage), design.tables, cfg.l, cfg.secret_seed, first, dict(loaded.dictionaries), cfg.anonymizer,
+            str(stage),
+            design.tables,
+            cfg.l,
+            cfg.secret_seed,
+            first,
+            dict(loaded.dictionaries),
+            cfg.anonymizer,
             hashed_columns(design, loaded),
-        )  # fmt: skip
+        )
 
     def table_entries(self, stage, design, loaded, summary) -> list[dict]:
         return entries(stage, design.tables, loaded.rows, summary, loaded.dictionaries)

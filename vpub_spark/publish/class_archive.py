@@ -23,8 +23,7 @@ from pathlib import Path
 import pyarrow.csv as pv
 import pyarrow.parquet as pq
 
-from ..engines import make_engine
-from ..engines.spark.session import SparkSettings, class_archive, get_session
+from ..engines import class_archive_path, make_engine, run_archiving
 from ..errors import StorageError, VpubError
 
 ROWS = 20_000  # enough rows for every job of a publish, few enough to take seconds
@@ -33,13 +32,15 @@ ROWS = 20_000  # enough rows for every job of a publish, few enough to take seco
 def build_archive(force: bool = False) -> tuple[Path, float]:
     """The archive for this Java and this Spark, built unless it exists (or `force`); its
     path and the seconds the build took (0.0: it existed)."""
-    target = class_archive()
+    target = class_archive_path()
     if target.is_file() and not force:
         return target, 0.0
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise StorageError(f"cannot write the class-data archive under {target.parent} ({e.strerror or e}); set VPUB_CACHE to a writable directory") from None  # fmt: skip
+        raise StorageError(
+            f"cannot write the class-data archive under {target.parent} ({e.strerror or e}); set VPUB_CACHE to a writable directory"
+        ) from None
     tmp = target.parent / f".{target.name}.{os.getpid()}.tmp"
     t0 = time.perf_counter()
     try:
@@ -48,7 +49,9 @@ def build_archive(force: bool = False) -> tuple[Path, float]:
         )
         if done.returncode != 0 or not tmp.is_file():
             last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            raise VpubError(f"the class-data archive was not written (exit {done.returncode}): {last}")  # fmt: skip
+            raise VpubError(
+                f"the class-data archive was not written (exit {done.returncode}): {last}"
+            )
         tmp.replace(target)
     finally:
         tmp.unlink(missing_ok=True)
@@ -79,9 +82,15 @@ def _workload(tmp: Path) -> None:
     result = None
     for data in _inputs(tmp):
         cfg = PublishConfig(
-            input_path=str(data), privacy=PrivacySpec("l-diversity", 4), rules=RandomRules(3, 2, 1),
-            method="uad", engine="spark", output_path=str(tmp / "releases"), release_id=data.name, seed=1,
-        )  # fmt: skip
+            input_path=str(data),
+            privacy=PrivacySpec("l-diversity", 4),
+            rules=RandomRules(3, 2, 1),
+            method="uad",
+            engine="spark",
+            output_path=str(tmp / "releases"),
+            release_id=data.name,
+            seed=1,
+        )
         result = publish(cfg, engine)
     assert result is not None
     if not audit_release(result.path, engine=engine, distributed=True).passed:
@@ -89,17 +98,9 @@ def _workload(tmp: Path) -> None:
 
 
 def main(out: str) -> int:
-    """In the child: start Spark with the archive to write at exit, run the workload,
-    then close the JVM's input so it exits (and writes the archive) before we return."""
-    from pyspark import SparkContext
-
-    spark = get_session(SparkSettings(), dump_archive=Path(out))
+    """In the child: Spark with the archive to write at exit, the workload, the exit."""
     with tempfile.TemporaryDirectory(prefix="vpub-archive-") as tmp:
-        _workload(Path(tmp))
-    proc = SparkContext._gateway.proc  # type: ignore[union-attr]
-    spark.stop()
-    proc.stdin.close()  # Spark's gateway exits on end of input
-    return proc.wait(timeout=900)
+        return run_archiving(Path(out), lambda: _workload(Path(tmp)))
 
 
 if __name__ == "__main__":

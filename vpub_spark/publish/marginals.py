@@ -36,15 +36,16 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from ..encoding import Dictionary, write_decoded
+from ..engines.base import LoadedTable
 from ..errors import SpecError
 from ..kernels.minvariance import bucketize, check_m_eligible_counts, decompose, partition
 from ..kernels.mondrian import mondrian
 from ..kernels.partitioning import QiShards, combine_counts, partition_seed, plan_chunks
+from ..lake.commit import Steps, audit_and_commit, exclusive, staged_directory, staged_release
+from ..lake.objectstore import mirrored
 from ..model import PublishedTable, Rule
-from ..release.commit import Steps, audit_and_commit, exclusive, staged_directory, staged_release
 from ..release.layout import COUNT, GROUP, SIZE, part_file, part_location, release_target
 from ..release.manifest import header, seal, table_entry
-from ..release.objectstore import mirrored
 from ..release.store import (
     BUCKET,
     BUCKETS,
@@ -90,8 +91,19 @@ def canonical(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.sort_values(list(frame.columns), kind="stable").reset_index(drop=True)
 
 
-def write_marginal(stage: str | Path, groups_dir: str | Path, table: str, codes: pd.DataFrame, sensitive: str, s: np.ndarray,
-                   group: np.ndarray, first: int, rows: np.ndarray, dictionaries: Mapping[str, Dictionary], part: int) -> int:  # fmt: skip
+def write_marginal(
+    stage: str | Path,
+    groups_dir: str | Path,
+    table: str,
+    codes: pd.DataFrame,
+    sensitive: str,
+    s: np.ndarray,
+    group: np.ndarray,
+    first: int,
+    rows: np.ndarray,
+    dictionaries: Mapping[str, Dictionary],
+    part: int,
+) -> int:
     """Write one part of one marginal: `groups` (boxes, size) and `st` in the release,
     the tuple-to-group links in the store. Group ids are `first` + the local group."""
     n = write_generalized(stage, table, codes, sensitive, s, group, first, dictionaries, part)
@@ -100,8 +112,17 @@ def write_marginal(stage: str | Path, groups_dir: str | Path, table: str, codes:
     return n
 
 
-def write_generalized(stage: str | Path, table: str, codes: pd.DataFrame, sensitive: str, s: np.ndarray,
-                      group: np.ndarray, first: int, dictionaries: Mapping[str, Dictionary], part: int) -> int:  # fmt: skip
+def write_generalized(
+    stage: str | Path,
+    table: str,
+    codes: pd.DataFrame,
+    sensitive: str,
+    s: np.ndarray,
+    group: np.ndarray,
+    first: int,
+    dictionaries: Mapping[str, Dictionary],
+    part: int,
+) -> int:
     """Write one part of a generalized table (each group's MBR, DESIGN.md §4): `groups`
     (boxes, size) and `st`; group ids are `first` + the local group. Returns the groups."""
     gid = first + group.astype(np.int64)
@@ -131,7 +152,16 @@ def write_generalized(stage: str | Path, table: str, codes: pd.DataFrame, sensit
     return len(groups)
 
 
-def subtables(codes: pd.DataFrame, s: np.ndarray, m: int, extents, seed: int, tries: int, blocks: int, how: str):  # fmt: skip
+def subtables(
+    codes: pd.DataFrame,
+    s: np.ndarray,
+    m: int,
+    extents,
+    seed: int,
+    tries: int,
+    blocks: int,
+    how: str,
+):
     """The partitioning step's m-eligible sub-tables (README: why 002's error was not reproduced):
     `mondrian` (the default) cuts the widest attribute at the median, or where that
     breaks m-eligibility at the allowed value boundary nearest the middle
@@ -145,10 +175,25 @@ def subtables(codes: pd.DataFrame, s: np.ndarray, m: int, extents, seed: int, tr
     return start if how == "ncp" else mondrian(codes, extents, s, l=m, start=start, flexible=True)
 
 
-def bucketize_chunk(frame: pd.DataFrame, qi, sensitive: str, m: int, extents, seed: int, part: int, tries: int, blocks: int, partitioning: str = "mondrian"):  # fmt: skip
+def bucketize_chunk(
+    frame: pd.DataFrame,
+    qi,
+    sensitive: str,
+    m: int,
+    extents,
+    seed: int,
+    part: int,
+    tries: int,
+    blocks: int,
+    partitioning: str = "mondrian",
+):
     """One chunk's rows in canonical order, their sub-tables and buckets (seeded by part)."""
     canon = canonical(frame[[*qi, sensitive]])
-    codes, s, seed = canon[list(qi)], canon[sensitive].to_numpy(dtype=np.int64), partition_seed(seed, 0, part)  # fmt: skip
+    codes, s, seed = (
+        canon[list(qi)],
+        canon[sensitive].to_numpy(dtype=np.int64),
+        partition_seed(seed, 0, part),
+    )
     sub = subtables(codes, s, m, extents, seed, tries, blocks, partitioning)
     return (canon, *bucketize(codes, s, m, extents, seed, sub=sub))
 
@@ -193,12 +238,55 @@ class MarginalsJob:
 
     summary_schema = summary_schema(SUMMARY_COLUMNS)
 
+    @classmethod
+    def store_only(
+        cls,
+        store: str,
+        qi: tuple[str, ...],
+        sensitive: str,
+        m: int,
+        seed: int,
+        blocks: int,
+        first_id: tuple[int, ...],
+        loaded: LoadedTable,
+        sharding: QiShards,
+    ) -> MarginalsJob:
+        """The job that only bucketizes into the store (vpub statdb build): no release,
+        no marginal, the chunk's rows as they come (no partitioning into groups)."""
+        return cls(
+            "",
+            store,
+            "",
+            qi,
+            sensitive,
+            m,
+            seed,
+            0,
+            blocks,
+            (),
+            first_id,
+            dict(loaded.dictionaries),
+            sharding,
+            "none",
+        )
+
     def shards(self, frame: pd.DataFrame) -> np.ndarray:
         return self.sharding.of(frame)
 
     def run(self, frame: pd.DataFrame, part: int, task: int = -1) -> pd.DataFrame:
         extents = {a: self.dictionaries[a].size - 1 for a in self.qi}
-        canon, sub, bucket = bucketize_chunk(frame, self.qi, self.sensitive, self.m, extents, self.seed, part, self.tries, self.blocks, self.partitioning)  # fmt: skip
+        canon, sub, bucket = bucketize_chunk(
+            frame,
+            self.qi,
+            self.sensitive,
+            self.m,
+            extents,
+            self.seed,
+            part,
+            self.tries,
+            self.blocks,
+            self.partitioning,
+        )
         codes, s = canon[list(self.qi)], canon[self.sensitive].to_numpy(dtype=np.int64)
         first = self.first_id[part]
         rows = first + np.arange(len(canon), dtype=np.int64)
@@ -261,14 +349,29 @@ def marginal_rules(marginals, sensitive: str) -> tuple[Rule, ...]:
     return tuple(Rule(frozenset(mg.attributes), sensitive) for mg in marginals)
 
 
-def marginal_entry(stage: Path, mg: Marginal, sensitive: str, index: int, rows: int, groups: int, dictionaries: Mapping[str, Dictionary]) -> dict:  # fmt: skip
+def marginal_entry(
+    stage: Path,
+    mg: Marginal,
+    sensitive: str,
+    index: int,
+    rows: int,
+    groups: int,
+    dictionaries: Mapping[str, Dictionary],
+) -> dict:
     """A generalized table's entry; `domains` lists each QI attribute's labels in order
     (a box's share of a query range counts domain points: readers need the ruler)."""
     return table_entry(
-        stage, name=mg.name, kind="generalized", parts=("groups", "st"), attributes=[*mg.attributes, sensitive],
-        sensitive=sensitive, enforces=[index], rows=rows, groups=groups,
+        stage,
+        name=mg.name,
+        kind="generalized",
+        parts=("groups", "st"),
+        attributes=[*mg.attributes, sensitive],
+        sensitive=sensitive,
+        enforces=[index],
+        rows=rows,
+        groups=groups,
         domains={a: list(dictionaries[a].labels) for a in mg.attributes},
-    )  # fmt: skip
+    )
 
 
 @dataclass(frozen=True)
@@ -309,6 +412,10 @@ class MarginalsMethod:
     privacy_model: str = "m-invariance"
     needs_rules: bool = False
     section: str | None = "marginals"
+    generalizes: bool = True
+    anonymizers: tuple[str, ...] = ("anatomy",)
+    suppresses: bool = False
+    also_models: bool = True
     design_step: str = "check the marginals"
     plan_step: str = "plan chunks"
     run_step: str = "bucketize, decompose and write"
@@ -341,32 +448,61 @@ class MarginalsMethod:
     def plan(self, cfg, engine, loaded, design) -> Plan:
         s, qi = cfg.marginals, design.detail.qi
         sharding, counts, plan = plan_marginal_chunks(
-            lambda sh: engine.shard_counts(loaded, [s.sensitive], sh), sizes_of(loaded), qi, s.sensitive,
-            cfg.privacy.m, s.chunk_rows,
-        )  # fmt: skip
+            lambda sh: engine.shard_counts(loaded, [s.sensitive], sh),
+            sizes_of(loaded),
+            qi,
+            s.sensitive,
+            cfg.privacy.m,
+            s.chunk_rows,
+        )
         return Plan(counts, plan, sharding)
 
     def job(self, cfg, loaded, design, plan, stage, store) -> MarginalsJob:
         s, chosen = cfg.marginals, design.detail
         first = tuple(int(x) for x in plan.partitions.first_group)
         return MarginalsJob(
-            str(stage), str(store), cfg.release_id, chosen.qi, s.sensitive, cfg.privacy.m, cfg.secret_seed, s.tries,
-            s.blocks, chosen.marginals, first, dict(loaded.dictionaries), plan.detail, s.partitioning,
-        )  # fmt: skip
+            str(stage),
+            str(store),
+            cfg.release_id,
+            chosen.qi,
+            s.sensitive,
+            cfg.privacy.m,
+            cfg.secret_seed,
+            s.tries,
+            s.blocks,
+            chosen.marginals,
+            first,
+            dict(loaded.dictionaries),
+            plan.detail,
+            s.partitioning,
+        )
 
     def table_entries(self, stage, design, loaded, summary) -> list[dict]:
         s = design.tables[0].sensitive
         return [
-            marginal_entry(stage, mg, s, i, loaded.rows, int(summary.loc[summary["table"] == mg.name, "groups"].sum()), loaded.dictionaries)
+            marginal_entry(
+                stage,
+                mg,
+                s,
+                i,
+                loaded.rows,
+                int(summary.loc[summary["table"] == mg.name, "groups"].sum()),
+                loaded.dictionaries,
+            )
             for i, mg in enumerate(design.detail.marginals)
-        ]  # fmt: skip
+        ]
 
     def cost(self, cfg, design, plan, summary) -> dict:
         s, one = cfg.marginals, summary.drop_duplicates("part")
         return {
-            "chunks": plan.partitions.parts, "chunk_rows": s.chunk_rows, "subtables": int(one["subtables"].sum()),
-            "buckets": int(one["buckets"].sum()), "partitioning": s.partitioning, "tries": s.tries, "blocks": s.blocks,
-        }  # fmt: skip
+            "chunks": plan.partitions.parts,
+            "chunk_rows": s.chunk_rows,
+            "subtables": int(one["subtables"].sum()),
+            "buckets": int(one["buckets"].sum()),
+            "partitioning": s.partitioning,
+            "tries": s.tries,
+            "blocks": s.blocks,
+        }
 
     def store(self, cfg) -> str | Path:
         """The private store (local, or an `s3://` URI): never inside the output, never an
@@ -381,18 +517,38 @@ class MarginalsMethod:
         SHA-256, signed with the release's `sign_key`."""
         s, chosen = cfg.marginals, design.detail
         published = [
-            {"release_id": manifest["release_id"], "release": release_location(target), "table": mg.name, "attributes": list(mg.attributes)}
+            {
+                "release_id": manifest["release_id"],
+                "release": release_location(target),
+                "table": mg.name,
+                "attributes": list(mg.attributes),
+            }
             for mg in chosen.marginals
-        ]  # fmt: skip
-        write_store(store, {
-            "format": STORE_FORMAT, "store_id": design.store_id, "m": cfg.privacy.m, "seed": cfg.secret_seed,
-            "qi": list(chosen.qi), "sensitive": s.sensitive, "domains": {a: list(loaded.dictionaries[a].labels) for a in [*chosen.qi, s.sensitive]},
-            "source": manifest["source"], "published": published, "files": file_digests(store),
-        }, cfg.sign_key)  # fmt: skip
+        ]
+        write_store(
+            store,
+            {
+                "format": STORE_FORMAT,
+                "store_id": design.store_id,
+                "m": cfg.privacy.m,
+                "seed": cfg.secret_seed,
+                "qi": list(chosen.qi),
+                "sensitive": s.sensitive,
+                "domains": {
+                    a: list(loaded.dictionaries[a].labels) for a in [*chosen.qi, s.sensitive]
+                },
+                "source": manifest["source"],
+                "published": published,
+                "files": file_digests(store),
+            },
+            cfg.sign_key,
+        )
         restrict(store)
 
 
-def _decompose_store(state: Path, mg: Marginal, sensitive: str, qi, dictionaries, stage: Path, links: str | Path) -> int:  # fmt: skip
+def _decompose_store(
+    state: Path, mg: Marginal, sensitive: str, qi, dictionaries, stage: Path, links: str | Path
+) -> int:
     """Every stored bucket file decomposed for `mg` and written; the number of groups."""
     extents = {a: dictionaries[a].size - 1 for a in qi}
     groups = 0
@@ -402,7 +558,19 @@ def _decompose_store(state: Path, mg: Marginal, sensitive: str, qi, dictionaries
         first = int(b[ROW].iloc[0]) if len(b) else 0
         bucket = b[BUCKET].to_numpy(dtype=np.int64) - int(b[BUCKET].min())
         g = decompose(codes, s, bucket, extents)
-        groups += write_marginal(stage, links, mg.name, codes, sensitive, b[sensitive].to_numpy(), g, first, b[ROW].to_numpy(), dictionaries, p)  # fmt: skip
+        groups += write_marginal(
+            stage,
+            links,
+            mg.name,
+            codes,
+            sensitive,
+            b[sensitive].to_numpy(),
+            g,
+            first,
+            b[ROW].to_numpy(),
+            dictionaries,
+            p,
+        )
     return groups
 
 
@@ -428,7 +596,9 @@ def add_marginal(
         return _add(Path(state), *args)
 
 
-def _add(state: Path, attributes, output, release_id, overwrite, step: Steps, wait_s, sign_key) -> PublishResult:  # fmt: skip
+def _add(
+    state: Path, attributes, output, release_id, overwrite, step: Steps, wait_s, sign_key
+) -> PublishResult:
     meta = verified_for_update(
         state, sign_key
     )  # nothing is published from, or sealed into, a damaged store
@@ -450,17 +620,29 @@ def _add(state: Path, attributes, output, release_id, overwrite, step: Steps, wa
             "release_id": release_id,
         }
         manifest = header(
-            release_id=release_id, engine="inprocess", source=meta["source"],
-            privacy={"model": "m-invariance", "m": meta["m"]}, rules=[r.as_dict() for r in marginal_rules([mg], sensitive)],
-            method="marginals", method_cost={"added_from_store": True}, partitions=len(bucket_files(state)),
-            gnf=GNF_NOTE, config=cfg, store_id=meta["store_id"],
-        )  # fmt: skip
+            release_id=release_id,
+            engine="inprocess",
+            source=meta["source"],
+            privacy={"model": "m-invariance", "m": meta["m"]},
+            rules=[r.as_dict() for r in marginal_rules([mg], sensitive)],
+            method="marginals",
+            method_cost={"added_from_store": True},
+            partitions=len(bucket_files(state)),
+            gnf=GNF_NOTE,
+            config=cfg,
+            store_id=meta["store_id"],
+        )
         rows = int(meta["source"]["rows"])
         manifest["tables"] = [marginal_entry(stage, mg, sensitive, 0, rows, groups, dictionaries)]
         seal(manifest, int(meta["seed"]))
         report = audit_and_commit(stage, manifest, step, sign_key)
     meta = read_store(state)
-    published = {"release_id": release_id, "release": release_location(target), "table": mg.name, "attributes": list(mg.attributes)}  # fmt: skip
+    published = {
+        "release_id": release_id,
+        "release": release_location(target),
+        "table": mg.name,
+        "attributes": list(mg.attributes),
+    }
     meta["published"].append(published)
     new = f"{GROUPS}/{release_id}/{mg.name}/"  # only the new links are sealed: an earlier edit stays detected
     kept = {f: d for f, d in meta["files"].items() if not f.startswith(new)}

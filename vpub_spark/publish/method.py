@@ -18,7 +18,7 @@ A method is a small object with
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -30,9 +30,18 @@ from ..engines.base import Engine, LoadedTable, PartitionJob
 from ..kernels.partitioning import PartitionPlan, ShardCounts
 from ..model import PublishedTable, Rule
 from ..release.layout import public_path
-from ..release.secret import keyed
+from ..release.secret import draw_seed, keyed, read_seed_file
 from ..rules import check_eligibility, ineligibility, parse_rules, random_rules, reduce_rules
 from ..tablespec import table_spec_to_dict
+
+
+def with_secret_seed(cfg: PublishConfig) -> PublishConfig:
+    """The config with its seed fixed: given, read from `seed_file`, or drawn
+    (release/secret.py); the config itself only names them."""
+    if cfg.seed is not None:
+        return cfg
+    seed = read_seed_file(cfg.seed_file) if cfg.seed_file else draw_seed()
+    return replace(cfg, seed=seed, seed_file=None)
 
 
 @dataclass(frozen=True)
@@ -84,6 +93,26 @@ class Method(Protocol):
     @property
     def section(self) -> str | None:
         """The config section the method needs (`marginals`), if any."""
+        ...
+
+    @property
+    def generalizes(self) -> bool:
+        """It publishes generalized groups (boxes of QI values) whatever the anonymizer."""
+        ...
+
+    @property
+    def anonymizers(self) -> tuple[str, ...]:
+        """The `anonymizer` values it takes (how a rule's sub-table is anonymized)."""
+        ...
+
+    @property
+    def suppresses(self) -> bool:
+        """It honours `privacy.suppression` (suppressing rows to make rules eligible)."""
+        ...
+
+    @property
+    def also_models(self) -> bool:
+        """It meets `privacy.also` (entropy, recursive, k) through its group shares."""
         ...
 
     @property
@@ -221,7 +250,13 @@ def covered(plan: Plan, loaded: LoadedTable) -> None:
 
 
 class NoStore:
-    """For methods that keep no private state: nothing to stage, nothing to record."""
+    """For methods that keep no private state: nothing to stage, nothing to record.
+    Also the capabilities most methods share (the anatomy methods and multi-SA differ)."""
+
+    generalizes = True
+    anonymizers: tuple[str, ...] = ("anatomy",)
+    suppresses = False
+    also_models = True
 
     def store(self, cfg: PublishConfig) -> str | Path | None:
         return None
@@ -245,6 +280,7 @@ class RuleBased(NoStore):
     privacy_model = "l-diversity"
     needs_rules = True
     section: str | None = None
+    generalizes = False  # exact QIs (anatomy), unless an anonymizer generalizes
     design_step = "rules and schema"
 
     def design(self, cfg: PublishConfig, engine: Engine, loaded: LoadedTable) -> Design:

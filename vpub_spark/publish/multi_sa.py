@@ -48,9 +48,17 @@ from .anatomy import entries
 from .method import Plan, RuleBased, sizes_of, summary_frame, summary_schema
 
 SUMMARY_COLUMNS = {
-    "table": "string", "part": "int32", "rows": "int64", "groups": "int64", "suppressed": "int64",
-    "solves": "int32", "optimal": "int32", "time_limited": "int32", "solve_s": "float64", "task": "int32",
-}  # fmt: skip
+    "table": "string",
+    "part": "int32",
+    "rows": "int64",
+    "groups": "int64",
+    "suppressed": "int64",
+    "solves": "int32",
+    "optimal": "int32",
+    "time_limited": "int32",
+    "solve_s": "float64",
+    "task": "int32",
+}
 
 
 @dataclass(frozen=True)
@@ -78,9 +86,17 @@ class MultiSaJob:
         plan, combos = self.driver if self.driver else (None, None)
         s = self.settings
         res = multi_sa_chunk(
-            frame, self.qi, self.sa, self.l, partition_seed(self.seed, 0, part), s.solver, s.time_limit_s,
-            self.first_group[part], plan, combos,
-        )  # fmt: skip
+            frame,
+            self.qi,
+            self.sa,
+            self.l,
+            partition_seed(self.seed, 0, part),
+            s.solver,
+            s.time_limit_s,
+            self.first_group[part],
+            plan,
+            combos,
+        )
         name = part_file(part)
         write_decoded(
             res.qit, self.dictionaries, part_location(self.stage, self.table, "qit"), name
@@ -88,10 +104,17 @@ class MultiSaJob:
         write_decoded(res.st, self.dictionaries, part_location(self.stage, self.table, "st"), name)
         solves = [] if self.driver else res.plan.solves  # the driver's are counted by the driver
         row = {
-            "table": self.table, "part": part, "rows": len(frame), "groups": res.groups, "suppressed": res.suppressed_rows,
-            "solves": len(solves), "optimal": sum(x.status == "optimal" for x in solves),
-            "time_limited": sum("time limit" in x.status for x in solves), "solve_s": sum(x.seconds for x in solves), "task": task,
-        }  # fmt: skip
+            "table": self.table,
+            "part": part,
+            "rows": len(frame),
+            "groups": res.groups,
+            "suppressed": res.suppressed_rows,
+            "solves": len(solves),
+            "optimal": sum(x.status == "optimal" for x in solves),
+            "time_limited": sum("time limit" in x.status for x in solves),
+            "solve_s": sum(x.seconds for x in solves),
+            "task": task,
+        }
         return summary_frame([row], SUMMARY_COLUMNS)
 
 
@@ -136,7 +159,7 @@ def partitioned_plan(cfg, engine, loaded, qi: list[str], sa: list[str]) -> Plan:
 
 def multi_sa_cost(
     settings: MultiSaSettings, plan: PartitionPlan, summary: pd.DataFrame, driver_solves: list[dict]
-) -> dict:  # fmt: skip
+) -> dict:
     """The manifest's `method_cost` of a multi-SA release: every solve's status counted;
     `all_optimal` is false as soon as one solve stopped at its time limit."""
     statuses = [d["status"] for d in driver_solves]
@@ -166,6 +189,7 @@ class MultiSaMethod(RuleBased):
     """`multi_sa_bip`: 000 Appendix B, Algorithm 3 (see the module docstring)."""
 
     name = "multi_sa_bip"
+    also_models = False  # Appendix B's condition only
     plan_step = "plan and solve"
     run_step = "anonymize and write"
 
@@ -180,9 +204,18 @@ class MultiSaMethod(RuleBased):
         qi, sa = split(table)
         first = tuple(int(g) for g in plan.partitions.first_group)
         return MultiSaJob(
-            str(stage), table.name, tuple(qi), tuple(sa), cfg.l, cfg.secret_seed, cfg.multi_sa, first,
-            dict(loaded.dictionaries), solved.sharding, solved.driver,
-        )  # fmt: skip
+            str(stage),
+            table.name,
+            tuple(qi),
+            tuple(sa),
+            cfg.l,
+            cfg.secret_seed,
+            cfg.multi_sa,
+            first,
+            dict(loaded.dictionaries),
+            solved.sharding,
+            solved.driver,
+        )
 
     def table_entries(self, stage, design, loaded, summary) -> list[dict]:
         (entry,) = entries(stage, design.tables, loaded.rows, summary)

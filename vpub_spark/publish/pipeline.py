@@ -10,7 +10,7 @@
    keeps one): `method.plan` from one counting pass, `method.job` in every partition
    (`engine.run_partitions`), every projection aggregated by the engine;
 5. the manifest (release/manifest.py), then the audit of the staged files; only if it
-   passes, `_SUCCESS` and the rename into place (release/commit.py);
+   passes, `_SUCCESS` and the rename into place (lake/commit.py);
 6. the secret seed (drawn at step 1 unless given) kept in the owner's run record, or
    in the method's private store (release/secret.py); no public file names it.
 Any failure removes the staging directories; the target is left as it was.
@@ -25,21 +25,27 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..config import PublishConfig, resolve_table
+from ..config import PublishConfig
+from ..datasets.presets import input_table
 from ..engines.base import Engine, LoadedTable
 from ..errors import SpecError
 from ..kernels.partitioning import fingerprint
-from ..model import TableSpec
-from ..release.catalog import Root, latest, set_latest
-from ..release.commit import Steps, audit_and_commit, staged_release, staged_store
+from ..lake.catalog import Root, latest, set_latest
+from ..lake.commit import Steps, audit_and_commit, staged_release, staged_store
+from ..lake.objectstore import record_parts, write_root
 from ..release.layout import RESERVED, part_location, release_target
 from ..release.manifest import header, seal
-from ..release.objectstore import input_outline, local_input, on_store, record_parts, write_root
 from ..release.secret import default_private_dir, owner_only, write_run_record
 from ..release.store import check_store_location
-from ..storage import is_remote
-from .anatomy import AnatomyMethod
-from .method import Design, Method, Plan, PublishResult, covered, source_entry
+from .method import (
+    Design,
+    Method,
+    Plan,
+    PublishResult,
+    covered,
+    source_entry,
+    with_secret_seed,
+)
 from .registry import method_for
 from .suppression import apply_budget
 
@@ -50,11 +56,10 @@ def publish(cfg: PublishConfig, engine: Engine, observer: Observer | None = None
     """Publish, audit and commit one release (see the module docstring)."""
     method = method_for(cfg)
     step = Steps(observer)
-    path, spec = _input(cfg, engine)
-    letter = "m" if method.privacy_model == "m-invariance" else "l"
+    path, spec = input_table(cfg.input_path, cfg.table, engine.reads_object_stores)
     cfg = replace(
-        cfg.with_secret_seed(),
-        release_id=cfg.release_id or f"{spec.name}-{cfg.method}-{letter}{cfg.l}",
+        with_secret_seed(cfg),
+        release_id=cfg.release_id or f"{spec.name}-{cfg.method}-{cfg.privacy.letter}{cfg.l}",
         family=cfg.family or f"{spec.name}-{cfg.method}",
     )
     target = release_target(cfg.output_path, str(cfg.release_id))
@@ -71,10 +76,12 @@ def publish(cfg: PublishConfig, engine: Engine, observer: Observer | None = None
         with step("read and encode"):
             loaded = engine.persist(engine.load(path, spec, cfg.input_format))
         stack.callback(engine.unpersist, loaded)
-        loaded, suppression = apply_budget(cfg, engine, loaded, isinstance(method, AnatomyMethod))
+        loaded, suppression = apply_budget(cfg, engine, loaded, method.suppresses)
         with step(method.design_step):
             design = method.design(cfg, engine, loaded)
-        manifest, report, summary = _staged(method, cfg, engine, loaded, design, stage, store, step, suppression)  # fmt: skip
+        manifest, report, summary = _staged(
+            method, cfg, engine, loaded, design, stage, store, step, suppression
+        )
         if store is not None:
             method.record(cfg, design, loaded, store, manifest, target)
     if records is not None:  # the seed's one private copy (a store keeps its own)
@@ -93,19 +100,17 @@ def _private_dir(cfg: PublishConfig) -> Path:
     return root
 
 
-def _input(cfg: PublishConfig, engine: Engine) -> tuple[str, TableSpec]:
-    """The data path and table spec. An input on an object store is downloaded for the
-    in-process engine; Spark's tasks read it on the store (no shared disk needed)."""
-    if not is_remote(cfg.input_path):
-        return resolve_table(cfg.input_path, cfg.table)
-    if engine.name != "spark":
-        return resolve_table(str(local_input(cfg.input_path)), cfg.table)
-    outline = input_outline(cfg.input_path)
-    local, spec = resolve_table(str(outline), cfg.table)
-    return on_store(local, outline, cfg.input_path), spec
-
-
-def _staged(method: Method, cfg: PublishConfig, engine: Engine, loaded: LoadedTable, design: Design, stage: Path, store: Path | None, step: Steps, suppression: dict | None = None):  # fmt: skip
+def _staged(
+    method: Method,
+    cfg: PublishConfig,
+    engine: Engine,
+    loaded: LoadedTable,
+    design: Design,
+    stage: Path,
+    store: Path | None,
+    step: Steps,
+    suppression: dict | None = None,
+):
     """Steps 4 and 5 inside the staging directories: plan, write, manifest, audit."""
     with step(method.plan_step):
         plan = method.plan(cfg, engine, loaded, design)
@@ -118,14 +123,23 @@ def _staged(method: Method, cfg: PublishConfig, engine: Engine, loaded: LoadedTa
         manifest["suppression"] = suppression
     manifest["tables"] = method.table_entries(stage, design, loaded, summary)
     seal(manifest, cfg.secret_seed)
-    audit_engine = engine if engine.name == "spark" else None  # Spark: in its tasks (unless small)
+    audit_engine = engine if engine.audits_in_tasks else None  # (unless the release is small)
     report = audit_and_commit(stage, manifest, step, cfg.sign_key, audit_engine)
     return manifest, report, summary
 
 
-def _write(method: Method, cfg: PublishConfig, engine: Engine, loaded: LoadedTable, design: Design, plan: Plan, stage: Path, store: Path | None) -> pd.DataFrame | None:  # fmt: skip
+def _write(
+    method: Method,
+    cfg: PublishConfig,
+    engine: Engine,
+    loaded: LoadedTable,
+    design: Design,
+    plan: Plan,
+    stage: Path,
+    store: Path | None,
+) -> pd.DataFrame | None:
     """Every partition through the method's job, then every projection; the tasks write
-    where the stage and the store say (straight to an object store: objectstore.py)."""
+    where the stage and the store say (straight to an object store: lake/objectstore.py)."""
     out = write_root(stage)
     job = method.job(cfg, loaded, design, plan, out, write_root(store) if store else None)
     summary = engine.run_partitions(loaded, plan.partitions, job) if job is not None else None
@@ -134,7 +148,15 @@ def _write(method: Method, cfg: PublishConfig, engine: Engine, loaded: LoadedTab
     return summary
 
 
-def _manifest(method: Method, cfg: PublishConfig, engine: Engine, loaded: LoadedTable, design: Design, plan: Plan, summary: pd.DataFrame | None) -> dict:  # fmt: skip
+def _manifest(
+    method: Method,
+    cfg: PublishConfig,
+    engine: Engine,
+    loaded: LoadedTable,
+    design: Design,
+    plan: Plan,
+    summary: pd.DataFrame | None,
+) -> dict:
     labels = {a: loaded.dictionaries[a].labels for a in loaded.names}
     return header(
         release_id=str(cfg.release_id),

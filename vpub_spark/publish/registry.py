@@ -6,7 +6,7 @@ line here; the pipeline never asks which method it runs.
 
 from __future__ import annotations
 
-from ..config import PublishConfig
+from ..config import ANONYMIZERS, PublishConfig
 from ..errors import SpecError
 from .anatomy import AnatomyMethod
 from .marginals import MarginalsMethod
@@ -40,24 +40,27 @@ def method_for(cfg: PublishConfig) -> Method:
         raise SpecError(
             f"method {cfg.method} needs privacy model {method.privacy_model} (privacy: {example}), not {cfg.privacy.model}"
         )
-    if cfg.anonymizer != "anatomy" and not isinstance(method, AnatomyMethod):
-        raise SpecError(f"anonymizer {cfg.anonymizer} applies to uad, gd and single_attribute, not to method {cfg.method}")  # fmt: skip
+    if cfg.anonymizer not in method.anonymizers:
+        raise SpecError(
+            f"anonymizer {cfg.anonymizer} applies to uad, gd and single_attribute, not to method {cfg.method}"
+        )
     if method.needs_rules and not cfg.rules:
         raise SpecError(
             f"method {cfg.method} needs `rules` (a list, or {{random: {{c, lhs, seed}}}})"
         )
     if method.section is not None and getattr(cfg, method.section) is None:
         raise SpecError(f"method {cfg.method} needs a `{method.section}:` section")
-    check_models(cfg)
+    check_models(cfg, method)
     return method
 
 
-def generalizes(cfg: PublishConfig) -> bool:
-    """Whether the method publishes generalized groups (boxes) rather than exact QIs."""
-    return cfg.method in ("marginals", "rda", "gda", "ria") or cfg.anonymizer != "anatomy"
+def generalizes(cfg: PublishConfig, method: Method) -> bool:
+    """Whether the method publishes generalized groups (boxes) rather than exact QIs:
+    it always does, or the config's anonymizer does."""
+    return method.generalizes or cfg.anonymizer != ANONYMIZERS[0]
 
 
-def check_models(cfg: PublishConfig) -> None:
+def check_models(cfg: PublishConfig, method: Method) -> None:
     """`privacy.also` against what the method guarantees, refused before any
     work. Every method but multi_sa_bip bounds each group's sensitive shares by 1/p
     (p = l, or m for m-unique groups), and so guarantees:
@@ -69,16 +72,30 @@ def check_models(cfg: PublishConfig) -> None:
       rows, shares one box); anatomy publishes exact QIs and protects no identity.
     No method enforces t-closeness yet (`vpub check` measures it)."""
     also, p = cfg.privacy.extra, cfg.privacy.parameter
-    name = f"method {cfg.method}" + (f" with anonymizer {cfg.anonymizer}" if cfg.anonymizer != "anatomy" else "")  # fmt: skip
-    if also and cfg.method == "multi_sa_bip":
-        raise SpecError(f"{name} enforces 000 Appendix B's condition only; privacy.also ({', '.join(also)}) is not available for it")  # fmt: skip
+    name = f"method {cfg.method}" + (
+        f" with anonymizer {cfg.anonymizer}" if cfg.anonymizer != "anatomy" else ""
+    )
+    if also and not method.also_models:
+        raise SpecError(
+            f"{name} enforces 000 Appendix B's condition only; privacy.also ({', '.join(also)}) is not available for it"
+        )
     if "t" in also:
-        raise SpecError("no method of this version enforces t-closeness; measure it with `vpub check DATA --qi ... --sa ... --model t=...`")  # fmt: skip
+        raise SpecError(
+            "no method of this version enforces t-closeness; measure it with `vpub check DATA --qi ... --sa ... --model t=...`"
+        )
     if also.get("entropy_l", 0) > p:
-        raise SpecError(f"{name} guarantees entropy l-diversity up to {p} (its groups' shares are at most 1/{p}); raise {'m' if cfg.privacy.model == 'm-invariance' else 'l'} to {also['entropy_l']:g} or lower privacy.also.entropy_l")  # fmt: skip
+        raise SpecError(
+            f"{name} guarantees entropy l-diversity up to {p} (its groups' shares are at most 1/{p}); raise {cfg.privacy.letter} to {also['entropy_l']:g} or lower privacy.also.entropy_l"
+        )
     if "recursive_c" in also and also["recursive_c"] <= 1:
-        raise SpecError(f"recursive (c, l)-diversity is met by {name} for every c > 1, not for c = {also['recursive_c']:g}")  # fmt: skip
-    if "k" in also and not generalizes(cfg):
-        raise SpecError(f"{name} publishes exact quasi-identifiers (anatomy), so it cannot enforce k-anonymity; use anonymizer rda or gda, or method marginals")  # fmt: skip
+        raise SpecError(
+            f"recursive (c, l)-diversity is met by {name} for every c > 1, not for c = {also['recursive_c']:g}"
+        )
+    if "k" in also and not generalizes(cfg, method):
+        raise SpecError(
+            f"{name} publishes exact quasi-identifiers (anatomy), so it cannot enforce k-anonymity; use anonymizer rda or gda, or method marginals"
+        )
     if also.get("k", 0) > p:
-        raise SpecError(f"{name} guarantees groups of at least {p} rows; k = {also['k']:g} needs a larger {'m' if cfg.privacy.model == 'm-invariance' else 'l'}")  # fmt: skip
+        raise SpecError(
+            f"{name} guarantees groups of at least {p} rows; k = {also['k']:g} needs a larger {cfg.privacy.letter}"
+        )

@@ -25,7 +25,7 @@ from ..kernels.minvariance import check_m_eligible_counts
 from ..kernels.partitioning import QiShards, partition_seed
 from ..kernels.streamliner import streamline
 from ..model import PublishedTable, Schema
-from .marginals import (  # fmt: skip
+from .marginals import (
     Marginal,
     canonical,
     marginal_entry,
@@ -35,7 +35,14 @@ from .marginals import (  # fmt: skip
 )
 from .method import Design, NoStore, Plan, sizes_of, summary_frame, summary_schema
 
-SUMMARY_COLUMNS = {"table": "string", "part": "int64", "rows": "int64", "groups": "int64", "dm": "int64", "task": "int64"}  # fmt: skip
+SUMMARY_COLUMNS = {
+    "table": "string",
+    "part": "int64",
+    "rows": "int64",
+    "groups": "int64",
+    "dm": "int64",
+    "task": "int64",
+}
 
 
 @dataclass(frozen=True)
@@ -64,30 +71,47 @@ class StreamlinerJob:
         sizes = {a: self.dictionaries[a].size for a in self.qi}
         weights = None if self.weights is None else dict(self.weights)
         seed = partition_seed(self.seed, 0, part)
-        return streamline(self.algorithm, codes, s, self.l, seed, sizes, weights, self.segment).group  # fmt: skip
+        return streamline(
+            self.algorithm, codes, s, self.l, seed, sizes, weights, self.segment
+        ).group
 
     def run(self, frame: pd.DataFrame, part: int, task: int = -1) -> pd.DataFrame:
         canon = canonical(frame[[*self.qi, self.sensitive]])
         codes, s = canon[list(self.qi)], canon[self.sensitive].to_numpy(dtype=np.int64)
         group = self.groups(codes, s, part)
         first = self.first_id[part]
-        n = write_generalized(self.stage, self.table, codes, self.sensitive, s, group, first, self.dictionaries, part)  # fmt: skip
+        n = write_generalized(
+            self.stage, self.table, codes, self.sensitive, s, group, first, self.dictionaries, part
+        )
         dm = int((np.bincount(group).astype(np.int64) ** 2).sum())
-        row = {"table": self.table, "part": part, "rows": len(canon), "groups": n, "dm": dm, "task": task}  # fmt: skip
+        row = {
+            "table": self.table,
+            "part": part,
+            "rows": len(canon),
+            "groups": n,
+            "dm": dm,
+            "task": task,
+        }
         return summary_frame([row], SUMMARY_COLUMNS)
 
 
 def _qi(cfg, names) -> tuple[str, ...]:
     s = cfg.streamliner
     if s.sensitive not in names:
-        raise SpecError(f"streamliner.sensitive {s.sensitive!r} is not an attribute; the table has {', '.join(names)}")  # fmt: skip
+        raise SpecError(
+            f"streamliner.sensitive {s.sensitive!r} is not an attribute; the table has {', '.join(names)}"
+        )
     qi = tuple(s.qi or [a for a in names if a != s.sensitive])
     unknown = [a for a in qi if a not in names or a == s.sensitive]
     if unknown:
-        raise SpecError(f"streamliner.qi: {', '.join(unknown)} not a QI attribute of the table ({', '.join(a for a in names if a != s.sensitive)})")  # fmt: skip
+        raise SpecError(
+            f"streamliner.qi: {', '.join(unknown)} not a QI attribute of the table ({', '.join(a for a in names if a != s.sensitive)})"
+        )
     bad = sorted({a for a, _ in s.weights or ()} - set(qi))
     if bad:
-        raise SpecError(f"streamliner.weights name {', '.join(bad)}, not among the QI attributes {', '.join(qi)}")  # fmt: skip
+        raise SpecError(
+            f"streamliner.weights name {', '.join(bad)}, not among the QI attributes {', '.join(qi)}"
+        )
     return qi
 
 
@@ -116,22 +140,42 @@ class StreamlinerMethod(NoStore):
     def plan(self, cfg, engine, loaded, design) -> Plan:
         s = cfg.streamliner
         sharding, counts, plan = plan_marginal_chunks(
-            lambda sh: engine.shard_counts(loaded, [s.sensitive], sh), sizes_of(loaded),
-            design.detail.attributes, s.sensitive, int(cfg.privacy.l), s.chunk_rows,
-        )  # fmt: skip
+            lambda sh: engine.shard_counts(loaded, [s.sensitive], sh),
+            sizes_of(loaded),
+            design.detail.attributes,
+            s.sensitive,
+            int(cfg.privacy.l),
+            s.chunk_rows,
+        )
         return Plan(counts, plan, sharding)
 
     def job(self, cfg, loaded, design, plan, stage, store) -> StreamlinerJob:
         s, first = cfg.streamliner, tuple(int(x) for x in plan.partitions.first_group)
         return StreamlinerJob(
-            str(stage), self.name, self.name, design.detail.attributes, s.sensitive, int(cfg.privacy.l), cfg.secret_seed,
-            s.weights, s.segment, first, dict(loaded.dictionaries), plan.detail,
-        )  # fmt: skip
+            str(stage),
+            self.name,
+            self.name,
+            design.detail.attributes,
+            s.sensitive,
+            int(cfg.privacy.l),
+            cfg.secret_seed,
+            s.weights,
+            s.segment,
+            first,
+            dict(loaded.dictionaries),
+            plan.detail,
+        )
 
     def table_entries(self, stage, design, loaded, summary) -> list[dict]:
         s = design.tables[0].sensitive
         groups = int(summary["groups"].sum())
-        return [marginal_entry(stage, design.detail, s, 0, loaded.rows, groups, loaded.dictionaries)]  # fmt: skip
+        return [
+            marginal_entry(stage, design.detail, s, 0, loaded.rows, groups, loaded.dictionaries)
+        ]
 
     def cost(self, cfg, design, plan, summary) -> dict:
-        return {"chunks": plan.partitions.parts, "chunk_rows": cfg.streamliner.chunk_rows, "dm": int(summary["dm"].sum())}  # fmt: skip
+        return {
+            "chunks": plan.partitions.parts,
+            "chunk_rows": cfg.streamliner.chunk_rows,
+            "dm": int(summary["dm"].sum()),
+        }

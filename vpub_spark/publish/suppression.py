@@ -19,14 +19,18 @@ from ..kernels.suppression import fewest_to_suppress
 from ..rules import parse_rules
 
 
-def apply_budget(cfg: PublishConfig, engine: Engine, loaded: LoadedTable, rule_based: bool) -> tuple[LoadedTable, dict | None]:  # fmt: skip
+def apply_budget(
+    cfg: PublishConfig, engine: Engine, loaded: LoadedTable, suppresses: bool
+) -> tuple[LoadedTable, dict | None]:
     """The table with the suppressed rows gone, and the manifest's `suppression` entry
     (None when the budget is off)."""
     budget = cfg.privacy.suppression
     if not budget:
         return loaded, None
-    if not rule_based or cfg.privacy.model != "l-diversity":
-        raise PrivacyError(f"privacy.suppression applies to the rule-based methods (uad, gd, single_attribute), not to {cfg.method}")  # fmt: skip
+    if not suppresses or cfg.privacy.model != "l-diversity":
+        raise PrivacyError(
+            f"privacy.suppression applies to the rule-based methods (uad, gd, single_attribute), not to {cfg.method}"
+        )
     if isinstance(cfg.rules, RandomRules):  # random rules draw eligible RHS only
         return loaded, {"budget": budget, "rows": 0, "per_rule": {}}
     n, per_rule, seen = loaded.rows, {}, set()
@@ -41,5 +45,7 @@ def apply_budget(cfg: PublishConfig, engine: Engine, loaded: LoadedTable, rule_b
     total = int(sum(per_rule.values()))
     if total > budget * n:
         worst = max(per_rule, key=lambda r: per_rule[r])
-        raise PrivacyError(f"meeting the rules needs {total:,} suppressed rows ({total / n:.1%}), over the budget privacy.suppression = {budget:g} ({int(np.floor(budget * n)):,} rows); the costliest rule is '{worst}' ({per_rule[worst]:,} rows)")  # fmt: skip
+        raise PrivacyError(
+            f"meeting the rules needs {total:,} suppressed rows ({total / n:.1%}), over the budget privacy.suppression = {budget:g} ({int(np.floor(budget * n)):,} rows); the costliest rule is '{worst}' ({per_rule[worst]:,} rows)"
+        )
     return loaded, {"budget": budget, "rows": total, "per_rule": per_rule}

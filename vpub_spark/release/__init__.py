@@ -1,1 +1,3 @@
-"""Releases (DESIGN.md §4): the writer, the reader and the auditor."""
+"""Releases (DESIGN.md §4), the format: layout, manifest, table kinds, reading (also from
+an object store), audit, the private store format, secrets, signing, export. Publishing
+them (the commit protocol, the catalog, SQL tables) is `lake/`."""

@@ -92,11 +92,7 @@ def audit_release(
         return report
     m, l, rows, rules, tables = read
     _path_checks(m, check)
-    if verify_key is not None:
-        ok, why = verify(rel.path, verify_key)
-        check("signature", ok, why)
-    elif m.get("signed_by"):
-        report.warnings.append(f"the release is signed ({m['signed_by']}) but no --verify-key was given: its signature was not checked")  # fmt: skip
+    _signature_checks(rel, m, verify_key, report)
     if m["privacy"].get("model") == "m-invariance":
         _invariance_checks(rel, tables, check)
     else:
@@ -125,6 +121,17 @@ def audit_release(
     return report
 
 
+def _signature_checks(rel: Release, m: dict, verify_key: str | None, report: AuditReport) -> None:
+    """With a key, the manifest's signature; without one, a warning if it is signed."""
+    if verify_key is not None:
+        ok, why = verify(rel.path, verify_key)
+        report.check("signature", ok, why)
+    elif m.get("signed_by"):
+        report.warnings.append(
+            f"the release is signed ({m['signed_by']}) but no --verify-key was given: its signature was not checked"
+        )
+
+
 def _secrecy_checks(rel: Release, m: dict, secret: str | None, check: Checker) -> int | None:
     """No public file names the seed (release/secret.py): not the manifest (any key
     holding `seed` with a number), the release id, the release's other text files, nor
@@ -133,11 +140,19 @@ def _secrecy_checks(rel: Release, m: dict, secret: str | None, check: Checker) -
     found = [*_numeric_seeds(m, "manifest"), *_seeds_in_files(rel)]
     if SEED_TEXT.search(str(m.get("release_id", ""))):
         found.append(f"release id {m.get('release_id')}")
-    check("secrecy: no seed in a public file", not found, "; ".join(found[:5]) or "the seed is secret")  # fmt: skip
+    check(
+        "secrecy: no seed in a public file", not found, "; ".join(found[:5]) or "the seed is secret"
+    )
     if secret is None:
         return None
     seed = read_secret(secret)
-    check("secrecy: the owner's proof", proves(seed, m), "the seed made this release" if proves(seed, m) else "the given seed did not make this release (or its files changed)")  # fmt: skip
+    check(
+        "secrecy: the owner's proof",
+        proves(seed, m),
+        "the seed made this release"
+        if proves(seed, m)
+        else "the given seed did not make this release (or its files changed)",
+    )
     return seed
 
 
@@ -174,10 +189,18 @@ def _seeds_in_files(rel: Release) -> list[str]:
     """A seed in the release's other public files: text files, Parquet key-value metadata."""
     out: list[str] = []
     skip = (MANIFEST, SIGNATURE)
-    for f in sorted(p for p in rel.path.rglob("*") if p.is_file() and p.name not in skip and not p.name.startswith(".")):  # fmt: skip
+    for f in sorted(
+        p
+        for p in rel.path.rglob("*")
+        if p.is_file() and p.name not in skip and not p.name.startswith(".")
+    ):
         if f.suffix == ".parquet":
             meta = pq.read_metadata(f).metadata or {}
-            out += [f"{f.name}: metadata {k.decode(errors='replace')}" for k in meta if b"seed" in k.lower()]  # fmt: skip
+            out += [
+                f"{f.name}: metadata {k.decode(errors='replace')}"
+                for k in meta
+                if b"seed" in k.lower()
+            ]
         elif f.stat().st_size < 1 << 20 and SEED_TEXT.search(f.read_text(errors="replace")):
             out.append(f"{f.relative_to(rel.path)} names a seed")
     return out
@@ -186,10 +209,15 @@ def _seeds_in_files(rel: Release) -> list[str]:
 def within(published: pd.DataFrame, expected: pd.DataFrame, suppressed: int) -> tuple[bool, str]:
     """Whether `published` is `expected` less `suppressed` rows: no combination above."""
     cols = [c for c in expected.columns if c != "count"]
-    merged = expected.merge(published, on=cols, how="outer", suffixes=("_source", "_release")).fillna(0)  # fmt: skip
+    merged = expected.merge(
+        published, on=cols, how="outer", suffixes=("_source", "_release")
+    ).fillna(0)
     gap = merged["count_source"] - merged["count_release"]
     above, missing = int((gap < 0).sum()), int(gap.sum())
-    return above == 0 and missing == suppressed, f"{above} combinations above the source; {missing} rows fewer (suppressed: {suppressed})"  # fmt: skip
+    return (
+        above == 0 and missing == suppressed,
+        f"{above} combinations above the source; {missing} rows fewer (suppressed: {suppressed})",
+    )
 
 
 def _suppression_checks(m: dict, check: Checker) -> None:
@@ -198,8 +226,16 @@ def _suppression_checks(m: dict, check: Checker) -> None:
     if not s:
         return
     rows, total = int(s.get("rows", 0)), int(m["source"]["rows"]) + int(s.get("rows", 0))
-    check("suppression: per rule", sum(int(v) for v in s.get("per_rule", {}).values()) == rows, f"{rows} rows in total")  # fmt: skip
-    check("suppression: budget", rows <= float(s.get("budget", 0)) * total, f"{rows} of {total} rows suppressed, budget {float(s.get('budget', 0)):g}")  # fmt: skip
+    check(
+        "suppression: per rule",
+        sum(int(v) for v in s.get("per_rule", {}).values()) == rows,
+        f"{rows} rows in total",
+    )
+    check(
+        "suppression: budget",
+        rows <= float(s.get("budget", 0)) * total,
+        f"{rows} of {total} rows suppressed, budget {float(s.get('budget', 0)):g}",
+    )
 
 
 def _model_checks(rel: Release, m: dict, check: Checker) -> None:
@@ -213,45 +249,86 @@ def _model_checks(rel: Release, m: dict, check: Checker) -> None:
     p = int(privacy.get("l") or privacy.get("m") or 2)
     if not also:
         return
-    numeric = {a["name"] for a in m["source"]["table_spec"]["attributes"] if a.get("kind") == "numeric"}  # fmt: skip
+    numeric = {
+        a["name"] for a in m["source"]["table_spec"]["attributes"] if a.get("kind") == "numeric"
+    }
     for entry in m["tables"]:
         name = entry["name"]
         if "k" in also and entry.get("kind") == "projection":
             least = int(pc.min(rel.read(name, "counts", ["count"]).column("count")).as_py() or 0)
-            check(f"{name}: k-anonymity", least >= also["k"], f"smallest combination count {least}, needed {also['k']:g}")  # fmt: skip
+            check(
+                f"{name}: k-anonymity",
+                least >= also["k"],
+                f"smallest combination count {least}, needed {also['k']:g}",
+            )
         if "k" in also and entry.get("kind") in ("anatomy", "multi_sa"):
-            check(f"{name}: k-anonymity", False, "exact quasi-identifiers (anatomy) protect no identity")  # fmt: skip
+            check(
+                f"{name}: k-anonymity",
+                False,
+                "exact quasi-identifiers (anatomy) protect no identity",
+            )
         if "st" in entry.get("parts", {}) and entry.get("kind") != "multi_sa":
             s = entry["sensitive"]
-            _group_checks(name, rel.read(name, "st", [GROUP, s, "count"]).to_pandas(), s, s in numeric, entry.get("kind"), also, p, check)  # fmt: skip
+            _group_checks(
+                name,
+                rel.read(name, "st", [GROUP, s, "count"]).to_pandas(),
+                s,
+                s in numeric,
+                entry.get("kind"),
+                also,
+                p,
+                check,
+            )
 
 
-def _group_checks(name: str, st: pd.DataFrame, s: str, ordered: bool, kind, also: dict, p: int, check: Checker) -> None:  # fmt: skip
+def _group_checks(
+    name: str, st: pd.DataFrame, s: str, ordered: bool, kind, also: dict, p: int, check: Checker
+) -> None:
     """`_model_checks` on one table's ST (group id, sensitive value, count)."""
     size = st.groupby(GROUP)["count"].transform("sum")
     share = st["count"] / size
     if "entropy_l" in also:
         worst = float(np.exp((-share * np.log(share)).groupby(st[GROUP]).sum()).min())
-        check(f"{name}: entropy l-diversity", worst >= also["entropy_l"] - 1e-9, f"least exp(H) {worst:.4f}, needed {also['entropy_l']:g}")  # fmt: skip
+        check(
+            f"{name}: entropy l-diversity",
+            worst >= also["entropy_l"] - 1e-9,
+            f"least exp(H) {worst:.4f}, needed {also['entropy_l']:g}",
+        )
     if "recursive_c" in also:
         ranked = st.assign(r=st.groupby(GROUP)["count"].rank(method="first", ascending=False))
         top = ranked[ranked["r"] == 1].set_index(GROUP)["count"]
-        tail = ranked[ranked["r"] >= p].groupby(GROUP)["count"].sum().reindex(top.index, fill_value=0)  # fmt: skip
+        tail = (
+            ranked[ranked["r"] >= p].groupby(GROUP)["count"].sum().reindex(top.index, fill_value=0)
+        )
         worst = float((top / tail.where(tail > 0, np.nan)).fillna(np.inf).max())
-        check(f"{name}: recursive (c, l)-diversity", worst < also["recursive_c"], f"largest r1 / (r_{p} + ...) {worst:.4f}, needed below c = {also['recursive_c']:g}")  # fmt: skip
+        check(
+            f"{name}: recursive (c, l)-diversity",
+            worst < also["recursive_c"],
+            f"largest r1 / (r_{p} + ...) {worst:.4f}, needed below c = {also['recursive_c']:g}",
+        )
     if "k" in also and kind == "generalized":
         least = int(st.groupby(GROUP)["count"].sum().min())
-        check(f"{name}: k-anonymity", least >= also["k"], f"smallest group {least}, needed {also['k']:g}")  # fmt: skip
+        check(
+            f"{name}: k-anonymity",
+            least >= also["k"],
+            f"smallest group {least}, needed {also['k']:g}",
+        )
     if "t" in also:
         worst = _largest_emd(st, s, ordered)
-        check(f"{name}: t-closeness", worst <= also["t"] + 1e-12, f"largest EMD {worst:.4f} ({'ordered' if ordered else 'equal'} distance), allowed {also['t']:g}")  # fmt: skip
+        check(
+            f"{name}: t-closeness",
+            worst <= also["t"] + 1e-12,
+            f"largest EMD {worst:.4f} ({'ordered' if ordered else 'equal'} distance), allowed {also['t']:g}",
+        )
 
 
 def _largest_emd(st: pd.DataFrame, s: str, ordered: bool) -> float:
     """The largest EMD between a group's sensitive distribution and the table's: equal
     distance 0.5 sum |q - p|, or ordered 1/(m - 1) sum |cumsum(q - p)| over the m values
     the table holds, in numeric order (Li et al. 2007)."""
-    q = st.pivot_table(index=GROUP, columns=s, values="count", aggfunc="sum", fill_value=0, observed=True)  # fmt: skip
+    q = st.pivot_table(
+        index=GROUP, columns=s, values="count", aggfunc="sum", fill_value=0, observed=True
+    )
     if ordered:
         q = q[sorted(q.columns, key=float)]
     totals = q.sum(axis=0).to_numpy(float)
@@ -267,7 +344,11 @@ def _manifest_checks(rel: Release, require_committed: bool, check: Checker):
     tables) when it is readable, else None."""
     m = rel.manifest
     missing = [k for k in REQUIRED if k not in m]
-    if not check("manifest fields", not missing, f"missing: {', '.join(missing)}" if missing else "all present"):  # fmt: skip
+    if not check(
+        "manifest fields",
+        not missing,
+        f"missing: {', '.join(missing)}" if missing else "all present",
+    ):
         return None
     check(
         "format version",
@@ -418,7 +499,14 @@ def _checksum_checks(rel: Release, name: str, entry: dict, check: Checker) -> No
     checksums_agree(entry, name, digests, check)
 
 
-def _source_checks(rel: Release, tables: list[PublishedTable], source: str, check: Checker, engine: Engine | None = None, seed: int | None = None) -> None:  # fmt: skip
+def _source_checks(
+    rel: Release,
+    tables: list[PublishedTable],
+    source: str,
+    check: Checker,
+    engine: Engine | None = None,
+    seed: int | None = None,
+) -> None:
     """The source read with the recorded table spec (by `engine`: aggregates only reach
     the auditor), its fingerprint (keyed by the secret seed: checked when the owner's
     `seed` is given), and every table's multisets against it."""
@@ -433,14 +521,23 @@ def _source_checks(rel: Release, tables: list[PublishedTable], source: str, chec
         "source: rows",
         loaded.rows == recorded,
         f"source has {loaded.rows}, the manifest says {recorded}"
-        + (f" ({suppressed} suppressed)" if suppressed else ""),  # fmt: skip
+        + (f" ({suppressed} suppressed)" if suppressed else ""),
     )
     if (
         not suppressed and seed is not None
     ):  # the fingerprint is of the rows published; with suppression, the tables are compared within it below
         shards = combine_counts(engine.shard_counts(loaded, [], ContentShards(0)), [], {})
-        same = keyed(seed, fingerprint(shards, {a: loaded.dictionaries[a].labels for a in loaded.names}).encode()) == rel.manifest["source"].get("fingerprint")  # fmt: skip
-        check("source: fingerprint", same, "the manifest's fingerprint" if same else "the source differs from the one the release was made from")  # fmt: skip
+        same = keyed(
+            seed,
+            fingerprint(shards, {a: loaded.dictionaries[a].labels for a in loaded.names}).encode(),
+        ) == rel.manifest["source"].get("fingerprint")
+        check(
+            "source: fingerprint",
+            same,
+            "the manifest's fingerprint"
+            if same
+            else "the source differs from the one the release was made from",
+        )
 
     def source_counts(cols: list[str]) -> pd.DataFrame:
         c = engine.combination_counts(loaded, cols)
@@ -456,14 +553,20 @@ def _source_checks(rel: Release, tables: list[PublishedTable], source: str, chec
             check(f"{t.name}: readable", False, str(e))
 
 
-def _table_against_source(t: PublishedTable, counts: SourceCounts, source_counts, check: Checker, suppressed: int = 0) -> None:  # fmt: skip
+def _table_against_source(
+    t: PublishedTable, counts: SourceCounts, source_counts, check: Checker, suppressed: int = 0
+) -> None:
     """A table's value counts (its kind says which) equal the source's; with `suppressed`
     rows, the source's less exactly that many (no combination above the source's)."""
     for cols, published in table_kind(t.kind).source(counts, t, check):
         expected = source_counts(cols)
         if suppressed:
             ok, why = within(published, expected, suppressed)
-            check(f"{t.name}: ({', '.join(cols)}) is the source less {suppressed} suppressed rows", ok, why)  # fmt: skip
+            check(
+                f"{t.name}: ({', '.join(cols)}) is the source less {suppressed} suppressed rows",
+                ok,
+                why,
+            )
             continue
         same = published.equals(expected)
         check(

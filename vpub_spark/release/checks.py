@@ -173,10 +173,12 @@ def generalized_checks(
     _box_checks(t.name, g, qi, entry.get("domains") or {}, check)
 
 
-def _group_privacy(rel: Release, table: str, joined: pd.DataFrame, m: int, check: Checker) -> None:  # fmt: skip
+def _group_privacy(rel: Release, table: str, joined: pd.DataFrame, m: int, check: Checker) -> None:
     """m-unique groups (002's marginals) or l-diverse ones (003's methods)."""
     if rel.manifest["privacy"].get("model") == "m-invariance":
-        ok = (joined["top"] == 1) & (joined["values"] == joined["st_size"]) & (joined["values"] >= m)  # fmt: skip
+        ok = (
+            (joined["top"] == 1) & (joined["values"] == joined["st_size"]) & (joined["values"] >= m)
+        )
         name, what = f"{m}-unique", f"each with >= {m} distinct sensitive values, once each"
     else:  # 003's methods: l-diversity per group, no value above 1/l
         ok = joined["top"] * m <= joined["st_size"]
@@ -289,7 +291,9 @@ def _diversity_check(name: str, shown: pd.DataFrame, sa: list[str], l: int, chec
     )
 
 
-def _suppression_checks(name: str, entry: dict, frame: pd.DataFrame, suppressed: pd.Series, check: Checker) -> None:  # fmt: skip
+def _suppression_checks(
+    name: str, entry: dict, frame: pd.DataFrame, suppressed: pd.Series, check: Checker
+) -> None:
     """A suppressed group has exactly one ST row; the manifest counts its rows."""
     sup_groups = frame.loc[suppressed, GROUP]
     one_row = frame[GROUP].isin(sup_groups).sum() == len(sup_groups) and sup_groups.is_unique
@@ -440,7 +444,15 @@ def placement_check(counts: SourceCounts, t: PublishedTable, check: Checker) -> 
     )
 
 
-def _unplaced(own: pd.DataFrame, qi: list[str], pos, lo: np.ndarray, hi: np.ndarray, rows: np.ndarray, held: np.ndarray) -> int:  # fmt: skip
+def _unplaced(
+    own: pd.DataFrame,
+    qi: list[str],
+    pos,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    rows: np.ndarray,
+    held: np.ndarray,
+) -> int:
     """How many of the tuples `own` (QI labels + count) no flow places (see placement_check)."""
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import maximum_flow

@@ -63,7 +63,9 @@ def units(rel: Release) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["table", "file"])
 
 
-def audit_units(path: str, remote: str | None, manifest: str, l: int, todo: pd.DataFrame) -> pd.DataFrame:  # fmt: skip
+def audit_units(
+    path: str, remote: str | None, manifest: str, l: int, todo: pd.DataFrame
+) -> pd.DataFrame:
     """In a task: every unit of `todo` audited (see the module docstring). A release whose
     parts are on an object store (`remote`) is seen through a task-local directory that
     holds its manifest and the unit's files, fetched from the store."""
@@ -108,7 +110,9 @@ def summaries(rel: Release, l: int, engine) -> dict[str, list[dict]]:
     todo = units(rel)
     if todo.empty:
         return {}
-    run = partial(audit_units, str(rel.path), rel.remote, json.dumps(rel.manifest) if rel.remote else "", l)  # fmt: skip
+    run = partial(
+        audit_units, str(rel.path), rel.remote, json.dumps(rel.manifest) if rel.remote else "", l
+    )
     got = engine.map_rows(todo, run, SUMMARY, 0).sort_values(["table", "file"])
     out: dict[str, list[dict]] = {}
     for table, file, text in zip(got["table"], got["file"], got["summary"], strict=True):
@@ -130,13 +134,18 @@ def combined_checks(entry: dict, name: str, rows: int, found: list[dict], check:
             if seen[0] and not ok:
                 merged[check_name] = (False, f"{unit['file']}: {detail}")
             elif check_name not in merged:
-                merged[check_name] = (ok, f"{len(found)} file(s); {detail}" if ok else f"{unit['file']}: {detail}")  # fmt: skip
+                merged[check_name] = (
+                    ok,
+                    f"{len(found)} file(s); {detail}" if ok else f"{unit['file']}: {detail}",
+                )
     for check_name, (ok, detail) in merged.items():
         check(check_name, ok, detail)
     total = sum(u["rows"] for u in found)
     check(f"{name}: {COVERS}", total == rows, f"{len(found)} file(s) hold {total} of {rows} rows")
     groups_apart(name, [u["groups"] for u in found], check)
-    digests = {part: {u["file"]: u["sha256"].get(part) for u in found} for part in entry.get("parts") or {}}  # fmt: skip
+    digests = {
+        part: {u["file"]: u["sha256"].get(part) for u in found} for part in entry.get("parts") or {}
+    }
     checksums_agree(entry, name, digests, check)
 
 
@@ -146,7 +155,13 @@ def groups_apart(name: str, ranges: list, check: Checker) -> None:
     The in-driver audit checks it too, so both audits say the same."""
     spans = sorted(tuple(r) for r in ranges if r[0] is not None)
     apart = all(a[1] < b[0] for a, b in zip(spans, spans[1:], strict=False))
-    check(f"{name}: groups within one file", apart, f"{len(spans)} file(s), group-id ranges disjoint" if apart else "two files share a group-id range")  # fmt: skip
+    check(
+        f"{name}: groups within one file",
+        apart,
+        f"{len(spans)} file(s), group-id ranges disjoint"
+        if apart
+        else "two files share a group-id range",
+    )
 
 
 def file_group_ranges(rel: Release, entry: dict) -> list[list]:
@@ -154,11 +169,17 @@ def file_group_ranges(rel: Release, entry: dict) -> list[list]:
     first = next(iter(entry["parts"]))
     out = []
     for f in rel.part_files(entry["name"], first):
-        out.append(group_range(pq.read_table(rel.local_file(entry["name"], first, f), columns=[GROUP])[GROUP]))  # fmt: skip
+        out.append(
+            group_range(
+                pq.read_table(rel.local_file(entry["name"], first, f), columns=[GROUP])[GROUP]
+            )
+        )
     return out
 
 
-def checksums_agree(entry: dict, name: str, digests: Mapping[str, Mapping[str, str | None]], check: Checker) -> None:  # fmt: skip
+def checksums_agree(
+    entry: dict, name: str, digests: Mapping[str, Mapping[str, str | None]], check: Checker
+) -> None:
     """Per part, the files found (`digests`: part -> file -> SHA-256) are exactly those
     the manifest lists, byte for byte: a part edited after the commit is refused."""
     for part, meta in (entry.get("parts") or {}).items():
@@ -166,7 +187,11 @@ def checksums_agree(entry: dict, name: str, digests: Mapping[str, Mapping[str, s
         changed = sorted(f for f, digest in on_disk.items() if listed.get(f) != digest)
         unlisted = sorted(set(listed) - set(on_disk))
         ok = bool(listed) and not changed and not unlisted
-        detail = f"{len(listed)} file(s) as committed" if ok else f"changed or unlisted: {changed}; missing: {unlisted}"  # fmt: skip
+        detail = (
+            f"{len(listed)} file(s) as committed"
+            if ok
+            else f"changed or unlisted: {changed}; missing: {unlisted}"
+        )
         check(f"{name}/{part}: checksums", ok, detail if listed else "no checksums recorded")
 
 

@@ -36,7 +36,9 @@ def _weights(st: pd.DataFrame, sensitive: str) -> pd.DataFrame:
 
 def _wide(st: pd.DataFrame, sensitive: str) -> pd.DataFrame:
     w = _weights(st, sensitive)
-    out = w.pivot_table(index=GROUP, columns=sensitive, values="weight", fill_value=0.0, observed=True)  # fmt: skip
+    out = w.pivot_table(
+        index=GROUP, columns=sensitive, values="weight", fill_value=0.0, observed=True
+    )
     return out.rename(columns=lambda v: f"P({sensitive}={v})").reset_index()
 
 
@@ -49,7 +51,9 @@ def flat(rel: Release, table: str, layout: str = "long") -> pd.DataFrame:
     if kind == "projection":
         return rel.read(table, "counts").to_pandas()
     if kind not in ("anatomy", "generalized"):
-        raise DataError(f"table {table!r} is a {kind} table; export reads anatomy, generalized and projection tables")  # fmt: skip
+        raise DataError(
+            f"table {table!r} is a {kind} table; export reads anatomy, generalized and projection tables"
+        )
     rows = rel.read(table, "qit" if kind == "anatomy" else "groups").to_pandas()
     st = rel.read(table, "st").to_pandas()
     for frame in (rows, st):  # dictionary-encoded strings back to plain ones
@@ -59,24 +63,32 @@ def flat(rel: Release, table: str, layout: str = "long") -> pd.DataFrame:
     if layout == "wide":
         return rows.merge(_wide(st, s), on=GROUP, how="left")
     if kind == "anatomy":
-        return rows.merge(_weights(st, s), on=GROUP).sort_values([GROUP, s], kind="stable").reset_index(drop=True)  # fmt: skip
+        return (
+            rows.merge(_weights(st, s), on=GROUP)
+            .sort_values([GROUP, s], kind="stable")
+            .reset_index(drop=True)
+        )
     return rows.drop(columns=[SIZE], errors="ignore").merge(st, on=GROUP).reset_index(drop=True)
 
 
 def _describe(column: str, entry: dict, layout: str) -> str:
     s, kind = entry.get("sensitive"), entry.get("kind")
     if column == GROUP:
-        return "the group (QI-group) the row belongs to; rows of one group share its sensitive distribution"  # fmt: skip
+        return "the group (QI-group) the row belongs to; rows of one group share its sensitive distribution"
     if column == "weight":
-        return f"probability of this {s} value for this tuple (c_g(s) / |g|); weights sum to the row count"  # fmt: skip
+        return f"probability of this {s} value for this tuple (c_g(s) / |g|); weights sum to the row count"
     if column.startswith(f"P({s}="):
         return f"probability of {column[2:-1]} for every tuple of the group"
     if column == COUNT:
-        return "number of source rows" + (" of the group with this sensitive value" if kind == "generalized" else " with these values")  # fmt: skip
+        return "number of source rows" + (
+            " of the group with this sensitive value"
+            if kind == "generalized"
+            else " with these values"
+        )
     if column == SIZE:
         return "number of source rows in the group"
     if column.endswith(("_min", "_max")):
-        return f"{'lower' if column.endswith('_min') else 'upper'} end of the group's interval of {column[:-4]} (inclusive)"  # fmt: skip
+        return f"{'lower' if column.endswith('_min') else 'upper'} end of the group's interval of {column[:-4]} (inclusive)"
     if column == s:
         return "sensitive attribute: a value present in the group (see weight / count)"
     return "quasi-identifier, as in the source (exact for anatomy and projections)"
@@ -86,23 +98,35 @@ def dictionary(rel: Release, table: str, frame: pd.DataFrame, layout: str) -> st
     """The data dictionary (Markdown) of an exported table."""
     m, entry = rel.manifest, rel.table(table)
     privacy = m.get("privacy", {})
-    level = f"l = {privacy.get('l')}" if privacy.get("model", "l-diversity") == "l-diversity" else f"m = {privacy.get('m')}"  # fmt: skip
-    rules = "; ".join(f"{', '.join(r['lhs'])} -> {r['rhs']}" for r in m.get("rules", [])) or "(marginals: every QI -> the sensitive attribute)"  # fmt: skip
+    level = (
+        f"l = {privacy.get('l')}"
+        if privacy.get("model", "l-diversity") == "l-diversity"
+        else f"m = {privacy.get('m')}"
+    )
+    rules = (
+        "; ".join(f"{', '.join(r['lhs'])} -> {r['rhs']}" for r in m.get("rules", []))
+        or "(marginals: every QI -> the sensitive attribute)"
+    )
     lines = [
-        f"# {m['release_id']} / {table} ({entry.get('kind')}, layout {layout})", "",
+        f"# {m['release_id']} / {table} ({entry.get('kind')}, layout {layout})",
+        "",
         f"- Source rows: {m.get('source', {}).get('rows'):,}; exported rows: {len(frame):,}.",
         f"- Guarantee: {privacy.get('model', 'l-diversity')} with {level} for the rules {rules}: no one who knows a tuple's quasi-identifiers can infer its sensitive value with probability above 1/{privacy.get('l') or privacy.get('m')}.",
         f"- Method: {m.get('method')}; random choices from a secret seed; created {m.get('created_at')} by vpub_spark {m.get('software_version')}; audited: {bool((m.get('audit') or {}).get('passed'))}.",
         "- Do not join this file with other releases of the same data on the row order or the group ids: they are not stable identifiers across releases.",
-        "", "| column | type | meaning |", "|---|---|---|",
-    ]  # fmt: skip
+        "",
+        "| column | type | meaning |",
+        "|---|---|---|",
+    ]
     lines += [
         f"| `{c}` | {frame[c].dtype} | {_describe(c, entry, layout)} |" for c in frame.columns
     ]
     return "\n".join(lines) + "\n"
 
 
-def export(rel: Release, table: str, out: str | Path, fmt: str = "csv", layout: str = "long") -> tuple[Path, Path]:  # fmt: skip
+def export(
+    rel: Release, table: str, out: str | Path, fmt: str = "csv", layout: str = "long"
+) -> tuple[Path, Path]:
     """Write the flat table and its dictionary (`<out>.md`); their paths."""
     if fmt not in FORMATS:
         raise DataError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")

@@ -23,7 +23,7 @@ FORMAT_VERSION = (
 )
 MANIFEST, SUCCESS = "manifest.json", "_SUCCESS"
 # a local stage whose parts go straight to an object store names that place here (hidden:
-# never uploaded; release/objectstore.py)
+# never uploaded; written by lake/objectstore.py, read by release/remote.py)
 REMOTE = ".remote.json"
 RESERVED = (GROUP, COUNT)  # no source attribute may carry these names
 

@@ -50,7 +50,7 @@ def header(
         "method_cost": method_cost,
         "partitions": partitions,
     }
-    if family is not None:  # lineage (release/catalog.py)
+    if family is not None:  # lineage (lake/catalog.py)
         out |= {"family": family, "supersedes": supersedes}
     if store_id is not None:  # a private store, named only by its opaque id (DESIGN.md §9)
         out["store"] = {"store_id": store_id}
@@ -67,15 +67,17 @@ def seal(manifest: dict, seed: int) -> dict:
 def part_entries(stage: Path, table: str, parts: Sequence[str]) -> dict[str, dict]:
     """Per part: its path in the release, its number of files and of rows, and every
     file's SHA-256 (the audit recomputes them: an edit after commit is refused). Files
-    the tasks wrote to an object store come from `objectstore.record_parts`."""
-    from .objectstore import remote_files
+    the tasks wrote to an object store come from `lake.objectstore.record_parts`."""
+    from .remote import remote_files
 
     remote = remote_files(stage)
     out = {}
     for part in parts:
         d = table_dir(stage, table, part)
         where = str(d.relative_to(stage))
-        found = {f.name: (_sha256(f), pq.ParquetFile(f).metadata.num_rows) for f in d.glob("*.parquet")}  # fmt: skip
+        found = {
+            f.name: (_sha256(f), pq.ParquetFile(f).metadata.num_rows) for f in d.glob("*.parquet")
+        }
         for path, meta in remote.items():
             folder, _, name = path.rpartition("/")
             if folder == where:

@@ -39,8 +39,7 @@ def _signature(frame: pd.DataFrame, key: str, value: str) -> pd.Series:
 
 def audit_store(state: str | Path, verify_key: str | None = None) -> AuditReport:
     """The private audit; a store on an object store is read from a private local copy."""
-    from ..storage import is_remote
-    from .objectstore import base_name, local_input
+    from ..storage import base_name, is_remote, local_input
 
     name = base_name(state)
     state = local_input(str(state)) if is_remote(state) else Path(state)
@@ -71,15 +70,25 @@ def audit_store(state: str | Path, verify_key: str | None = None) -> AuditReport
             check(f"{name}: links readable", False, "a links file is not a readable Parquet file")
             continue
         linked = links[ROW].is_unique and set(links[ROW]) == set(tuples[ROW])
-        if check(f"{name}: every tuple in exactly one group", linked, f"{len(links)} links for {len(tuples)} tuples"):  # fmt: skip
-            _published_checks(rel, pub, meta, tuples, labels.merge(links, on=ROW, how="left"), bucket_sig, check)  # fmt: skip
+        if check(
+            f"{name}: every tuple in exactly one group",
+            linked,
+            f"{len(links)} links for {len(tuples)} tuples",
+        ):
+            _published_checks(
+                rel, pub, meta, tuples, labels.merge(links, on=ROW, how="left"), bucket_sig, check
+            )
     return report
 
 
 def _links(directory: Path) -> pd.DataFrame | None:
     """A published marginal's tuple -> group links (none if the directory is missing;
     None if a file is not readable)."""
-    files = sorted(f for f in directory.glob("*.parquet") if not f.name.startswith(".")) if directory.is_dir() else []  # fmt: skip
+    files = (
+        sorted(f for f in directory.glob("*.parquet") if not f.name.startswith("."))
+        if directory.is_dir()
+        else []
+    )
     if not files:
         return pd.DataFrame(columns=[ROW, GROUP])
     try:
@@ -88,7 +97,15 @@ def _links(directory: Path) -> pd.DataFrame | None:
         return None
 
 
-def _published_checks(rel: Release, pub: dict, meta: dict, tuples: pd.DataFrame, t: pd.DataFrame, bucket_sig: pd.Series, check: Checker) -> None:  # fmt: skip
+def _published_checks(
+    rel: Release,
+    pub: dict,
+    meta: dict,
+    tuples: pd.DataFrame,
+    t: pd.DataFrame,
+    bucket_sig: pd.Series,
+    check: Checker,
+) -> None:
     """One published marginal against the linked tuples `t` (labels + group_id)."""
     name, s = f"{pub['release_id']}/{pub['table']}", meta["sensitive"]
     groups = rel.read(pub["table"], "groups").to_pandas()
@@ -115,7 +132,10 @@ def _published_checks(rel: Release, pub: dict, meta: dict, tuples: pd.DataFrame,
     for a in pub["attributes"]:
         pos = {v: i for i, v in enumerate(meta["domains"][a])}
         code = tuples[a].to_numpy()  # a left merge on unique links keeps the tuples' order
-        lo, hi = g[f"{a}_min"].astype(str).map(pos).to_numpy(), g[f"{a}_max"].astype(str).map(pos).to_numpy()  # fmt: skip
+        lo, hi = (
+            g[f"{a}_min"].astype(str).map(pos).to_numpy(),
+            g[f"{a}_max"].astype(str).map(pos).to_numpy(),
+        )
         inside &= (lo <= code) & (code <= hi)
     check(
         f"{name}: every tuple inside its box",

@@ -84,8 +84,7 @@ class Release:
         local = self.part_dir(table, part) / name
         if self.remote is None or local.is_file():
             return local
-        from ..storage import join
-        from .objectstore import download
+        from ..storage import download, join
 
         cached = table_dir(self.path / CACHE, table, part) / name
         if not cached.is_file():
@@ -113,10 +112,10 @@ class Release:
 def open_release(path: str | Path, in_place: bool = False) -> Release:
     """The release at a local path (a stage whose parts are on an object store reads
     them there), or a committed one on an object store: read from a local copy
-    (`objectstore.fetched`), or with `in_place` from a local copy of everything but
+    (`remote.fetched`), or with `in_place` from a local copy of everything but
     its parts, which are read from the store when needed (the distributed audit)."""
     from ..storage import is_remote
-    from .objectstore import fetched, fetched_header, remote_root
+    from .remote import fetched, fetched_header, remote_root
 
     if is_remote(path):
         if in_place:

@@ -89,7 +89,9 @@ def sign(stage: Path, private_key_path: str | Path) -> None:
 def verify(release: str | Path, public_key_path: str | Path) -> tuple[bool, str]:
     """(ok, why): the release's manifest is signed by that key, byte for byte."""
     key = _load(public_key_path, False)
-    return signed_by(key, Path(release) / MANIFEST, Path(release) / SIGNATURE, "the manifest", "release")  # fmt: skip
+    return signed_by(
+        key, Path(release) / MANIFEST, Path(release) / SIGNATURE, "the manifest", "release"
+    )
 
 
 def signed_by(key, signed: Path, signature: Path, what: str, holder: str) -> tuple[bool, str]:

@@ -36,10 +36,12 @@ STORE_FILE, BUCKETS, GROUPS = "store.json", "buckets", "groups"
 SIGNATURE = f"{STORE_FILE}.sig"
 ROW, SUB, BUCKET = "row", "sub", "bucket"
 STORE_FORMAT = 2  # 2: store.json lists its files' SHA-256 and its own digest
-REBUILD = "rebuild it with `vpub statdb build` (or `vpub publish` with method marginals) into a new marginals.state"  # fmt: skip
+REBUILD = "rebuild it with `vpub statdb build` (or `vpub publish` with method marginals) into a new marginals.state"
 
 
-def check_store_location(state: str | Path, output: str | Path, new: bool = True, what: str = "private store") -> None:  # fmt: skip
+def check_store_location(
+    state: str | Path, output: str | Path, new: bool = True, what: str = "private store"
+) -> None:
     """A store (or the owner's private directory) must not lie inside the (public)
     output root; a `new` one must not exist yet. Either may be an `s3://` URI (compared
     as prefixes)."""
@@ -55,7 +57,11 @@ def check_store_location(state: str | Path, output: str | Path, new: bool = True
         raise SpecError(
             f"the {what} must not be inside the output directory ({base_name(output)}); put it elsewhere"
         )
-    if new and (exists(join(str(state), STORE_FILE)) if is_remote(state) else (Path(state) / STORE_FILE).exists()):  # fmt: skip
+    if new and (
+        exists(join(str(state), STORE_FILE))
+        if is_remote(state)
+        else (Path(state) / STORE_FILE).exists()
+    ):
         raise VpubError(
             f"{base_name(state)} is already a bucket store; add marginals to it with `vpub marginals add --state ...`"
         )
@@ -88,7 +94,9 @@ def read_store(state: str | Path) -> dict:
     if not isinstance(meta, dict):
         raise VpubError(f"{p.name}: not a JSON object; the store is damaged, {REBUILD}")
     if meta.get("format") == 1:
-        raise VpubError(f"{p.name}: store format 1 lists no digests of its files, this version reads {STORE_FORMAT}: {REBUILD}")  # fmt: skip
+        raise VpubError(
+            f"{p.name}: store format 1 lists no digests of its files, this version reads {STORE_FORMAT}: {REBUILD}"
+        )
     if meta.get("format") != STORE_FORMAT:
         raise VpubError(
             f"{p.name}: store format {meta.get('format')}, this version reads {STORE_FORMAT}"
@@ -140,9 +148,9 @@ def hidden(path: str) -> bool:
 def covered_files(state: str | Path, *under: str) -> list[str]:
     """The files the digests cover (relative paths): everything under `buckets/` and
     `groups/` (or under `under`) but hidden files. A new store whose tasks write to an
-    object store (`objectstore.mirrored`) is listed there."""
+    object store (`lake.objectstore.mirrored`) is listed there."""
     from ..storage import join, listing
-    from .objectstore import remote_root
+    from .remote import remote_root
 
     tops = ["/".join(under)] if under else [BUCKETS, GROUPS]
     root = remote_root(state)
@@ -150,7 +158,12 @@ def covered_files(state: str | Path, *under: str) -> list[str]:
         names = [f"{top}/{f}" for top in tops for f in listing(join(root, top))]
     else:
         base = Path(state)
-        names = [f.relative_to(base).as_posix() for top in tops for f in (base / top).rglob("*") if f.is_file()]  # fmt: skip
+        names = [
+            f.relative_to(base).as_posix()
+            for top in tops
+            for f in (base / top).rglob("*")
+            if f.is_file()
+        ]
     return sorted(f for f in names if not hidden(f))
 
 
@@ -162,11 +175,14 @@ def sha256_file(path: str | Path) -> str:
 def file_digests(state: str | Path, *under: str) -> dict[str, str]:
     """Relative path -> SHA-256 of every covered file (`covered_files`), read where it is."""
     from ..storage import join, read_bytes
-    from .objectstore import remote_root
+    from .remote import remote_root
 
     root = remote_root(state)
     if root is not None:
-        return {f: hashlib.sha256(read_bytes(join(root, f))).hexdigest() for f in covered_files(state, *under)}  # fmt: skip
+        return {
+            f: hashlib.sha256(read_bytes(join(root, f))).hexdigest()
+            for f in covered_files(state, *under)
+        }
     return {f: sha256_file(Path(state) / f) for f in covered_files(state, *under)}
 
 

@@ -57,8 +57,7 @@ KEYS = ("store_id", "m", "seed", "qi", "sensitive", "domains", "source", "publis
 def verify_store(state: str | Path, verify_key: str | None = None) -> AuditReport:
     """Every integrity check of the store (see the module docstring); a store on an
     object store is read from a private local copy."""
-    from ..storage import is_remote
-    from .objectstore import base_name, local_input
+    from ..storage import base_name, is_remote, local_input
 
     report = AuditReport(f"store {base_name(state)}")
     store_checks(local_input(str(state)) if is_remote(state) else Path(state), report, verify_key)
@@ -76,7 +75,9 @@ def verified(state: Path, verify_key: str | None = None) -> tuple[dict, pd.DataF
     return meta, tuples
 
 
-def store_checks(state: Path, report: AuditReport, verify_key: str | None = None) -> tuple[dict | None, pd.DataFrame | None]:  # fmt: skip
+def store_checks(
+    state: Path, report: AuditReport, verify_key: str | None = None
+) -> tuple[dict | None, pd.DataFrame | None]:
     """Record the checks in `report`; store.json and the tuples, where they could be read."""
     check = report.check
     meta = _index(state, check)
@@ -85,7 +86,9 @@ def store_checks(state: Path, report: AuditReport, verify_key: str | None = None
     if verify_key is not None:
         check("store: signature", *verify_signature(state, verify_key))
     elif meta.get("signed_by"):
-        report.warnings.append(f"the store is signed ({meta['signed_by']}) but no verify key was given: its signature was not checked")  # fmt: skip
+        report.warnings.append(
+            f"the store is signed ({meta['signed_by']}) but no verify key was given: its signature was not checked"
+        )
     data = _files(state, meta, check)
     tuples = _buckets(meta, data, check)
     if tuples is not None:
@@ -101,14 +104,28 @@ def _index(state: Path, check: Checker) -> dict | None:
         check(f"store: {STORE_FILE}", False, str(e))
         return None
     same = meta.get("digest") == content_digest(meta)
-    if not check(f"store: {STORE_FILE} unchanged", same, "its content matches its digest" if same else f"{STORE_FILE} was edited after it was written: its content does not match its digest"):  # fmt: skip
+    if not check(
+        f"store: {STORE_FILE} unchanged",
+        same,
+        "its content matches its digest"
+        if same
+        else f"{STORE_FILE} was edited after it was written: its content does not match its digest",
+    ):
         return None
     missing = [k for k in KEYS if k not in meta]
     served = [*meta.get("qi", []), meta.get("sensitive")]
     no_domain = [str(a) for a in served if a not in meta.get("domains", {})]
-    detail = f"{STORE_FILE} lacks {', '.join(missing)}" if missing else f"{STORE_FILE} has no domain for {', '.join(no_domain)}"  # fmt: skip
+    detail = (
+        f"{STORE_FILE} lacks {', '.join(missing)}"
+        if missing
+        else f"{STORE_FILE} has no domain for {', '.join(no_domain)}"
+    )
     ok = not missing and not no_domain
-    return meta if check(f"store: {STORE_FILE} complete", ok, "every field" if ok else detail) else None  # fmt: skip
+    return (
+        meta
+        if check(f"store: {STORE_FILE} complete", ok, "every field" if ok else detail)
+        else None
+    )
 
 
 def verify_signature(state: Path, verify_key: str) -> tuple[bool, str]:
@@ -133,11 +150,15 @@ def verified_for_update(state: Path, sign_key: str | None) -> dict:
     meta, _ = verified(state)
     signed_by = meta.get("signed_by")
     if signed_by and sign_key is None:
-        raise VpubError(f"{state.name}: the store is signed (key {signed_by}); give its signing key (--sign-key) to change it")  # fmt: skip
+        raise VpubError(
+            f"{state.name}: the store is signed (key {signed_by}); give its signing key (--sign-key) to change it"
+        )
     if signed_by and sign_key is not None:
         ok, why = _signed_by(state, _load(sign_key, True).public_key())
         if not ok:
-            raise VpubError(f"{state.name}: the store's signature does not verify with this signing key, refused: {why}")  # fmt: skip
+            raise VpubError(
+                f"{state.name}: the store's signature does not verify with this signing key, refused: {why}"
+            )
     return meta
 
 
@@ -149,7 +170,9 @@ def _files(state: Path, meta: dict, check: Checker) -> dict[str, bytes]:
     """Check the files against store.json's list; the bytes of the listed bucket files."""
     listed, present = dict(meta["files"]), set(covered_files(state))
     missing, extra = sorted(set(listed) - present), sorted(present - set(listed))
-    why = [f"missing {_some(missing)}"] * bool(missing) + [f"not listed in {STORE_FILE}: {_some(extra)}"] * bool(extra)  # fmt: skip
+    why = [f"missing {_some(missing)}"] * bool(missing) + [
+        f"not listed in {STORE_FILE}: {_some(extra)}"
+    ] * bool(extra)
     check("store: every file listed", not why, "; ".join(why) or f"{len(listed)} files")
     data, changed = {}, []
     for rel in sorted(set(listed) & present):
@@ -161,13 +184,23 @@ def _files(state: Path, meta: dict, check: Checker) -> dict[str, bytes]:
         if digest != listed[rel]:
             changed.append(rel)
     ok = not changed
-    check("store: SHA-256 of every file", ok, f"{len(listed) - len(missing)} files match {STORE_FILE}" if ok else f"{_some(changed)}: SHA-256 differs from {STORE_FILE}'s (changed or damaged)")  # fmt: skip
+    check(
+        "store: SHA-256 of every file",
+        ok,
+        f"{len(listed) - len(missing)} files match {STORE_FILE}"
+        if ok
+        else f"{_some(changed)}: SHA-256 differs from {STORE_FILE}'s (changed or damaged)",
+    )
     return data
 
 
 def _buckets(meta: dict, data: dict[str, bytes], check: Checker) -> pd.DataFrame | None:
     """The listed bucket files as one frame, if every one is readable and in its domains."""
-    if not check("store: bucket files", data, f"{len(data)} files" if data else "the store holds no bucket file"):  # fmt: skip
+    if not check(
+        "store: bucket files",
+        data,
+        f"{len(data)} files" if data else "the store holds no bucket file",
+    ):
         return None
     tables, unreadable = {}, []
     for rel, raw in data.items():
@@ -176,9 +209,17 @@ def _buckets(meta: dict, data: dict[str, bytes], check: Checker) -> pd.DataFrame
         except (pa.ArrowException, OSError, ValueError) as e:
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             unreadable.append(f"{rel}: not a readable Parquet file ({first})")
-    check("store: bucket files readable", not unreadable, "; ".join(unreadable) or f"{len(tables)} Parquet files")  # fmt: skip
+    check(
+        "store: bucket files readable",
+        not unreadable,
+        "; ".join(unreadable) or f"{len(tables)} Parquet files",
+    )
     wrong = [w for rel, t in tables.items() for w in _codes(rel, t, meta)]
-    check("store: codes in their domains", not wrong, "; ".join(wrong) or "every QI and sensitive code")  # fmt: skip
+    check(
+        "store: codes in their domains",
+        not wrong,
+        "; ".join(wrong) or "every QI and sensitive code",
+    )
     if unreadable or wrong:
         return None
     return pd.concat([t.to_pandas() for t in tables.values()], ignore_index=True)
@@ -188,7 +229,11 @@ def _codes(rel: str, t: pa.Table, meta: dict) -> list[str]:
     """What is wrong with one bucket file's columns and codes (nothing: [])."""
     served = [*meta["qi"], meta["sensitive"]]
     names = set(t.column_names)
-    bad = [c for c in [ROW, SUB, BUCKET, *served] if c not in names or not pa.types.is_integer(t.schema.field(c).type) or t[c].null_count]  # fmt: skip
+    bad = [
+        c
+        for c in [ROW, SUB, BUCKET, *served]
+        if c not in names or not pa.types.is_integer(t.schema.field(c).type) or t[c].null_count
+    ]
     if bad:
         return [f"{rel}: no integer column without nulls named {', '.join(bad)}"]
     out = []
@@ -196,7 +241,9 @@ def _codes(rel: str, t: pa.Table, meta: dict) -> list[str]:
         size = len(meta["domains"][a])
         low, high = (v.as_py() for v in pc.min_max(t[a]).values())
         if t.num_rows and (low < 0 or high >= size):
-            out.append(f"{rel}: {a} code {low if low < 0 else high} outside its domain 0..{size - 1}")  # fmt: skip
+            out.append(
+                f"{rel}: {a} code {low if low < 0 else high} outside its domain 0..{size - 1}"
+            )
     return out
 
 

@@ -91,7 +91,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     if exc.status_code == 404:
         message = f"no such path: {path}"
     elif exc.status_code == 405:
-        headers["Allow"] = ", ".join(sorted(m.strip() for m in headers.get("Allow", "").split(",")))  # fmt: skip
+        headers["Allow"] = ", ".join(sorted(m.strip() for m in headers.get("Allow", "").split(",")))
         message = f"{request.method} is not allowed on {path}; use {headers['Allow']}"
     else:
         message = str(exc.detail)
@@ -161,10 +161,15 @@ class Api:
         """
         self.guard(request)
         db = self.db
-        return JSONResponse({
-            "qi": {a: db.domains[a] for a in db.qi}, "sensitive": {db.sensitive: db.domains[db.sensitive]},
-            "rows": len(db.values), "m": db.meta.get("m"), "methods": list(METHODS),
-        })  # fmt: skip
+        return JSONResponse(
+            {
+                "qi": {a: db.domains[a] for a in db.qi},
+                "sensitive": {db.sensitive: db.domains[db.sensitive]},
+                "rows": len(db.values),
+                "m": db.meta.get("m"),
+                "methods": list(METHODS),
+            }
+        )
 
     async def count(self, request: Request) -> JSONResponse:
         """A counting query's result interval.
@@ -190,7 +195,9 @@ class Api:
         answer = self.db.count(query, method, log=False)
         elapsed = 1000 * (time.perf_counter() - t0)
         self.db.log([(f"[{self._client(request)}] {where}", answer)])
-        return JSONResponse({"lower": answer.low, "upper": answer.high, "method": method, "elapsed_ms": elapsed})  # fmt: skip
+        return JSONResponse(
+            {"lower": answer.low, "upper": answer.high, "method": method, "elapsed_ms": elapsed}
+        )
 
     def _catalog(self) -> Catalog:
         if self.catalog is None:
@@ -234,7 +241,9 @@ class Api:
             raise ApiError(422, "where must be a non-empty string", "where")
         t0 = time.perf_counter()
         try:
-            est, rows = await run_in_threadpool(self._catalog().estimate, request.path_params["id"], where)  # fmt: skip
+            est, rows = await run_in_threadpool(
+                self._catalog().estimate, request.path_params["id"], where
+            )
         except UnknownRelease as e:
             raise ApiError(404, str(e), "id") from None
         except VpubError as e:

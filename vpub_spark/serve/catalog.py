@@ -50,7 +50,11 @@ def example_where(domains: Mapping[str, Sequence[Any]], attributes: list[str]) -
     for a in attributes:
         labels = [str(v) for v in domains.get(a, [])]
         if labels:
-            lo, hi = (len(labels) // 4, len(labels) // 2) if increasing_numbers(labels) else (0, min(1, len(labels) - 1))  # fmt: skip
+            lo, hi = (
+                (len(labels) // 4, len(labels) // 2)
+                if increasing_numbers(labels)
+                else (0, min(1, len(labels) - 1))
+            )
             return range_text(a, labels, lo, hi)
     return None
 
@@ -124,7 +128,11 @@ class Catalog:
         if self._audits.get(rid, (None,))[0] != stamp:
             report = audit_release(path).as_dict()
             risk = release_risk(open_release(path)) if report["passed"] else None
-            self._audits[rid] = (stamp, {k: report[k] for k in ("passed", "checks", "failures")}, risk)  # fmt: skip
+            self._audits[rid] = (
+                stamp,
+                {k: report[k] for k in ("passed", "checks", "failures")},
+                risk,
+            )
         _, audit, risk = self._audits[rid]
         s = summary(read_manifest(path))
         try:

@@ -16,7 +16,9 @@ def check_binding(host: str, token: str | None) -> None:
     except ValueError:
         loopback = host == "localhost"
     if not loopback and not token:
-        raise SpecError(f"binding to {host} (not loopback) needs --token-file: every client must send the bearer token")  # fmt: skip
+        raise SpecError(
+            f"binding to {host} (not loopback) needs --token-file: every client must send the bearer token"
+        )
 
 
 class RateLimit:

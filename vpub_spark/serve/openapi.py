@@ -6,29 +6,33 @@ from __future__ import annotations
 from .. import __version__
 
 _LABELS = {"type": "array", "items": {"type": "string"}}
-_METHOD = {"type": "string", "enum": ["dyn-ana", "dyn-gen", "sta-ana", "sta-gen"], "default": "dyn-ana"}  # fmt: skip
+_METHOD = {
+    "type": "string",
+    "enum": ["dyn-ana", "dyn-gen", "sta-ana", "sta-gen"],
+    "default": "dyn-ana",
+}
 
 BASE = {
     "openapi": "3.0.3",
     "info": {
         "title": "vpub serve",
         "version": __version__,
-        "description": "Counting queries with guaranteed-safe result intervals (004) and the release catalog. No endpoint returns rows or group contents.",  # fmt: skip
+        "description": "Counting queries with guaranteed-safe result intervals (004) and the release catalog. No endpoint returns rows or group contents.",
     },
     "components": {
         "schemas": {
             "CountQuery": {
                 "type": "object",
-                "description": "where text (labels quoted as the condition language reads them), or ranges and/or sensitive (labels exactly as /statdb/schema lists them, no quoting); on the served attributes only",  # fmt: skip
+                "description": "where text (labels quoted as the condition language reads them), or ranges and/or sensitive (labels exactly as /statdb/schema lists them, no quoting); on the served attributes only",
                 "properties": {
                     "where": {
                         "type": "string",
                         "example": "age between 30 and 50 and salary in (3, 4)",
-                    },  # fmt: skip
+                    },
                     "ranges": {
                         "type": "object",
                         "additionalProperties": {**_LABELS, "minItems": 2, "maxItems": 2},
-                    },  # fmt: skip
+                    },
                     "sensitive": _LABELS,
                     "method": _METHOD,
                 },
@@ -41,7 +45,7 @@ BASE = {
                     "method": _METHOD,
                     "elapsed_ms": {"type": "number"},
                 },
-            },  # fmt: skip
+            },
             "Schema": {
                 "type": "object",
                 "properties": {
@@ -51,7 +55,7 @@ BASE = {
                     "m": {"type": "integer"},
                     "methods": _LABELS,
                 },
-            },  # fmt: skip
+            },
             "Error": {
                 "type": "object",
                 "description": "every error response, 4xx and 5xx",
@@ -59,12 +63,12 @@ BASE = {
                     "error": {"type": "string"},
                     "field": {"type": "string", "nullable": True},
                 },
-            },  # fmt: skip
+            },
             "EstimateQuery": {
                 "type": "object",
                 "required": ["where"],
                 "properties": {"where": {"type": "string", "example": "age between 30 and 50"}},
-            },  # fmt: skip
+            },
         }
     },
 }

@@ -27,11 +27,15 @@ from ..release.store import read_store
 from .db import METHODS, Interval, StatDB, parse_query, where_text
 from .workload import workload
 
-ANSWERS = pa.schema([("line", pa.int64()), ("low", pa.int64()), ("high", pa.int64()), ("ms", pa.float64())])  # fmt: skip
+ANSWERS = pa.schema(
+    [("line", pa.int64()), ("low", pa.int64()), ("high", pa.int64()), ("ms", pa.float64())]
+)
 _OPEN: dict[str, StatDB] = {}  # per Python worker: the stores it has opened
 
 
-def write_workload(store: str | Path, lam: int, ql: float, count: int, seed: int, out: str | Path) -> int:  # fmt: skip
+def write_workload(
+    store: str | Path, lam: int, ql: float, count: int, seed: int, out: str | Path
+) -> int:
     """`count` queries (004 §9: lambda QI attributes and the sensitive one, ranges of ql
     of their domains) on the store's attributes, written to `out`; returns the count."""
     meta = read_store(Path(store))
@@ -90,7 +94,9 @@ class Batch:
     seconds: float
 
 
-def answer_workload(store: str | Path, path: str | Path, method: str, engine: Engine, parts: int = 0) -> Batch:  # fmt: skip
+def answer_workload(
+    store: str | Path, path: str | Path, method: str, engine: Engine, parts: int = 0
+) -> Batch:
     """Every query of the workload file answered (see the module docstring) in `parts`
     tasks (0: the engine's default parallelism)."""
     if method not in METHODS:
@@ -101,7 +107,12 @@ def answer_workload(store: str | Path, path: str | Path, method: str, engine: En
     got = engine.map_rows(queries, _answerer(str(store), method), ANSWERS, parts)
     answers = queries.merge(got, on="line").sort_values("line").reset_index(drop=True)
     answers.insert(2, "method", method)
-    db.log([(w, Interval(int(lo), int(hi), method)) for w, lo, hi in zip(answers["where"], answers["low"], answers["high"], strict=True)])  # fmt: skip
+    db.log(
+        [
+            (w, Interval(int(lo), int(hi), method))
+            for w, lo, hi in zip(answers["where"], answers["low"], answers["high"], strict=True)
+        ]
+    )
     return Batch(answers, time.perf_counter() - t0)
 
 

@@ -17,15 +17,16 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from ..config import PublishConfig, resolve_table
-from ..engines.base import Engine
+from ..config import PublishConfig
+from ..datasets.presets import resolve_table
+from ..engines.base import Engine, LoadedTable
 from ..errors import SpecError
 from ..kernels.arrays import distinct
 from ..kernels.minvariance import check_m_eligible_counts
 from ..kernels.partitioning import fingerprint
+from ..lake.commit import Steps, staged_directory
 from ..publish.marginals import MarginalsJob, plan_marginal_chunks, qi_of
-from ..publish.method import Plan, covered, sizes_of, source_entry
-from ..release.commit import Steps, staged_directory
+from ..publish.method import Plan, covered, sizes_of, source_entry, with_secret_seed
 from ..release.store import (
     BUCKET,
     STORE_FILE,
@@ -64,17 +65,11 @@ def reuse_store(state: str | Path) -> Built:
 def build_store(cfg: PublishConfig, engine: Engine, observer=None) -> Built:
     """Bucketize the config's input into the private store `marginals.state`, or reuse
     the store already there (`reuse_store`)."""
-    s = cfg.marginals
-    if s is None or cfg.privacy.model != "m-invariance":
-        raise SpecError("vpub statdb build needs privacy {model: m-invariance, m} and a `marginals:` section (sensitive, qi, state)")  # fmt: skip
-    if is_remote(s.state):
-        raise SpecError(f"a statistical database's store is opened from local disk by every query (vpub serve, statdb batch); marginals.state must be a local directory, not {s.state}")  # fmt: skip
-    state, m, step = Path(s.state), int(cfg.privacy.m or 0), Steps(observer)
-    cfg = cfg.with_secret_seed()  # kept in the private store only (release/secret.py)
+    state, m = _settings(cfg)
+    step = Steps(observer)
+    cfg = with_secret_seed(cfg)  # kept in the private store only (release/secret.py)
     if (state / STORE_FILE).exists():
-        meta = read_store(state)
-        if (meta["m"], meta["sensitive"]) != (m, s.sensitive) or not set(s.qi or ()) <= set(meta["qi"]):  # fmt: skip
-            raise SpecError(f"{state.name} exists with m = {meta['m']}, sensitive {meta['sensitive']}, qi {', '.join(meta['qi'])}; the config asks m = {m}, sensitive {s.sensitive}, qi {', '.join(s.qi or ())}: reuse it with those settings or choose another marginals.state")  # fmt: skip
+        _check_same_settings(cfg, read_store(state), m)
         return reuse_store(state)
     check_store_location(state, Path(cfg.output_path))
     path, spec = resolve_table(cfg.input_path, cfg.table)
@@ -82,29 +77,8 @@ def build_store(cfg: PublishConfig, engine: Engine, observer=None) -> Built:
         with step("read and encode"):
             loaded = engine.persist(engine.load(path, spec, cfg.input_format))
         try:
-            qi = qi_of(cfg, loaded.names)
-            if not qi:
-                raise SpecError(
-                    "vpub statdb build needs marginals.qi: the QI attributes queries may constrain"
-                )
-            check_m_eligible_counts(*loaded.frequencies()[s.sensitive], m, s.sensitive)
-            with step("plan chunks"):
-                sharding, counts, chunks = plan_marginal_chunks(
-                    lambda sh: engine.shard_counts(loaded, [s.sensitive], sh), sizes_of(loaded), qi, s.sensitive, m, s.chunk_rows
-                )  # fmt: skip
-                covered(Plan(counts, chunks), loaded)
-            first = tuple(int(x) for x in chunks.first_group)
-            job = MarginalsJob("", str(store), "", qi, s.sensitive, m, cfg.secret_seed, 0, s.blocks, (), first, dict(loaded.dictionaries), sharding, "none")  # fmt: skip
-            with step("bucketize"):
-                engine.run_partitions(loaded, chunks, job)
-            labels = {a: loaded.dictionaries[a].labels for a in loaded.names}
-            write_store(store, {
-                "format": STORE_FORMAT, "store_id": new_store_id(), "m": m, "seed": cfg.secret_seed, "qi": list(qi),
-                "sensitive": s.sensitive, "domains": {a: list(labels[a]) for a in [*qi, s.sensitive]},
-                "source": source_entry(cfg, loaded, fingerprint(counts, labels)), "published": [],
-                "files": file_digests(store),
-            }, cfg.sign_key)  # fmt: skip
-            restrict(store)
+            counts, chunks = _bucketize(cfg, engine, loaded, store, m, step)
+            _write_meta(cfg, loaded, store, m, counts)
             ids = [
                 pq.read_table(f, columns=[BUCKET])[BUCKET].to_numpy() for f in bucket_files(store)
             ]
@@ -112,3 +86,82 @@ def build_store(cfg: PublishConfig, engine: Engine, observer=None) -> Built:
         finally:
             engine.unpersist(loaded)
     return Built(state, loaded.rows, buckets, chunks.parts, dict(step.timings))
+
+
+def _settings(cfg: PublishConfig) -> tuple[Path, int]:
+    """The store's local directory and m, or a one-line error naming what is missing."""
+    s = cfg.marginals
+    if s is None or cfg.privacy.model != "m-invariance":
+        raise SpecError(
+            "vpub statdb build needs privacy {model: m-invariance, m} and a `marginals:` section (sensitive, qi, state)"
+        )
+    if is_remote(s.state):
+        raise SpecError(
+            f"a statistical database's store is opened from local disk by every query (vpub serve, statdb batch); marginals.state must be a local directory, not {s.state}"
+        )
+    return Path(s.state), int(cfg.privacy.m or 0)
+
+
+def _check_same_settings(cfg: PublishConfig, meta: dict, m: int) -> None:
+    """An existing store is reused only with the settings it was built with."""
+    s = cfg.marginals
+    assert s is not None
+    if (meta["m"], meta["sensitive"]) != (m, s.sensitive) or not set(s.qi or ()) <= set(meta["qi"]):
+        raise SpecError(
+            f"{Path(s.state).name} exists with m = {meta['m']}, sensitive {meta['sensitive']}, qi {', '.join(meta['qi'])}; the config asks m = {m}, sensitive {s.sensitive}, qi {', '.join(s.qi or ())}: reuse it with those settings or choose another marginals.state"
+        )
+
+
+def _bucketize(
+    cfg: PublishConfig, engine: Engine, loaded: LoadedTable, store: Path, m: int, step: Steps
+):
+    """The marginal publisher's chunks from one counting pass, each bucketized by one
+    task into the store (no marginal written)."""
+    s = cfg.marginals
+    assert s is not None
+    qi = qi_of(cfg, loaded.names)
+    if not qi:
+        raise SpecError(
+            "vpub statdb build needs marginals.qi: the QI attributes queries may constrain"
+        )
+    check_m_eligible_counts(*loaded.frequencies()[s.sensitive], m, s.sensitive)
+    with step("plan chunks"):
+        sharding, counts, chunks = plan_marginal_chunks(
+            lambda sh: engine.shard_counts(loaded, [s.sensitive], sh),
+            sizes_of(loaded),
+            qi,
+            s.sensitive,
+            m,
+            s.chunk_rows,
+        )
+        covered(Plan(counts, chunks), loaded)
+    first = tuple(int(x) for x in chunks.first_group)
+    job = MarginalsJob.store_only(
+        str(store), qi, s.sensitive, m, cfg.secret_seed, s.blocks, first, loaded, sharding
+    )
+    with step("bucketize"):
+        engine.run_partitions(loaded, chunks, job)
+    return counts, chunks
+
+
+def _write_meta(cfg: PublishConfig, loaded: LoadedTable, store: Path, m: int, counts) -> None:
+    """store.json (with every file's digest; signed if the config names a key), then
+    the store made owner-only."""
+    s = cfg.marginals
+    assert s is not None
+    qi = qi_of(cfg, loaded.names)
+    labels = {a: loaded.dictionaries[a].labels for a in loaded.names}
+    meta = {
+        "format": STORE_FORMAT,
+        "store_id": new_store_id(),
+        "m": m,
+        "seed": cfg.secret_seed,
+        "qi": list(qi),
+        "sensitive": s.sensitive,
+        "domains": {a: list(labels[a]) for a in [*qi, s.sensitive]},
+        "source": source_entry(cfg, loaded, fingerprint(counts, labels)),
+        "published": [],
+        "files": file_digests(store),
+    }
+    write_store(store, meta, cfg.sign_key)
+    restrict(store)

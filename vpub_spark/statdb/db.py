@@ -25,6 +25,7 @@ import json
 import os
 import stat
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
@@ -51,7 +52,36 @@ from ..release.store_integrity import verified
 from ..utility.where import codes_text, label_text, parse_where, range_text
 
 LOG = "queries.jsonl"
-METHODS = ("dyn-ana", "dyn-gen", "sta-ana", "sta-gen")
+
+
+def _dyn_ana(db: StatDB, q: Query) -> tuple[int, int]:
+    """A-Count over the buckets' cells (004 §6)."""
+    return a_count_cells(db.cells, qi_mask(db.codes, q.ranges, len(db.values)), q.sensitive)
+
+
+def _dyn_gen(db: StatDB, q: Query) -> tuple[int, int]:
+    """G-Count over the buckets' cells (004 §7)."""
+    return g_count_cells(db.cells, db.codes, q)
+
+
+def _sta_ana(db: StatDB, q: Query) -> tuple[int, int]:
+    """Static anatomy's interval (004 §9's baseline) from the store's own partition."""
+    return db.static[0].interval(qi_mask(db.codes, q.ranges, len(db.values)), q.sensitive)
+
+
+def _sta_gen(db: StatDB, q: Query) -> tuple[int, int]:
+    """Static generalization's interval (004 §9's baseline)."""
+    return db.static[1].interval(q)
+
+
+ANSWERS: dict[str, Callable[[StatDB, Query], tuple[int, int]]] = {
+    "dyn-ana": _dyn_ana,
+    "dyn-gen": _dyn_gen,
+    "sta-ana": _sta_ana,
+    "sta-gen": _sta_gen,
+}
+"""The query methods, by name: each answers a query from an open store."""
+METHODS = tuple(ANSWERS)
 _STATIC_LOCK = threading.Lock()  # one build of the static baselines at a time
 
 
@@ -163,16 +193,7 @@ class StatDB:
         if method not in METHODS:
             raise SpecError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
         q = self.query(query) if isinstance(query, str) else query
-        if method in ("dyn-ana", "sta-ana"):
-            ok = qi_mask(self.codes, q.ranges, len(self.values))
-            if method == "dyn-ana":
-                low, high = a_count_cells(self.cells, ok, q.sensitive)
-            else:
-                low, high = self.static[0].interval(ok, q.sensitive)
-        elif method == "dyn-gen":
-            low, high = g_count_cells(self.cells, self.codes, q)
-        else:
-            low, high = self.static[1].interval(q)
+        low, high = ANSWERS[method](self, q)
         answer = Interval(low, high, method)
         if log:
             self.log([(query if isinstance(query, str) else repr(q), answer)])
@@ -181,7 +202,13 @@ class StatDB:
     def log(self, answers: list[tuple[str, Interval]]) -> None:
         """Append answers (query text, interval) to the store's private log `queries.jsonl`."""
         now = datetime.now(UTC).isoformat(timespec="seconds")
-        lines = "".join(json.dumps({"time": now, "query": text, "method": a.method, "low": a.low, "high": a.high}) + "\n" for text, a in answers)  # fmt: skip
+        lines = "".join(
+            json.dumps(
+                {"time": now, "query": text, "method": a.method, "low": a.low, "high": a.high}
+            )
+            + "\n"
+            for text, a in answers
+        )
         fd = os.open(self.state / LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         with os.fdopen(fd, "a") as f:
             f.write(lines)

@@ -13,7 +13,15 @@ from ..errors import SpecError
 from ..kernels.statdb import Query
 
 
-def workload(sizes: Mapping[str, int], qi: list[str], sensitive: str, lam: int, ql: float, count: int, seed: int) -> list[Query]:  # fmt: skip
+def workload(
+    sizes: Mapping[str, int],
+    qi: list[str],
+    sensitive: str,
+    lam: int,
+    ql: float,
+    count: int,
+    seed: int,
+) -> list[Query]:
     if not 1 <= lam <= len(qi):
         raise SpecError(f"lambda must be between 1 and {len(qi)} (the QI attributes), not {lam}")
     if not 0 < ql <= 1:

@@ -1,8 +1,8 @@
 """`vpub check`: k-anonymity, distinct / entropy / recursive (c, l)-diversity
 and t-closeness of any table (CSV or Parquet, from any tool), per equivalence class
-(`kernels/classes.py`), on either engine. On Spark the (QI, sensitive) counts are
-aggregated and the classes measured in tasks (applyInPandas over shards of the QI
-hash); only the summary and the worst classes reach the driver.
+(`kernels/classes.py`), on either engine (`Engine.class_summary`: on Spark the
+classes are counted and measured in tasks; only the summary and the worst classes
+reach the driver).
 
 Every column is read as a label (no value is treated as missing: a suppressed `*` is
 a value like any other).
@@ -38,7 +38,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..errors import DataError, SpecError
-from ..kernels.classes import COUNT, MEASURES, class_counts, class_measures
+from ..kernels.classes import COUNT, ClassJob
 from ..model import Attribute
 from ..tablespec import load_table_spec, table_spec_from_dict
 
@@ -66,9 +66,13 @@ class Model:
         if self.l is not None:
             out[f"distinct l-diversity (l = {self.l})"] = m["distinct_l"] < self.l
         if self.entropy_l is not None:
-            out[f"entropy l-diversity (l = {self.entropy_l:g})"] = m["entropy_l"] < self.entropy_l - 1e-12  # fmt: skip
+            out[f"entropy l-diversity (l = {self.entropy_l:g})"] = (
+                m["entropy_l"] < self.entropy_l - 1e-12
+            )
         if self.c is not None:
-            out[f"recursive (c, l)-diversity (c = {self.c:g}, l = {self.l or 2})"] = ~(m["recursive_c"] < self.c)  # fmt: skip
+            out[f"recursive (c, l)-diversity (c = {self.c:g}, l = {self.l or 2})"] = ~(
+                m["recursive_c"] < self.c
+            )
         if self.t is not None:
             out[f"t-closeness (t = {self.t:g})"] = m["t"] > self.t + 1e-12
         return out
@@ -153,36 +157,52 @@ def _declared(path: str, table: str | None, sensitive: str) -> tuple[str, ...] |
     from ..storage import is_remote
 
     p = Path(path)
-    own = [q for q in (p / "table.yaml", p.parent / "table.yaml" if p.name == "data" else None) if q and q.is_file()]  # fmt: skip
+    own = [
+        q
+        for q in (p / "table.yaml", p.parent / "table.yaml" if p.name == "data" else None)
+        if q and q.is_file()
+    ]
     spec_file = table or (None if is_remote(path) or not own else str(own[0]))
     if spec_file is None:
         return None
-    attr = next((a for a in load_table_spec(spec_file).attributes if sensitive in (a.name, a.column)), None)  # fmt: skip
+    attr = next(
+        (a for a in load_table_spec(spec_file).attributes if sensitive in (a.name, a.column)), None
+    )
     if attr is None and table is not None:
         raise SpecError(f"{table}: declares no attribute {sensitive}")
     return None if attr is None else declared_order(attr)
 
 
-def reading(path: str, sensitive: str, weight: str | None = None, table: str | None = None) -> Reading:  # fmt: skip
+def reading(
+    path: str, sensitive: str, weight: str | None = None, table: str | None = None
+) -> Reading:
     """How to read the file at `path` (see the module docstring): `weight` a column,
     None to recognize an export's, or `UNWEIGHTED`."""
     from ..storage import is_remote
 
     if is_remote(path):  # no columns to look at before the engine reads it
-        return Reading(None if weight in (None, UNWEIGHTED) else weight, (), _declared(path, table, sensitive))  # fmt: skip
+        return Reading(
+            None if weight in (None, UNWEIGHTED) else weight, (), _declared(path, table, sensitive)
+        )
     cols = columns_of(path)
     prefix = f"P({sensitive}="
-    shares = tuple((c[len(prefix) : -1], c) for c in cols if c.startswith(prefix) and c.endswith(")"))  # fmt: skip
+    shares = tuple(
+        (c[len(prefix) : -1], c) for c in cols if c.startswith(prefix) and c.endswith(")")
+    )
     if sensitive in cols:
         shares = ()
     elif not shares:
-        raise SpecError(f"{path}: unknown column {sensitive}, and no {prefix}...) columns (a wide export); the input has: {', '.join(cols)}")  # fmt: skip
+        raise SpecError(
+            f"{path}: unknown column {sensitive}, and no {prefix}...) columns (a wide export); the input has: {', '.join(cols)}"
+        )
     if weight is None and GROUP_ID in cols:
-        weight = next((w for w in (("size",) if shares else ("weight", "count")) if w in cols), None)  # fmt: skip
+        weight = next(
+            (w for w in (("size",) if shares else ("weight", "count")) if w in cols), None
+        )
     elif weight == UNWEIGHTED:
         weight = None
     if weight is not None and weight not in cols:
-        raise SpecError(f"{path}: unknown weight column {weight}; the input has: {', '.join(cols)}")  # fmt: skip
+        raise SpecError(f"{path}: unknown weight column {weight}; the input has: {', '.join(cols)}")
     return Reading(weight, shares, _declared(path, table, sensitive))
 
 
@@ -194,7 +214,10 @@ def spec_for(qi: list[str], sensitive: str, ordered: bool, how: Reading | None =
         raise SpecError(f"{sensitive} is both a quasi-identifier and the sensitive attribute")
     attrs: list[dict[str, Any]] = [{"name": a} for a in qi]
     if how.shares:
-        attrs += [{"name": f"vpubshare{i}", "source": c, "kind": "numeric"} for i, (_, c) in enumerate(how.shares)]  # fmt: skip
+        attrs += [
+            {"name": f"vpubshare{i}", "source": c, "kind": "numeric"}
+            for i, (_, c) in enumerate(how.shares)
+        ]
     elif how.order is not None:
         attrs.append({"name": sensitive, "order": list(how.order)})
     else:
@@ -217,20 +240,33 @@ def _share_values(how: Reading, ordered: bool) -> list[str]:
         try:
             return sorted(values, key=float)
         except ValueError:
-            raise DataError(f"a sensitive value of the P(...) columns is not a number ({', '.join(values[:5])}); declare its order with a table spec") from None  # fmt: skip
+            raise DataError(
+                f"a sensitive value of the P(...) columns is not a number ({', '.join(values[:5])}); declare its order with a table spec"
+            ) from None
     return values
 
 
-def _weigher(qi: list[str], sensitive: str, luts: dict[str, np.ndarray], shares: list[tuple[int, str]] | None):  # fmt: skip
+def _weigher(
+    qi: list[str], sensitive: str, luts: dict[str, np.ndarray], shares: list[tuple[int, str]] | None
+):
     """Per frame of codes: the weighted (QI, sensitive) counts in 1/UNIT of a row (the
     kernel counts integers), on either engine."""
 
     def run(frame: pd.DataFrame) -> pd.DataFrame:
-        w = luts["vpubweight"][frame["vpubweight"].to_numpy()] if "vpubweight" in luts else np.ones(len(frame))  # fmt: skip
+        w = (
+            luts["vpubweight"][frame["vpubweight"].to_numpy()]
+            if "vpubweight" in luts
+            else np.ones(len(frame))
+        )
         if shares is None:
             parts = [frame[qi + [sensitive]].assign(**{COUNT: w})]
         else:
-            parts = [frame[qi].assign(**{sensitive: np.int32(code), COUNT: w * luts[col][frame[col].to_numpy()]}) for code, col in shares]  # fmt: skip
+            parts = [
+                frame[qi].assign(
+                    **{sensitive: np.int32(code), COUNT: w * luts[col][frame[col].to_numpy()]}
+                )
+                for code, col in shares
+            ]
         out = pd.concat(parts, ignore_index=True)
         out = out[out[COUNT] > 0]
         summed = out.groupby([*qi, sensitive], sort=False, observed=True)[COUNT].sum()
@@ -246,12 +282,24 @@ def _luts(loaded) -> dict[str, np.ndarray]:
         if a == "vpubweight" or a.startswith("vpubshare"):
             values = np.array([float(x) for x in loaded.dictionaries[a].labels])
             if (values < 0).any():
-                raise DataError(f"weight column {loaded.spec.attribute(a).column}: negative value {values.min():g}")  # fmt: skip
+                raise DataError(
+                    f"weight column {loaded.spec.attribute(a).column}: negative value {values.min():g}"
+                )
             luts[a] = values
     return luts
 
 
-def check_table(engine, path: str, qi: list[str], sensitive: str, model: Model, ordered: bool = False, worst: int = WORST, weight: str | None = None, table: str | None = None) -> CheckReport:  # fmt: skip
+def check_table(
+    engine,
+    path: str,
+    qi: list[str],
+    sensitive: str,
+    model: Model,
+    ordered: bool = False,
+    worst: int = WORST,
+    weight: str | None = None,
+    table: str | None = None,
+) -> CheckReport:
     """Measure (and check against `model`) the table at `path`; `weight` as `reading`."""
     how = reading(path, sensitive, weight, table)
     try:
@@ -259,92 +307,54 @@ def check_table(engine, path: str, qi: list[str], sensitive: str, model: Model, 
     except DataError as e:
         if not (ordered and how.order is None and "is not a number" in str(e)):
             raise
-        raise DataError(f"{e}; declare the order of {sensitive}'s labels in a table spec (order: or bins), e.g. --table SPEC") from None  # fmt: skip
-    values = _share_values(how, ordered) if how.shares else list(loaded.dictionaries[sensitive].labels)  # fmt: skip
+        raise DataError(
+            f"{e}; declare the order of {sensitive}'s labels in a table spec (order: or bins), e.g. --table SPEC"
+        ) from None
+    values = (
+        _share_values(how, ordered) if how.shares else list(loaded.dictionaries[sensitive].labels)
+    )
     weigh = None
     if how.weighted:
-        shares = [(values.index(v), f"vpubshare{i}") for i, (v, _) in enumerate(how.shares)] if how.shares else None  # fmt: skip
+        shares = (
+            [(values.index(v), f"vpubshare{i}") for i, (v, _) in enumerate(how.shares)]
+            if how.shares
+            else None
+        )
         weigh = _weigher(qi, sensitive, _luts(loaded), shares)
     unit, l = (UNIT if weigh else 1), model.l or 2
-    if engine.name == "spark":
-        measured, checks, classes, small, total = _on_spark(engine, loaded, qi, sensitive, weigh, unit, l, ordered, model, worst)  # fmt: skip
-    else:
-        counts = weigh(loaded.data) if weigh else class_counts(loaded.data, qi, sensitive)
-        p = _distribution(counts.groupby(sensitive)[COUNT].sum())
-        m = class_measures(counts, qi, sensitive, p, l, ordered)
-        m["k"] = m["k"] / unit if weigh else m["k"]
-        (measured, checks), classes = _summary(m, model, l), len(m)
-        small, total = m.nsmallest(worst, ["k", "distinct_l"]), float(counts[COUNT].sum()) / unit
-    decoded = small.assign(**{a: [loaded.dictionaries[a].labels[int(c)] for c in small[a]] for a in qi})  # fmt: skip
+    summary = engine.class_summary(
+        loaded, ClassJob(qi, sensitive, weigh, unit, l, ordered, model.failing, worst)
+    )
+    measured = _measured(summary.levels, l)
+    checks = {
+        name: {"passed": n == 0, "failing_classes": n, "rows_in_failing": _number(rows)}
+        for name, (n, rows) in summary.fails.items()
+    }
+    classes, small, total = summary.classes, summary.smallest, summary.total
+    decoded = small.assign(
+        **{a: [loaded.dictionaries[a].labels[int(c)] for c in small[a]] for a in qi}
+    )
     decoded["k"] = [_number(k) for k in decoded["k"]]
-    return CheckReport(_number(total), classes, qi, sensitive, measured, checks, decoded.to_dict("records"), loaded.rows, how.describe())  # fmt: skip
-
-
-def _distribution(totals: pd.Series) -> pd.Series:
-    """The whole table's sensitive distribution over the values it holds, by code."""
-    totals = totals[totals > 0].sort_index().astype(float)
-    return totals / totals.sum()
+    return CheckReport(
+        _number(total),
+        classes,
+        qi,
+        sensitive,
+        measured,
+        checks,
+        decoded.to_dict("records"),
+        loaded.rows,
+        how.describe(),
+    )
 
 
 def _measured(level, l: int) -> dict[str, float]:
     """The table's level of each measure from `level` (the least k, distinct and entropy
     l; the largest recursive c bound and t), as the report names them."""
-    return {"k": _number(level["k"]), "distinct_l": int(level["distinct_l"]), "entropy_l": float(level["entropy_l"]), f"recursive_c (l = {l})": float(level["recursive_c"]), "t": float(level["t"])}  # fmt: skip
-
-
-def _summary(m: pd.DataFrame, model: Model, l: int) -> tuple[dict, dict]:
-    least, most = m[["k", "distinct_l", "entropy_l"]].min(), m[["recursive_c", "t"]].max()
-    measured = _measured(pd.concat([least, most]), l)
-    checks = {name: {"passed": not bad.any(), "failing_classes": int(bad.sum()), "rows_in_failing": _number(m.loc[bad, "k"].sum())} for name, bad in model.failing(m).items()}  # fmt: skip
-    return measured, checks
-
-
-def _measure_shard(qi: list[str], sensitive: str, p: pd.Series, l: int, ordered: bool):
-    def run(frame: pd.DataFrame) -> pd.DataFrame:
-        return class_measures(frame.drop(columns="__shard"), qi, sensitive, p, l, ordered)
-
-    return run
-
-
-def _spark_counts(loaded, qi: list[str], sensitive: str, weigh):
-    """The (QI, sensitive) counts as a Spark frame: counted, or weighed in tasks."""
-    from pyspark.sql import functions as F
-
-    from ..engines.spark.schema import struct_type
-
-    if weigh is None:
-        return loaded.data.groupBy(*qi, sensitive).agg(F.count(F.lit(1)).alias(COUNT))
-    schema = pa.schema([(a, pa.int32()) for a in [*qi, sensitive]] + [(COUNT, pa.int64())])
-    weighed = loaded.data.mapInPandas(lambda frames: (weigh(f) for f in frames), struct_type(schema))  # fmt: skip
-    return weighed.groupBy(*qi, sensitive).agg(F.sum(COUNT).alias(COUNT))
-
-
-def _on_spark(engine, loaded, qi, sensitive, weigh, unit: int, l, ordered, model: Model, worst: int):  # fmt: skip
-    """The counts and the per-class measures in Spark; a summary back."""
-    from pyspark.sql import functions as F
-
-    from ..engines.spark.engine import spark_errors
-    from ..engines.spark.schema import struct_type
-
-    parts = max(1, engine.spark.sparkContext.defaultParallelism)
-    counts = _spark_counts(loaded, qi, sensitive, weigh).persist()
-    with spark_errors(loaded.source):
-        p = _distribution(counts.groupBy(sensitive).agg(F.sum(COUNT).alias(COUNT)).toPandas().set_index(sensitive)[COUNT])  # fmt: skip
-    shards = counts.withColumn("__shard", F.pmod(F.hash(*qi), F.lit(parts)))
-    schema = pa.schema([(a, pa.int32()) for a in qi] + [("k", pa.int64()), ("distinct_l", pa.int64())] + [(c, pa.float64()) for c in MEASURES[2:]])  # fmt: skip
-    m = shards.groupBy("__shard").applyInPandas(_measure_shard(qi, sensitive, p, l, ordered), struct_type(schema))  # fmt: skip
-    if unit != 1:
-        m = m.withColumn("k", F.col("k") / F.lit(float(unit)))
-    with spark_errors(loaded.source):
-        m = m.persist()
-        agg = [F.count(F.lit(1)).alias("classes"), F.min("k").alias("k"), F.min("distinct_l").alias("distinct_l"), F.min("entropy_l").alias("entropy_l"), F.max("recursive_c").alias("recursive_c"), F.max("t").alias("t"), F.sum("k").alias("total")]  # fmt: skip
-        fails = model.failing(m)  # Spark columns work with the same comparisons
-        agg += [F.sum(bad.cast("int")).alias(f"f{i}") for i, bad in enumerate(fails.values())]
-        agg += [F.sum(F.when(bad, F.col("k")).otherwise(0)).alias(f"r{i}") for i, bad in enumerate(fails.values())]  # fmt: skip
-        row = m.agg(*agg).collect()[0]
-        small = m.orderBy("k", "distinct_l").limit(worst).toPandas()
-        m.unpersist()
-        counts.unpersist()
-    measured = _measured(row, l)
-    checks = {name: {"passed": int(row[f"f{i}"]) == 0, "failing_classes": int(row[f"f{i}"]), "rows_in_failing": _number(row[f"r{i}"])} for i, name in enumerate(fails)}  # fmt: skip
-    return measured, checks, int(row["classes"]), small, float(row["total"])
+    return {
+        "k": _number(level["k"]),
+        "distinct_l": int(level["distinct_l"]),
+        "entropy_l": float(level["entropy_l"]),
+        f"recursive_c (l = {l})": float(level["recursive_c"]),
+        "t": float(level["t"]),
+    }

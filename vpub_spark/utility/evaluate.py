@@ -28,6 +28,21 @@ class Utility:
     kl_seconds: float
     queries_seconds: float
 
+    @classmethod
+    def of(cls, kl: float, errors: np.ndarray, redrawn: int, times: list[float]) -> Utility:
+        """The figures from the KL, the workload's relative errors and its redrawn
+        queries, timed by `times` (start, KL done, workload done)."""
+        t0, t1, t2 = times
+        return cls(
+            kl,
+            float(errors.mean()),
+            float(np.median(errors)),
+            len(errors),
+            redrawn,
+            t1 - t0,
+            t2 - t1,
+        )
+
 
 def load_release_and_source(release: str, source: str):
     rel = open_release(release)
@@ -57,12 +72,4 @@ def evaluate(
     wl = workload(src, domains, qd, p, queries, seed)
     errors = relative_errors(models, wl, len(src), domains)
     t2 = time.perf_counter()
-    return Utility(
-        kl,
-        float(errors.mean()),
-        float(np.median(errors)),
-        len(errors),
-        wl.redrawn,
-        t1 - t0,
-        t2 - t1,
-    )
+    return Utility.of(kl, errors, wl.redrawn, [t0, t1, t2])

@@ -144,17 +144,25 @@ class Estimator:
                 self._fill_cubes(i, m, queries)
         return np.array([self.count(q, cubes=True) for q in queries], dtype=float)
 
-    def _fill_cubes(self, i: int, m: AnatomyModel | ProjectionModel, queries: Sequence[Query]) -> None:  # fmt: skip
+    def _fill_cubes(
+        self, i: int, m: AnatomyModel | ProjectionModel, queries: Sequence[Query]
+    ) -> None:
         """Table i's estimate cube over each attribute set `queries` ask of it (within
         `CUBE_CELLS`), summed down from covering cubes (`cover_cubes`). An anatomy cube
         with S does not sum down to one without it (the QIT's rows count a suppressed
         value, -1; the shares do not), so sets with S and sets without are covered apart."""
         sizes = {a: len(self.domains[a]) for a in m.attributes}
         asked = {tuple(a for a in m.attributes if a in q) for q in queries}
-        sets = sorted(c for c in asked if c and math.prod(sizes[a] for a in c) <= CUBE_CELLS and (i, c) not in self._cubes)  # fmt: skip
+        sets = sorted(
+            c
+            for c in asked
+            if c and math.prod(sizes[a] for a in c) <= CUBE_CELLS and (i, c) not in self._cubes
+        )
         sensitive = getattr(m, "sensitive", None)
-        for part in ([c for c in sets if sensitive in c], [c for c in sets if sensitive not in c]):  # fmt: skip
-            self._cubes |= {(i, c): v for c, v in cover_cubes(partial(m.cube, sizes=sizes), part, sizes).items()}  # fmt: skip
+        for part in ([c for c in sets if sensitive in c], [c for c in sets if sensitive not in c]):
+            self._cubes |= {
+                (i, c): v for c, v in cover_cubes(partial(m.cube, sizes=sizes), part, sizes).items()
+            }
 
     def _cube_count(self, i: int, query: Query) -> float:
         """Table i's `count` of `query` as a sum over its sub-cube of the table's estimate
@@ -257,7 +265,10 @@ def draw_workload(
             raise SpecError(
                 f"only {len(queries)} of {size} queries had a non-zero answer after {limit} draws; raise p or lower qd"
             )
-        batch = [_draw(rng, attrs, domains, qd, p) for _ in range(min(size - len(queries), limit - len(queries) - redrawn))]  # fmt: skip
+        batch = [
+            _draw(rng, attrs, domains, qd, p)
+            for _ in range(min(size - len(queries), limit - len(queries) - redrawn))
+        ]
         for q, act in zip(batch, counts(batch), strict=True):
             if act == 0:
                 redrawn += 1
@@ -272,7 +283,9 @@ CUBE_CELLS = 1 << 22
 query instead of by a contingency cube."""
 
 
-def cube(frame: pd.DataFrame | Mapping[str, np.ndarray], cols: tuple[str, ...], sizes: Mapping[str, int]) -> np.ndarray:  # fmt: skip
+def cube(
+    frame: pd.DataFrame | Mapping[str, np.ndarray], cols: tuple[str, ...], sizes: Mapping[str, int]
+) -> np.ndarray:
     """The contingency table of `frame` (a frame, or columns as arrays) on `cols`
     (codes), as a dense array. The cell key
     is built in place in one int64 array: a new array per step (and a converted copy of
@@ -283,7 +296,10 @@ def cube(frame: pd.DataFrame | Mapping[str, np.ndarray], cols: tuple[str, ...], 
             key *= sizes[c]
             key += np.asarray(frame[c])
     else:
-        key = np.zeros(len(next(iter(frame.values()))) if isinstance(frame, Mapping) else len(frame), dtype=np.int64)  # fmt: skip
+        key = np.zeros(
+            len(next(iter(frame.values()))) if isinstance(frame, Mapping) else len(frame),
+            dtype=np.int64,
+        )
     shape = tuple(sizes[c] for c in cols)
     return np.bincount(key, minlength=int(np.prod(shape))).reshape(shape)
 
@@ -292,7 +308,9 @@ COVER_CELLS = 1 << 20
 """`covers` grows a covering cube up to this many cells (8 MB of int64)."""
 
 
-def covers(sets: Sequence[tuple[str, ...]], sizes: Mapping[str, int], budget: int | None = None) -> dict[tuple[str, ...], list[tuple[str, ...]]]:  # fmt: skip
+def covers(
+    sets: Sequence[tuple[str, ...]], sizes: Mapping[str, int], budget: int | None = None
+) -> dict[tuple[str, ...], list[tuple[str, ...]]]:
     """Larger attribute sets (`sizes`' order) that hold `sets`, each with the sets it
     holds: greedily, the set with the most cells first, grown one attribute at a time
     (the one completing the most other sets) while its cells stay within `budget`
@@ -307,7 +325,11 @@ def covers(sets: Sequence[tuple[str, ...]], sizes: Mapping[str, int], budget: in
             continue
         grown, open_ = set(s), [set(x) for x in order if not any(set(x) <= c for c in found)]
         while True:
-            fits = [a for a in sorted({a for x in open_ for a in x} - grown) if cells(grown | {a}) <= budget]  # fmt: skip
+            fits = [
+                a
+                for a in sorted({a for x in open_ for a in x} - grown)
+                if cells(grown | {a}) <= budget
+            ]
             gain = {a: sum(x <= grown | {a} and not x <= grown for x in open_) for a in fits}
             best = max(fits, key=lambda a: (gain[a], -cells(grown | {a}), a), default=None)
             if best is None or gain[best] == 0:
@@ -321,7 +343,11 @@ def covers(sets: Sequence[tuple[str, ...]], sizes: Mapping[str, int], budget: in
     return out
 
 
-def cubes(frame: pd.DataFrame | Mapping[str, np.ndarray], sets: Sequence[tuple[str, ...]], sizes: Mapping[str, int]) -> dict[tuple[str, ...], np.ndarray]:  # fmt: skip
+def cubes(
+    frame: pd.DataFrame | Mapping[str, np.ndarray],
+    sets: Sequence[tuple[str, ...]],
+    sizes: Mapping[str, int],
+) -> dict[tuple[str, ...], np.ndarray]:
     """The contingency cube (`cube`) of each of `sets`: the rows are counted into
     `covers`' fewer, larger cubes, each then summed down to the sets it holds. On the
     10M `sal` source, 1,000 queries of 3 attributes need 56 cubes, held by 13 covers:
@@ -329,7 +355,11 @@ def cubes(frame: pd.DataFrame | Mapping[str, np.ndarray], sets: Sequence[tuple[s
     return cover_cubes(partial(cube, frame, sizes=sizes), sets, sizes)
 
 
-def cover_cubes(count: Callable[[tuple[str, ...]], np.ndarray], sets: Sequence[tuple[str, ...]], sizes: Mapping[str, int]) -> dict[tuple[str, ...], np.ndarray]:  # fmt: skip
+def cover_cubes(
+    count: Callable[[tuple[str, ...]], np.ndarray],
+    sets: Sequence[tuple[str, ...]],
+    sizes: Mapping[str, int],
+) -> dict[tuple[str, ...], np.ndarray]:
     """The cube of each of `sets`, in its own attribute order, summed down from
     `count`'s cube of each of `covers`' covering sets (a dense array in the cover's
     order): cubes of counts or of estimates alike, as both add up over cells."""
@@ -361,7 +391,9 @@ class CubeCounts:
         return tuple(a for a in self.sizes if a in q)
 
     def __call__(self, queries: Sequence[Query]) -> np.ndarray:
-        fits = {c for c in map(self._cols, queries) if math.prod(self.sizes[a] for a in c) <= CUBE_CELLS}  # fmt: skip
+        fits = {
+            c for c in map(self._cols, queries) if math.prod(self.sizes[a] for a in c) <= CUBE_CELLS
+        }
         missing = sorted(fits - set(self.held))
         if missing:
             self.held |= self.cubes(missing)

@@ -42,10 +42,14 @@ def class_risks(sizes: np.ndarray) -> dict[str, float]:
     if n == 0:
         return {}
     return {
-        "prosecutor_max": 1.0 / float(sizes.min()), "prosecutor_avg": c / n, "journalist_max": 1.0 / float(sizes.min()),
-        "marketer": c / n, "sample_uniqueness": float(sizes[sizes == 1].sum()) / n, "avg_class_size": n / c,
+        "prosecutor_max": 1.0 / float(sizes.min()),
+        "prosecutor_avg": c / n,
+        "journalist_max": 1.0 / float(sizes.min()),
+        "marketer": c / n,
+        "sample_uniqueness": float(sizes[sizes == 1].sum()) / n,
+        "avg_class_size": n / c,
         "discernibility": float((sizes.astype(float) ** 2).sum()),
-    }  # fmt: skip
+    }
 
 
 def _ncp(groups: pd.DataFrame, qi: list[str], domains: dict[str, list[str]]) -> float:
@@ -67,13 +71,20 @@ def table_risk(rel: Release, entry: dict) -> dict[str, float]:
     if kind == "projection":
         counts = rel.read(entry["name"], "counts").to_pandas()
         cols = [a for a in qi if a in counts.columns]
-        sizes = counts.groupby(cols, observed=True)[COUNT].sum().to_numpy() if cols else counts[COUNT].to_numpy()  # fmt: skip
+        sizes = (
+            counts.groupby(cols, observed=True)[COUNT].sum().to_numpy()
+            if cols
+            else counts[COUNT].to_numpy()
+        )
         return class_risks(sizes) | {"gcp": 0.0}
     if kind == "generalized":
         groups = rel.read(entry["name"], "groups").to_pandas()
         box = [f"{a}_{e}" for a in qi for e in ("min", "max")]
         sizes = groups.groupby(box, observed=True)[SIZE].sum().to_numpy()
-        domains = entry.get("domains") or {a: sorted(set(groups[f"{a}_min"].astype(str)) | set(groups[f"{a}_max"].astype(str))) for a in qi}  # fmt: skip
+        domains = entry.get("domains") or {
+            a: sorted(set(groups[f"{a}_min"].astype(str)) | set(groups[f"{a}_max"].astype(str)))
+            for a in qi
+        }
         return class_risks(sizes) | {"gcp": _ncp(groups, qi, domains)}
     qit = rel.read(entry["name"], "qit").to_pandas()  # anatomy, multi_sa: exact QIs
     cols = [a for a in qit.columns if a != GROUP]

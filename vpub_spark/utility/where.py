@@ -115,10 +115,20 @@ def _syntax_error(text: str, e: UnexpectedInput) -> SpecError:
 
 
 _TERMS = {
-    "AND": "'and'", "IN": "'in'", "BETWEEN": "'between'", "EQUAL": "'='", "LPAR": "'('",
-    "RPAR": "')'", "COMMA": "','", "NAME": "an attribute", "BACKQUOTED": "an attribute", "BARE": "a value",
-    "SQUOTED": "a value", "DQUOTED": "a value", "$END": "the end",
-}  # fmt: skip
+    "AND": "'and'",
+    "IN": "'in'",
+    "BETWEEN": "'between'",
+    "EQUAL": "'='",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "COMMA": "','",
+    "NAME": "an attribute",
+    "BACKQUOTED": "an attribute",
+    "BARE": "a value",
+    "SQUOTED": "a value",
+    "DQUOTED": "a value",
+    "$END": "the end",
+}
 
 
 def parse_conditions(text: str) -> list[Condition]:

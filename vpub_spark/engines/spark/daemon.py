@@ -22,7 +22,11 @@ from pathlib import Path
 def installed_first(path: list[str]) -> list[str]:
     """`path` with pyspark's zips moved behind the others when they are the installed
     pyspark package's own (`.../site-packages/pyspark/python/lib/*.zip`)."""
-    zips = [p for p in path if p.endswith(".zip") and Path(p).parent.parts[-3:-1] == ("pyspark", "python")]  # fmt: skip
+    zips = [
+        p
+        for p in path
+        if p.endswith(".zip") and Path(p).parent.parts[-3:-1] == ("pyspark", "python")
+    ]
     return [p for p in path if p not in zips] + zips
 
 

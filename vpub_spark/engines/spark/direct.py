@@ -71,7 +71,11 @@ def direct_source(path: str, fmt: str | None, plan: EncodingPlan) -> DirectSourc
     schema = pq.read_schema(data_files(path, "parquet")[0])
     plain = (pa.types.is_integer, pa.types.is_floating, pa.types.is_string, pa.types.is_boolean)
     used = {c.column for c in plan.columns}
-    return DirectSource(path, plan) if all(any(t(schema.field(c).type) for t in plain) for c in used) else None  # fmt: skip
+    return (
+        DirectSource(path, plan)
+        if all(any(t(schema.field(c).type) for t in plain) for c in used)
+        else None
+    )
 
 
 def encoded_batches(splits, plan: EncodingPlan, columns: list[str]) -> Iterator[pa.RecordBatch]:
@@ -80,7 +84,9 @@ def encoded_batches(splits, plan: EncodingPlan, columns: list[str]) -> Iterator[
     for b in splits:
         for f, first, end in zip(*(b.column(i).to_pylist() for i in range(3)), strict=True):
             parquet = pq.ParquetFile(f)
-            for batch in parquet.iter_batches(BATCH_ROWS, row_groups=range(first, end), columns=columns):  # fmt: skip
+            for batch in parquet.iter_batches(
+                BATCH_ROWS, row_groups=range(first, end), columns=columns
+            ):
                 yield encode_batch(batch, plan)
 
 
@@ -104,7 +110,9 @@ def item_frame(spark, items: list[tuple], names: tuple[str, ...], run: Callable,
     columns). The tasks are `spark.range`'s, their items in the closure: a DataFrame
     made from a Python RDD converts its rows in a Python worker of its own, a second
     one per task (an empty job: 0.27 s against 0.21 s, medians of 10; README)."""
-    return spark.range(len(items), numPartitions=max(1, len(items))).mapInArrow(partial(_item_task, items=items, names=names, run=run), schema)  # fmt: skip
+    return spark.range(len(items), numPartitions=max(1, len(items))).mapInArrow(
+        partial(_item_task, items=items, names=names, run=run), schema
+    )
 
 
 def frame_tasks(spark, frame, run: Callable, schema: pa.Schema, parts: int):

@@ -14,9 +14,17 @@ import pyarrow.parquet as pq
 
 from ...encoding import EncodingPlan, encode_batch
 from ...errors import DataError, SpecError
+from ...kernels.classes import ClassJob, ClassSummary
 from ...model import TableSpec
 from ...storage import is_remote
-from ..base import LoadedTable, check_columns, encoding_error, plan_encoding, unreadable
+from ..base import (
+    LoadedTable,
+    ReleaseFiles,
+    check_columns,
+    encoding_error,
+    plan_encoding,
+    unreadable,
+)
 from ..files import data_files, detect_format
 from .direct import direct_source
 from .errors import spark_errors
@@ -33,9 +41,15 @@ def _encoder(plan: EncodingPlan):
 
 
 SPARK_CHARSETS = {  # Python's codec name -> the charsets Spark 4's CSV reader accepts
-    "latin_1": "iso-8859-1", "iso8859-1": "iso-8859-1", "ascii": "us-ascii", "utf-8": "utf-8",
-    "utf-16": "utf-16", "utf-16-be": "utf-16be", "utf-16-le": "utf-16le", "utf-32": "utf-32",
-}  # fmt: skip
+    "latin_1": "iso-8859-1",
+    "iso8859-1": "iso-8859-1",
+    "ascii": "us-ascii",
+    "utf-8": "utf-8",
+    "utf-16": "utf-16",
+    "utf-16-be": "utf-16be",
+    "utf-16-le": "utf-16le",
+    "utf-32": "utf-32",
+}
 
 
 def spark_charset(encoding: str) -> str:
@@ -82,7 +96,10 @@ def spark_hash_long(values: np.ndarray, seed: int = 42) -> np.ndarray:
 
     with np.errstate(over="ignore"):
         v = values.astype(np.int64).view(np.uint64)
-        low, high = (v & np.uint64(0xFFFFFFFF)).astype(np.uint32), (v >> np.uint64(32)).astype(np.uint32)  # fmt: skip
+        low, high = (
+            (v & np.uint64(0xFFFFFFFF)).astype(np.uint32),
+            (v >> np.uint64(32)).astype(np.uint32),
+        )
         h = mix(mix(np.full(len(v), seed, dtype=np.uint32), low), high) ^ np.uint32(8)
         h ^= h >> np.uint32(16)
         h *= np.uint32(0x85EBCA6B)
@@ -170,7 +187,12 @@ def store_frame(spark, files: list[str], columns: list[str] | None = None, check
         check(schema.names)
     cols = columns or schema.names
     schema = pa.schema([schema.field(c) for c in cols])
-    return _frame(spark, files, partial(read_object, kind="parquet", spec=None, cols=cols, schema=schema), schema)  # fmt: skip
+    return _frame(
+        spark,
+        files,
+        partial(read_object, kind="parquet", spec=None, cols=cols, schema=schema),
+        schema,
+    )
 
 
 def read_object(batches, kind: str, spec: TableSpec | None, cols: list[str], schema: pa.Schema):
@@ -185,7 +207,9 @@ def read_object(batches, kind: str, spec: TableSpec | None, cols: list[str], sch
             if kind == "parquet":
                 with filesystem().open_input_file(fs_path(uri)) as f:
                     for batch in pq.ParquetFile(f).iter_batches(columns=cols):
-                        yield from pa.Table.from_batches([batch]).select(cols).cast(schema).to_batches()  # fmt: skip
+                        yield from (
+                            pa.Table.from_batches([batch]).select(cols).cast(schema).to_batches()
+                        )
                 continue
             assert spec is not None  # CSV needs the table spec (its encoding)
             with tempfile.TemporaryDirectory(prefix="vpub-in-") as tmp:
@@ -200,6 +224,8 @@ def read_object(batches, kind: str, spec: TableSpec | None, cols: list[str], sch
 
 class SparkEngine:
     name = "spark"
+    reads_object_stores = True
+    audits_in_tasks = True
 
     def __init__(self, settings: SparkSettings | None = None):
         self.settings = settings or SparkSettings()
@@ -232,7 +258,11 @@ class SparkEngine:
                 "pathGlobFilter", "*.csv*" if kind == "csv" else "*.parquet"
             ).option("recursiveFileLookup", True)
         with spark_errors(path):
-            df = read_csv(reader, Path(path), spec) if kind == "csv" else reader.parquet(str(Path(path)))  # fmt: skip
+            df = (
+                read_csv(reader, Path(path), spec)
+                if kind == "csv"
+                else reader.parquet(str(Path(path)))
+            )
         check_columns(df.columns, spec, path)
         df = df.select(*sorted({a.column for a in spec.attributes}))
         return as_arrow_csv(df) if kind == "csv" else df
@@ -247,9 +277,16 @@ class SparkEngine:
         kind = fmt or ("parquet" if files[0].endswith(".parquet") else "csv")
         cols = sorted({a.column for a in spec.attributes})
         if kind == "parquet":
-            return store_frame(self.spark, files, cols, lambda names: check_columns(names, spec, uri))  # fmt: skip
+            return store_frame(
+                self.spark, files, cols, lambda names: check_columns(names, spec, uri)
+            )
         schema = pa.schema([(c, pa.string()) for c in cols])
-        return _frame(self.spark, files, partial(read_object, kind=kind, spec=spec, cols=cols, schema=schema), schema)  # fmt: skip
+        return _frame(
+            self.spark,
+            files,
+            partial(read_object, kind=kind, spec=spec, cols=cols, schema=schema),
+            schema,
+        )
 
     def load(self, path: str, spec: TableSpec, fmt: str | None = None) -> LoadedTable:
         """One pass counts the raw values (the shared pyarrow kernel per batch, summed by
@@ -279,7 +316,9 @@ class SparkEngine:
         plan, dictionaries, counts = plan_encoding(spec, raw, rows, missing_rows)
         encoded = df.mapInArrow(_encoder(plan), struct_type(plan.schema))
         direct = direct_source(path, fmt, plan)
-        return LoadedTable(spec, dictionaries, counts, rows, missing_rows, encoded, str(path), direct)  # fmt: skip
+        return LoadedTable(
+            spec, dictionaries, counts, rows, missing_rows, encoded, str(path), direct
+        )
 
     # --- data sets -------------------------------------------------------------
     def code_counts(self, df, dictionaries) -> dict:
@@ -312,9 +351,13 @@ class SparkEngine:
         def keys(batches):
             for b in batches:
                 frame = b.to_pandas()
-                yield pa.RecordBatch.from_pandas(frame.assign(__key=sample_keys(frame, seed).view("int64")), preserve_index=False)  # fmt: skip
+                yield pa.RecordBatch.from_pandas(
+                    frame.assign(__key=sample_keys(frame, seed).view("int64")), preserve_index=False
+                )
 
-        return df.mapInArrow(keys, T.StructType(df.schema.fields + [T.StructField("__key", T.LongType())]))  # fmt: skip
+        return df.mapInArrow(
+            keys, T.StructType(df.schema.fields + [T.StructField("__key", T.LongType())])
+        )
 
     def suppress(self, loaded: LoadedTable, attribute: str, drop, seed: int) -> LoadedTable:
         from pyspark.sql import Window
@@ -324,13 +367,32 @@ class SparkEngine:
 
         cols = list(loaded.names)
         unsigned = F.col("__key").bitwiseXOR(F.lit(-(1 << 63)))  # the in-process order
-        rank = F.row_number().over(Window.partitionBy(attribute).orderBy(unsigned, *cols, OCCURRENCE)) - 1  # fmt: skip
-        limit = F.element_at(F.create_map(*[F.lit(x) for v, d in enumerate(drop) for x in (v, int(d))]), F.col(attribute))  # fmt: skip
-        kept = self._keyed(loaded, seed).withColumn("__rank", rank).where(F.col("__rank") >= F.coalesce(limit, F.lit(0))).select(*cols)  # fmt: skip
+        rank = (
+            F.row_number().over(Window.partitionBy(attribute).orderBy(unsigned, *cols, OCCURRENCE))
+            - 1
+        )
+        limit = F.element_at(
+            F.create_map(*[F.lit(x) for v, d in enumerate(drop) for x in (v, int(d))]),
+            F.col(attribute),
+        )
+        kept = (
+            self._keyed(loaded, seed)
+            .withColumn("__rank", rank)
+            .where(F.col("__rank") >= F.coalesce(limit, F.lit(0)))
+            .select(*cols)
+        )
         kept = kept.persist()
         counts = self.code_counts(kept, loaded.dictionaries)
         gone = loaded.rows - int(counts[cols[0]].sum())
-        return LoadedTable(loaded.spec, loaded.dictionaries, counts, loaded.rows_read, loaded.rows_dropped + gone, kept, loaded.source)  # fmt: skip
+        return LoadedTable(
+            loaded.spec,
+            loaded.dictionaries,
+            counts,
+            loaded.rows_read,
+            loaded.rows_dropped + gone,
+            kept,
+            loaded.source,
+        )
 
     def sample(self, loaded: LoadedTable, n: int, seed: int) -> LoadedTable:
         from pyspark.sql import functions as F
@@ -342,7 +404,13 @@ class SparkEngine:
         cols = list(loaded.names)
         # hash order as unsigned 64-bit, like the in-process engine
         unsigned = F.col("__key").bitwiseXOR(F.lit(-(1 << 63)))
-        picked = self._keyed(loaded, seed).orderBy(unsigned, *cols, OCCURRENCE).limit(n).select(*cols).cache()  # fmt: skip
+        picked = (
+            self._keyed(loaded, seed)
+            .orderBy(unsigned, *cols, OCCURRENCE)
+            .limit(n)
+            .select(*cols)
+            .cache()
+        )
         counts = self.code_counts(picked, loaded.dictionaries)
         return LoadedTable(loaded.spec, loaded.dictionaries, counts, n, 0, picked, loaded.source)
 
@@ -361,7 +429,9 @@ class SparkEngine:
         with spark_errors(f"writing {directory}"):
             loaded.data.mapInArrow(decode, schema).write.parquet(str(directory))
 
-    def write_blocks(self, blocks: int, block, schema: pa.Schema, directory: Path, progress=None) -> None:  # fmt: skip
+    def write_blocks(
+        self, blocks: int, block, schema: pa.Schema, directory: Path, progress=None
+    ) -> None:
         """Tasks over the block numbers (at most 4 per core), each making its blocks
         itself; `progress` is not called (the rows never pass through the driver)."""
         parts = max(1, min(blocks, self.spark.sparkContext.defaultParallelism * 4))
@@ -478,6 +548,45 @@ class SparkEngine:
                 .toPandas()
             )
 
+    def class_summary(self, loaded: LoadedTable, job: ClassJob) -> ClassSummary:
+        from .classes import class_summary
+
+        return class_summary(loaded, job)
+
+    def release_kl(
+        self, loaded: LoadedTable, release: ReleaseFiles, form: str | None = None
+    ) -> float:
+        from .kl import spark_kl
+
+        return spark_kl(self, release, loaded, form)
+
+    def count_cubes(self, loaded: LoadedTable, luts, sizes, sets, cubes):
+        from .cubes import count_cubes
+
+        return count_cubes(loaded, luts, sizes, list(sets), cubes)
+
+    def count_matching(self, loaded: LoadedTable, codes) -> int:
+        from .cubes import count_matching
+
+        return count_matching(loaded, codes)
+
+    def register_tables(self, tables, views) -> str:
+        spark = self.spark
+        with spark_errors(f"registering {', '.join(t.name for t in tables)}"):
+            for t in tables:
+                if t.path is not None:
+                    spark.sql(f"DROP TABLE IF EXISTS {t.name}")
+                    spark.catalog.createTable(t.name, path=t.path, source="parquet")
+                else:
+                    store_frame(spark, list(t.files)).createOrReplaceTempView(t.name)
+            for view in views:
+                spark.sql(view)
+        return spark.conf.get("spark.sql.catalogImplementation", "in-memory")
+
+    def sql(self, query: str, limit: int):
+        with spark_errors("--sql"):  # a bad query: one line
+            return self.spark.sql(query).limit(limit).toPandas()
+
     def map_rows(self, frame, run, schema, parts):
         """`run` per task over `frame` spread on `parts` tasks (`frame_tasks`); for small
         driver-side frames such as a query workload, never for the data. A frame made
@@ -487,7 +596,9 @@ class SparkEngine:
 
         if frame.empty:
             return frame.iloc[0:0].reindex(columns=schema.names)
-        parts = max(1, min(len(frame), parts if parts > 0 else self.spark.sparkContext.defaultParallelism))  # fmt: skip
+        parts = max(
+            1, min(len(frame), parts if parts > 0 else self.spark.sparkContext.defaultParallelism)
+        )
         with spark_errors("map rows"):
             return frame_tasks(self.spark, frame, run, schema, parts).toPandas()
 

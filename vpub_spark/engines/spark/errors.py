@@ -57,7 +57,9 @@ def one_line(what: str, text: str, since: int = 0) -> VpubError:
     elif java:
         line = f"{what}: {_clean(java[-1])}"  # the deepest cause
     else:
-        lines = [x.strip(": ") for x in text.splitlines() if x.strip() and not x.startswith("An error")]  # fmt: skip
+        lines = [
+            x.strip(": ") for x in text.splitlines() if x.strip() and not x.startswith("An error")
+        ]
         line = f"{what}: {_clean(lines[0]) if lines else 'Spark failed'}"
     return DataError(line + log_details(since))
 

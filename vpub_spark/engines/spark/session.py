@@ -26,61 +26,10 @@ import shutil
 import subprocess
 import sys
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from ...errors import SpecError, VpubError
-
-DEFAULT_CONF = {
-    "spark.sql.execution.arrow.pyspark.enabled": "true",
-    "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
-    "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
-    "spark.sql.session.timeZone": "UTC",
-    # workers forked warm, importing pyspark's compiled modules (daemon.py)
-    "spark.python.daemon.module": "vpub_spark.engines.spark.daemon",
-    # a release has one _SUCCESS, its own (DESIGN.md §4); none inside its tables
-    "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
-}
-
-
-@dataclass(frozen=True)
-class SparkSettings:
-    master: str = "local[*]"
-    app_name: str = "vpub"
-    driver_memory: str = "4g"
-    shuffle_partitions: int | None = None  # None: chosen from the data size
-    conf: tuple[tuple[str, str], ...] = field(default=())
-    small_input: bool = False  # set for a run on a small input: C1-only JIT (module docstring)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any] | None) -> SparkSettings:
-        d = dict(d or {})
-        unknown = set(d) - {"master", "app_name", "driver_memory", "shuffle_partitions", "conf"}
-        if unknown:
-            raise SpecError(f"spark settings: unknown keys {', '.join(sorted(unknown))}")
-        conf = tuple(sorted((str(k), str(v)) for k, v in (d.pop("conf", None) or {}).items()))
-        sp = d.get("shuffle_partitions")
-        if sp not in (None, "auto") and (not isinstance(sp, int) or sp < 1):
-            raise SpecError(
-                f"spark settings: shuffle_partitions must be a positive integer or auto, not {sp!r}"
-            )
-        return cls(
-            master=str(d.get("master", cls.master)),
-            app_name=str(d.get("app_name", cls.app_name)),
-            driver_memory=str(d.get("driver_memory", cls.driver_memory)),
-            shuffle_partitions=None if sp in (None, "auto") else int(sp),
-            conf=conf,
-        )
-
-    @classmethod
-    def load(cls, path: str | Path | None) -> SparkSettings:
-        if path is None:
-            return cls()
-        from ...tablespec import load_yaml
-
-        return cls.from_dict(load_yaml(path))
+from ...errors import VpubError
+from ..settings import DEFAULT_CONF, SparkSettings
 
 
 @functools.cache
@@ -145,6 +94,19 @@ def driver_java_options(settings: SparkSettings, dump_archive: Path | None = Non
     return " ".join(options)
 
 
+def run_archiving(out: Path, work) -> int:
+    """Start the session with the archive to write at exit (`out`), run `work`, then
+    close the JVM's input so it exits (and writes the archive); its exit status."""
+    from pyspark import SparkContext
+
+    spark = get_session(SparkSettings(), dump_archive=out)
+    work()
+    proc = SparkContext._gateway.proc  # type: ignore[union-attr]
+    spark.stop()
+    proc.stdin.close()  # Spark's gateway exits on end of input
+    return proc.wait(timeout=900)
+
+
 _EARLY: list[threading.Thread] = []
 
 
@@ -158,7 +120,9 @@ def start_early(settings: SparkSettings) -> None:
     paired Adult runs.)"""
     if _EARLY or "PYSPARK_GATEWAY_PORT" in os.environ:
         return
-    thread = threading.Thread(target=_build_quietly, args=(settings,), name="vpub-spark-start", daemon=True)  # fmt: skip
+    thread = threading.Thread(
+        target=_build_quietly, args=(settings,), name="vpub-spark-start", daemon=True
+    )
     _EARLY.append(thread)
     thread.start()
 
@@ -290,7 +254,9 @@ def _launch_logged(conf: dict[str, str]) -> None:
     _LOG.append(path)  # first: a JVM that fails to start says why in it
     atexit.register(_drop_quiet_log, path)
     with open(path, "ab") as err:
-        gateway = launch_gateway(SparkConf(loadDefaults=False).setAll(list(conf.items())), popen_kwargs={"stderr": err})  # fmt: skip
+        gateway = launch_gateway(
+            SparkConf(loadDefaults=False).setAll(list(conf.items())), popen_kwargs={"stderr": err}
+        )
     SparkContext._ensure_initialized(gateway=gateway)
 
 
@@ -309,7 +275,9 @@ def _quiet_python_logs() -> None:
 
     from pyspark.logger import PySparkLogger
 
-    warnings.filterwarnings("ignore", message=r".*attempted Arrow optimization.*can not continue", category=UserWarning)  # fmt: skip
+    warnings.filterwarnings(
+        "ignore", message=r".*attempted Arrow optimization.*can not continue", category=UserWarning
+    )
     path = log_file()
     for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
         logger = PySparkLogger.getLogger(name)

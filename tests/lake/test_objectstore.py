@@ -1,4 +1,4 @@
-"""Releases on an object store (release/objectstore.py), against a real
+"""Releases on an object store (lake/objectstore.py), against a real
 S3-compatible server on loopback (moto's standalone server, started here): publish on
 both engines, audit from the store, readers ignoring uncommitted releases, an input on
 the store, overwrite, a killed run cleaned by the next, concurrent runs. The same
@@ -25,8 +25,8 @@ from s3_helpers import new_bucket
 from vpub_spark import storage
 from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.errors import DataError, VpubError
+from vpub_spark.lake import objectstore
 from vpub_spark.publish.pipeline import publish
-from vpub_spark.release import objectstore
 from vpub_spark.release.audit import audit_release
 from vpub_spark.release.reader import open_release
 
@@ -42,7 +42,10 @@ def table(tmp_path_factory):
 @pytest.fixture(scope="module")
 def local_release(table, tmp_path_factory):
     out = tmp_path_factory.mktemp("local")
-    return publish(config(table, out, RULES, 3, seed=5, output={"path": str(out), "release_id": "r"}), InProcessEngine())  # fmt: skip
+    return publish(
+        config(table, out, RULES, 3, seed=5, output={"path": str(out), "release_id": "r"}),
+        InProcessEngine(),
+    )
 
 
 def _objects(uri: str) -> list[str]:
@@ -51,9 +54,16 @@ def _objects(uri: str) -> list[str]:
 
 def test_publish_to_s3_commits_the_same_release_and_audits_from_the_store(s3, table, local_release):
     root = new_bucket() + "/releases"
-    r = publish(config(table, root, RULES, 3, seed=5, output={"path": root, "release_id": "r"}), InProcessEngine())  # fmt: skip
+    r = publish(
+        config(table, root, RULES, 3, seed=5, output={"path": root, "release_id": "r"}),
+        InProcessEngine(),
+    )
     assert r.path == f"{root}/r" and r.audit.passed
-    local = sorted(str(p.relative_to(local_release.path)) for p in Path(local_release.path).rglob("*") if p.is_file())  # fmt: skip
+    local = sorted(
+        str(p.relative_to(local_release.path))
+        for p in Path(local_release.path).rglob("*")
+        if p.is_file()
+    )
     assert _objects(r.path) == local  # every part, the manifest and _SUCCESS; no lock left
     assert same_contents(contents(r.path), contents(local_release.path))
     report = audit_release(r.path, source=str(table))  # downloaded, then re-checked
@@ -63,7 +73,12 @@ def test_publish_to_s3_commits_the_same_release_and_audits_from_the_store(s3, ta
 
 def test_publish_to_s3_on_spark(s3, table, local_release, spark_engine):
     root = new_bucket()
-    r = publish(config(table, root, RULES, 3, seed=5, engine="spark", output={"path": root, "release_id": "r"}), spark_engine)  # fmt: skip
+    r = publish(
+        config(
+            table, root, RULES, 3, seed=5, engine="spark", output={"path": root, "release_id": "r"}
+        ),
+        spark_engine,
+    )
     assert r.audit.passed and same_contents(contents(r.path), contents(local_release.path))
 
 
@@ -71,7 +86,10 @@ def test_input_on_s3(s3, table, local_release):
     root = new_bucket()
     for f in [p for p in Path(table).rglob("*") if p.is_file()]:
         objectstore.write_bytes(f"{root}/in/t/{f.relative_to(table)}", f.read_bytes())
-    r = publish(config(f"{root}/in/t", root, RULES, 3, seed=5, output={"path": root, "release_id": "r"}), InProcessEngine())  # fmt: skip
+    r = publish(
+        config(f"{root}/in/t", root, RULES, 3, seed=5, output={"path": root, "release_id": "r"}),
+        InProcessEngine(),
+    )
     assert same_contents(contents(r.path), contents(local_release.path))
 
 
@@ -100,7 +118,18 @@ def test_overwrite_and_refusal(s3, table):
 
 def _conf(tmp: Path, table: Path, root: str, seed: int = 5) -> Path:
     conf = tmp / f"c{seed}.yaml"
-    conf.write_text(yaml.safe_dump({"input": {"path": str(table)}, "rules": RULES, "privacy": {"l": 3}, "seed": seed, "engine": "inprocess", "output": {"path": root, "release_id": "r"}}))  # fmt: skip
+    conf.write_text(
+        yaml.safe_dump(
+            {
+                "input": {"path": str(table)},
+                "rules": RULES,
+                "privacy": {"l": 3},
+                "seed": seed,
+                "engine": "inprocess",
+                "output": {"path": root, "release_id": "r"},
+            }
+        )
+    )
     return conf
 
 
@@ -108,7 +137,13 @@ def test_a_killed_run_is_cleaned_by_the_next(s3, table, local_release, tmp_path)
     """kill -9 once the audit passed, while the upload starts: the store holds a stale
     lock and maybe some parts, no _SUCCESS; the next run commits the same release."""
     root = new_bucket()
-    proc = subprocess.Popen(vpub("publish", "--config", str(_conf(tmp_path, table, root))), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ | {"PYTHONUNBUFFERED": "1"})  # fmt: skip
+    proc = subprocess.Popen(
+        vpub("publish", "--config", str(_conf(tmp_path, table, root))),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=os.environ | {"PYTHONUNBUFFERED": "1"},
+    )
     assert proc.stdout is not None
     for line in proc.stdout:
         if "✓ audit" in line:
@@ -118,7 +153,12 @@ def test_a_killed_run_is_cleaned_by_the_next(s3, table, local_release, tmp_path)
     assert proc.returncode == -signal.SIGKILL
     left = _objects(f"{root}/r")
     assert "_SUCCESS" not in left and "_LOCK" in left
-    again = subprocess.run(vpub("publish", "--config", str(_conf(tmp_path, table, root))), capture_output=True, text=True, timeout=300)  # fmt: skip
+    again = subprocess.run(
+        vpub("publish", "--config", str(_conf(tmp_path, table, root))),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert again.returncode == 0, again.stderr
     assert same_contents(contents(f"{root}/r"), contents(local_release.path))
     assert "_LOCK" not in _objects(f"{root}/r") and audit_release(f"{root}/r").passed
@@ -126,7 +166,15 @@ def test_a_killed_run_is_cleaned_by_the_next(s3, table, local_release, tmp_path)
 
 def test_exactly_one_of_concurrent_runs_commits(s3, table, tmp_path):
     root = new_bucket()
-    procs = [subprocess.Popen(vpub("publish", "--config", str(_conf(tmp_path, table, root, seed))), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for seed in (1, 2, 3)]  # fmt: skip
+    procs = [
+        subprocess.Popen(
+            vpub("publish", "--config", str(_conf(tmp_path, table, root, seed))),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for seed in (1, 2, 3)
+    ]
     done = [(p.wait(timeout=300), p.stderr.read() if p.stderr else "") for p in procs]
     assert sorted(code for code, _ in done) == [0, 2, 2], done
     errors = [err.strip().splitlines()[-1] for code, err in done if code]
@@ -138,12 +186,19 @@ def test_exactly_one_of_concurrent_runs_commits(s3, table, tmp_path):
 
 def test_a_live_lock_names_its_holder(s3, table):
     root = new_bucket()
-    objectstore.create_once(f"{root}/r/_LOCK", json.dumps({"host": "elsewhere", "pid": 1, "at": 4e9}).encode())  # fmt: skip
+    objectstore.create_once(
+        f"{root}/r/_LOCK", json.dumps({"host": "elsewhere", "pid": 1, "at": 4e9}).encode()
+    )
     with pytest.raises(VpubError, match="being published by process 1 on elsewhere"):
-        publish(config(table, root, RULES, 3, output={"path": root, "release_id": "r"}), InProcessEngine())  # fmt: skip
+        publish(
+            config(table, root, RULES, 3, output={"path": root, "release_id": "r"}),
+            InProcessEngine(),
+        )
 
 
-def test_spark_tasks_write_the_parts_to_the_store_not_the_driver(s3, table, local_release, spark_engine, tmp_path, monkeypatch):  # fmt: skip
+def test_spark_tasks_write_the_parts_to_the_store_not_the_driver(
+    s3, table, local_release, spark_engine, tmp_path, monkeypatch
+):
     """No shared disk: the tasks write every part straight under the release's prefix,
     and the distributed audit reads them there; once the audit has passed, the driver's
     stage holds no part of the anatomy tables, and the store holds them, uncommitted."""
@@ -158,7 +213,9 @@ def test_spark_tasks_write_the_parts_to_the_store_not_the_driver(s3, table, loca
             seen["driver"] = [str(p.relative_to(scratch)) for p in scratch.rglob("*.parquet")]
             seen["store"] = _objects(f"{root}/r")
 
-    cfg = config(table, root, RULES, 3, seed=5, engine="spark", output={"path": root, "release_id": "r"})  # fmt: skip
+    cfg = config(
+        table, root, RULES, 3, seed=5, engine="spark", output={"path": root, "release_id": "r"}
+    )
     r = publish(cfg, spark_engine, observer)
     assert r.audit.passed and same_contents(contents(r.path), contents(local_release.path))
     assert not [f for f in seen["driver"] if "/qit/" in f or "/st/" in f], seen["driver"]
@@ -177,7 +234,15 @@ def test_input_on_s3_read_by_spark_tasks(s3, table, local_release, spark_engine)
         pq.write_table(pa.Table.from_pandas(half, preserve_index=False), sink)
         objectstore.write_bytes(f"{root}/in/pq/data/part-{i}.parquet", sink.getvalue().to_pybytes())
     for where in ("csv", "pq"):
-        cfg = config(f"{root}/in/{where}", f"{root}/out", RULES, 3, seed=5, engine="spark", output={"path": f"{root}/out", "release_id": where})  # fmt: skip
+        cfg = config(
+            f"{root}/in/{where}",
+            f"{root}/out",
+            RULES,
+            3,
+            seed=5,
+            engine="spark",
+            output={"path": f"{root}/out", "release_id": where},
+        )
         r = publish(cfg, spark_engine)
         assert same_contents(contents(r.path), contents(local_release.path)), where
 
@@ -209,13 +274,19 @@ def test_distributed_audit_reads_a_release_on_the_store_in_place(s3, table, spar
     """`vpub audit s3://... --engine spark`: the driver fetches the manifest, the tasks
     their own files; an edited part on the store is refused."""
     root = new_bucket()
-    r = publish(config(table, root, RULES, 3, seed=5, output={"path": root, "release_id": "r"}), InProcessEngine())  # fmt: skip
+    r = publish(
+        config(table, root, RULES, 3, seed=5, output={"path": root, "release_id": "r"}),
+        InProcessEngine(),
+    )
     rel = open_release(r.path, in_place=True)
     assert rel.remote == r.path and not list(rel.path.rglob("*.parquet"))
     report = audit_release(r.path, engine=spark_engine, distributed=True)
     assert report.passed, report.as_dict()["failures"]
     st = sorted(f for f in _objects(r.path) if "/st/part-" in f)
-    objectstore.write_bytes(f"{r.path}/{st[0]}", objectstore.read_bytes(f"{r.path}/{st[-1]}") if len(st) > 1 else b"PAR1")  # fmt: skip
+    objectstore.write_bytes(
+        f"{r.path}/{st[0]}",
+        objectstore.read_bytes(f"{r.path}/{st[-1]}") if len(st) > 1 else b"PAR1",
+    )
     failures = audit_release(r.path, engine=spark_engine, distributed=True).as_dict()["failures"]
     assert any("checksums" in f or "readable" in f for f in failures), failures
 
@@ -237,7 +308,12 @@ def _markers(uri: str) -> list[str]:
 
     bucket = uri[len("s3://") :].split("/")[0]
     pages = boto3.client("s3").get_paginator("list_objects_v2").paginate(Bucket=bucket)
-    return [o["Key"] for p in pages for o in p.get("Contents", []) if o["Key"].endswith("/") and o["Size"] == 0]  # fmt: skip
+    return [
+        o["Key"]
+        for p in pages
+        for o in p.get("Contents", [])
+        if o["Key"].endswith("/") and o["Size"] == 0
+    ]
 
 
 def test_no_directory_markers_after_publish_prune_cleanup_and_refusal(s3, table):
@@ -246,7 +322,15 @@ def test_no_directory_markers_after_publish_prune_cleanup_and_refusal(s3, table)
     root = new_bucket() + "/lake"
 
     def cfg(rid: str, seed: int = 5, **kw):
-        return config(table, root, RULES, 3, seed=seed, output={"path": root, "release_id": rid, "family": "f"}, **kw)  # fmt: skip
+        return config(
+            table,
+            root,
+            RULES,
+            3,
+            seed=seed,
+            output={"path": root, "release_id": rid, "family": "f"},
+            **kw,
+        )
 
     publish(cfg("r1"), InProcessEngine())
     publish(cfg("r2", 6), InProcessEngine())
@@ -265,12 +349,22 @@ def test_no_directory_markers_after_publish_prune_cleanup_and_refusal(s3, table)
 
     with pytest.raises(RuntimeError, match="injected"):  # cleanup: a failed run's parts
         publish(cfg("r4"), InProcessEngine(), failing)
-    objectstore.create_once(f"{root}/r5/_LOCK", json.dumps({"host": "elsewhere", "pid": 1, "at": 0}).encode())  # fmt: skip
+    objectstore.create_once(
+        f"{root}/r5/_LOCK", json.dumps({"host": "elsewhere", "pid": 1, "at": 0}).encode()
+    )
     objectstore.write_bytes(f"{root}/r5/tables/t/qit/part-0.parquet", b"a killed run's")
     publish(cfg("r5", 9), InProcessEngine())  # cleanup: a stale lock and its run's objects
-    pruned = subprocess.run(vpub("releases", "prune", root, "--keep", "1"), capture_output=True, text=True, timeout=120)  # fmt: skip
-    assert pruned.returncode == 0 and "removed r1" in pruned.stdout and "removed r2" in pruned.stdout, pruned.stdout  # fmt: skip
+    pruned = subprocess.run(
+        vpub("releases", "prune", root, "--keep", "1"), capture_output=True, text=True, timeout=120
+    )
+    assert (
+        pruned.returncode == 0 and "removed r1" in pruned.stdout and "removed r2" in pruned.stdout
+    ), pruned.stdout
     assert _markers(root) == []
-    assert _objects(f"{root}/r1") == [] and _objects(f"{root}/r4") == [] and _objects(f"{root}/r3") == ["notes.txt"]  # fmt: skip
+    assert (
+        _objects(f"{root}/r1") == []
+        and _objects(f"{root}/r4") == []
+        and _objects(f"{root}/r3") == ["notes.txt"]
+    )
     assert "_SUCCESS" in _objects(f"{root}/r5") and "_LOCK" not in _objects(f"{root}/r5")
     assert storage.children(root) == ["_latest", "r3", "r5"]

@@ -1,4 +1,4 @@
-"""The release catalog (release/catalog.py, `vpub releases`): list, show with
+"""The release catalog (lake/catalog.py, `vpub releases`): list, show with
 lineage, latest, diff and prune, on a local root and on a real S3-compatible server."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from release_helpers import config, job_table, vpub, write_table
 from s3_helpers import new_bucket
 
 from vpub_spark.engines.inprocess import InProcessEngine
+from vpub_spark.lake.catalog import Root, diff, latest, lineage, manifests, prunable, set_latest
 from vpub_spark.publish.pipeline import publish
-from vpub_spark.release.catalog import Root, diff, latest, lineage, manifests, prunable, set_latest
 
 RULES = ["age, zip -> job", "sex -> job"]
 
@@ -32,7 +32,17 @@ def root(request, tmp_path):
 
 def _family(table, root: str, seeds=(1, 2, 3)) -> None:
     for s in seeds:
-        publish(config(table, root, RULES, 3, seed=s, output={"path": root, "release_id": f"r{s}", "family": "jobs"}), InProcessEngine())  # fmt: skip
+        publish(
+            config(
+                table,
+                root,
+                RULES,
+                3,
+                seed=s,
+                output={"path": root, "release_id": f"r{s}", "family": "jobs"},
+            ),
+            InProcessEngine(),
+        )
 
 
 def test_latest_lineage_diff_and_prune(table, root):
@@ -73,7 +83,10 @@ def test_releases_commands(table, tmp_path):
         return done.stdout
 
     listed = json.loads(run("list", root, "--json"))
-    assert [(r["release_id"], r["family"], r["audit"]) for r in listed] == [("r1", "jobs", "passed"), ("r2", "jobs", "passed")]  # fmt: skip
+    assert [(r["release_id"], r["family"], r["audit"]) for r in listed] == [
+        ("r1", "jobs", "passed"),
+        ("r2", "jobs", "passed"),
+    ]
     assert run("latest", root, "jobs").strip() == "r2"
     shown = json.loads(run("show", root, "r2", "--json"))
     assert shown["lineage (newest first)"] == "r2 <- r1" and shown["latest of its family"] is True
@@ -81,5 +94,7 @@ def test_releases_commands(table, tmp_path):
     assert "would remove r1" in run("prune", root, "--keep", "1", "--dry-run")
     assert "removed r1" in run("prune", root, "--keep", "1")
     assert [r["release_id"] for r in json.loads(run("list", root, "--json"))] == ["r2"]
-    bad = subprocess.run(vpub("releases", "show", root, "nope"), capture_output=True, text=True, timeout=60)  # fmt: skip
+    bad = subprocess.run(
+        vpub("releases", "show", root, "nope"), capture_output=True, text=True, timeout=60
+    )
     assert bad.returncode == 2 and "no committed release 'nope'; there are: r2" in bad.stderr

@@ -1,5 +1,7 @@
-"""KL divergence of a release on Spark (000 §5.1): the decomposition of
-`utility/kl.py` computed with Spark joins and aggregates. Each term is the source
+"""KL divergence of a release on Spark (000 §5.1), `SparkEngine.release_kl`: the
+decomposition of `utility/kl.py` computed with Spark joins and aggregates. The release
+comes as `ReleaseFiles` (engines/base.py): its files, its terms and its models, built
+by the layer that knows the release format. Each term is the source
 projected on a table's (or separator's) attributes, joined with that table's estimate
 at the projected keys; anatomy estimates are `sum_g n_g(x_Q) * c_g(s) / |g|` from the
 QIT and ST files. Release labels are encoded into the source's codes by the shared
@@ -16,17 +18,20 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..kernels.arrays import pack_counts, pack_sorted, unpack_counts, unpack_sorted
-from ..release.layout import COUNT, GROUP
-from ..release.reader import Release
-from .junction import log_terms
+from ...errors import SpecError
+from ...kernels.anatomy import COUNT, GROUP
+from ...kernels.arrays import pack_codes, pack_counts, pack_sorted, unpack_counts, unpack_sorted
+from ..base import ReleaseFiles
+from ..kl_sums import kl_sums
+from .errors import spark_errors
+from .schema import struct_type
 
 EST = "__est"
 KEY = "__key"
 SUMS = pa.schema([("entropy", pa.float64()), ("log_p", pa.float64())])
 
 
-def _encoded(spark, rel: Release, table: str, part: str, dictionaries):
+def _encoded(spark, rel: ReleaseFiles, table: str, part: str, dictionaries):
     """A release part with its label columns replaced by the source's int32 codes."""
     from pyspark.sql import types as T
 
@@ -55,7 +60,7 @@ def _encoded(spark, rel: Release, table: str, part: str, dictionaries):
 
 
 class _Table:
-    def __init__(self, spark, rel: Release, entry: dict, dictionaries):
+    def __init__(self, spark, rel: ReleaseFiles, entry: dict, dictionaries):
         from pyspark.sql import functions as F
 
         self.attributes, self.sensitive = list(entry["attributes"]), entry["sensitive"]
@@ -95,17 +100,18 @@ task (`broadcast_kl`), as Spark broadcasts a small join side; 64 MiB of Parquet 
 about 15M anatomy rows and builds a model of a few hundred MB."""
 
 
-def release_bytes(release: Release) -> int:
-    return sum(f.stat().st_size for f in release.path.glob("tables/*/*/*.parquet"))
-
-
-def spark_kl(engine, release: Release, loaded) -> float:
+def spark_kl(engine, release: ReleaseFiles, loaded, form: str | None = None) -> float:
     """KL of `release` against `loaded` (a Spark LoadedTable of the same source): with the
     release in every task when it is small (`BROADCAST_BYTES`), else in one shuffle
-    (`spark_kl_one_pass.py`) when it applies, else one aggregate per term."""
-    from .spark_kl_one_pass import one_pass_kl, one_pass_terms
+    (`kl_one_pass.py`) when it applies, else one aggregate per term. `form` forces one
+    of `FORMS` (a benchmark's, a test's)."""
+    from .kl_one_pass import one_pass_kl, one_pass_terms
 
-    if release_bytes(release) <= BROADCAST_BYTES:
+    if form is not None:
+        if form not in FORMS:
+            raise SpecError(f"unknown KL form {form!r}; known: {', '.join(FORMS)}")
+        return FORMS[form](engine, release, loaded)
+    if release.size <= BROADCAST_BYTES:
         return broadcast_kl(engine, release, loaded)
     terms = one_pass_terms(release, loaded)
     if terms is not None:
@@ -113,7 +119,7 @@ def spark_kl(engine, release: Release, loaded) -> float:
     return per_term_kl(engine, release, loaded)
 
 
-def per_term_kl(engine, release: Release, loaded) -> float:
+def per_term_kl(engine, release: ReleaseFiles, loaded) -> float:
     """KL with one Spark aggregate (and join) per term of the decomposition."""
     from pyspark.sql import functions as F
 
@@ -128,8 +134,8 @@ def per_term_kl(engine, release: Release, loaded) -> float:
     tables = [_Table(spark, release, e, loaded.dictionaries) for e in release.tables]
 
     kl = source_entropy(loaded)  # on the persisted `data`: the same DataFrame
-    for i, cols, sign in log_terms([t.attributes for t in tables]):
-        kl -= sign * expected_log(cols, tables[i])
+    for i, cols, sign in release.terms:
+        kl -= sign * expected_log(list(cols), tables[i])
     covered = {a for t in tables for a in t.attributes}
     data.unpersist()
     for t in tables:
@@ -178,57 +184,31 @@ def _distinct_frames(batches, packing: Packing | None, names: list[str]):
             yield chunk.to_pandas()
         return
     held = [b.column(0).to_numpy() for b in batches]
-    key, count = np.unique(np.concatenate(held) if held else np.zeros(0, np.int64), return_counts=True)  # fmt: skip
+    key, count = np.unique(
+        np.concatenate(held) if held else np.zeros(0, np.int64), return_counts=True
+    )
     yield _keyed_frame(key, count, packing, names)
 
 
-def _distinct_sums(path: str, labels: dict[str, list[str]], n: int, frames: Callable):
+def _distinct_sums(release: ReleaseFiles, labels: dict[str, list[str]], n: int, frames: Callable):
     """mapInArrow over `distinct_rows` (each distinct source row in one task): per task,
-    sum of p log p (p = c / n, c the row's count) and sum of c log p~(row) (-inf if some
-    row has p~ = 0). log p~ is a sum of per-term logs, so the task adds up its counts per
-    key of each term (vectorized) and evaluates each term's marginal once, at those keys:
-    the model's fixed cost (grouping the release's tables) is paid once per term and
-    task, not once per chunk. `frames` turns the task's input into frames of the
+    `kl_sums` over its share. `frames` turns the task's input into frames of the
     source's columns and COUNT (`_distinct_frames`, `_merged_frames`)."""
 
     def run(batches):
-        import numpy as np
-
-        from ..release.reader import open_release
-        from .release_models import release_models
-
-        models, _ = release_models(open_release(path), labels)  # in source codes
-        terms, rows, entropy = log_terms([m.attributes for m in models]), 0, 0.0
-        counts: list = [None] * len(terms)
-        for frame in frames(batches):
-            p = frame[COUNT].to_numpy(float) / n
-            rows, entropy = rows + int(frame[COUNT].sum()), entropy + float(np.sum(p * np.log(p)))  # fmt: skip
-            for i, (_, cols, _) in enumerate(terms):
-                c = frame.groupby(cols, sort=False)[COUNT].sum()
-                counts[i] = c if counts[i] is None else counts[i].add(c, fill_value=0)
-        total, zero = 0.0, False
-        for (i, _, sign), c in zip(terms, counts, strict=True):
-            if c is not None:
-                est = models[i].marginal(c.index.to_frame(index=False))
-                zero |= bool((est == 0).any())
-                total += sign * float(np.sum(c.to_numpy(float) * np.log(np.where(est > 0, est, 1.0) / n)))  # fmt: skip
-        covered = {a for m in models for a in m.attributes}
-        total -= rows * sum(float(np.log(len(v))) for a, v in labels.items() if a not in covered)
-        yield pa.RecordBatch.from_pydict({"entropy": [entropy], "log_p": [-np.inf if zero else total]}, schema=SUMS)  # fmt: skip
+        entropy, log_p = kl_sums(release, labels, n, frames(batches))
+        yield pa.RecordBatch.from_pydict({"entropy": [entropy], "log_p": [log_p]}, schema=SUMS)
 
     return run
 
 
-def broadcast_kl(engine, release: Release, loaded) -> float:
+def broadcast_kl(engine, release: ReleaseFiles, loaded) -> float:
     """KL = sum_x p log p - (1/n) sum_x c_x log p~(x) (`kl.py`'s decomposition) over the
     source's distinct rows x with counts c_x (`distinct_rows`), one Python pass in which
     every task, holding the whole release, sums both terms over its share of them. On the
     1M `sal` source (998,808 distinct rows of 1M): 4.55 s as two jobs (Spark's entropy,
     then a Python pass over all rows), 2.5 s grouped by Spark's aggregate, less by
     `distinct_rows`' shuffle of packed keys (measured; README)."""
-    from ..engines.spark.engine import spark_errors
-    from ..engines.spark.schema import struct_type
-
     labels = {a: list(loaded.dictionaries[a].labels) for a in loaded.names}
     packing, names = packing_of(loaded), list(loaded.names)
     if loaded.direct is not None and packing is not None:
@@ -237,7 +217,7 @@ def broadcast_kl(engine, release: Release, loaded) -> float:
     else:
         rows, packing = distinct_rows(loaded)
         frames = partial(_distinct_frames, packing=packing, names=names)
-    sums = rows.mapInArrow(_distinct_sums(str(release.path), labels, loaded.rows, frames), struct_type(SUMS))  # fmt: skip
+    sums = rows.mapInArrow(_distinct_sums(release, labels, loaded.rows, frames), struct_type(SUMS))
     with spark_errors("KL divergence"):
         # one row per task, summed here: Spark's aggregate ran one more job (about 0.1 s)
         parts = sums.collect()
@@ -262,7 +242,7 @@ KEYS_PER_TASK = 8_000_000
 def packing_of(loaded) -> Packing | None:
     """How a source row packs into one bigint (`term_of`'s strides), or None when the
     domains do not fit in 62 bits."""
-    from .spark_kl_one_pass import term_of
+    from .kl_one_pass import term_of
 
     sizes = {a: loaded.dictionaries[a].size for a in loaded.names}
     term = term_of(1, list(loaded.names), None, sizes)
@@ -289,15 +269,18 @@ def packed_rows(loaded) -> tuple[Any, Packing] | None:
 
 def packed(batch, packing: Packing):
     """An encoded batch's rows packed as `packing` says (NumPy int64): the mixed radix
-    of `models._pack` over the packing's sizes gives exactly its strides."""
-    from ..estimate.models import _pack
-
-    return _pack([batch.column(c).to_numpy() for c in packing.cols], packing.sizes, batch.num_rows)  # fmt: skip
+    of `pack_codes` over the packing's sizes gives exactly its strides."""
+    return pack_codes(
+        [batch.column(c).to_numpy() for c in packing.cols], packing.sizes, batch.num_rows
+    )
 
 
 def unpacked(key, packing: Packing) -> dict:
     """`packed_rows`' keys (a NumPy int64 array) back to each column's codes."""
-    return {c: (key // s) % size for c, s, size in zip(packing.cols, packing.strides, packing.sizes, strict=True)}  # fmt: skip
+    return {
+        c: (key // s) % size
+        for c, s, size in zip(packing.cols, packing.strides, packing.sizes, strict=True)
+    }
 
 
 def distinct_rows(loaded) -> tuple[Any, Packing | None]:
@@ -343,12 +326,16 @@ def direct_keys(engine, loaded, packing: Packing):
     `partition_keys` so that partition p lands in task p). The shuffle moves a few rows
     of bytes, not a row per key: Spark turns rows into Arrow batches at about a million
     rows a second (measured; README)."""
-    from ..engines.spark.direct import direct_frame
-    from ..engines.spark.schema import struct_type
+    from .direct import direct_frame
 
     parts = max(engine.spark.sparkContext.defaultParallelism, -(-loaded.rows // KEYS_PER_TASK))
     routes = engine.partition_keys(parts)
-    blobs = direct_frame(engine.spark, loaded.direct, partial(_key_blobs, packing=packing, routes=routes), struct_type(BLOB))  # fmt: skip
+    blobs = direct_frame(
+        engine.spark,
+        loaded.direct,
+        partial(_key_blobs, packing=packing, routes=routes),
+        struct_type(BLOB),
+    )
     return blobs.repartition(parts, "part")
 
 
@@ -359,16 +346,27 @@ def _key_blobs(batches, packing: Packing, routes: list[int]):
     import numpy as np
 
     held = [packed(b, packing) for b in batches]
-    keys, counts = np.unique(np.concatenate(held) if held else np.zeros(0, np.int64), return_counts=True)  # fmt: skip
+    keys, counts = np.unique(
+        np.concatenate(held) if held else np.zeros(0, np.int64), return_counts=True
+    )
     with np.errstate(over="ignore"):  # a multiplicative hash, wrapping: the top bits mix all
-        part = ((keys.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(33)) % np.uint64(len(routes))  # fmt: skip
+        part = (
+            (keys.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(33)
+        ) % np.uint64(len(routes))
     order = np.argsort(part, kind="stable")  # one pass, not one per partition; keys stay sorted
     keys, counts = keys[order], counts[order].astype(np.int64)
     bounds = np.searchsorted(part[order], np.arange(len(routes) + 1))
     for p, route in enumerate(routes):
         for start in range(bounds[p], bounds[p + 1], BLOB_KEYS):
             chunk = slice(start, min(start + BLOB_KEYS, bounds[p + 1]))
-            yield pa.RecordBatch.from_pydict({"part": [route], "keys": [pack_sorted(keys[chunk])], "counts": [pack_counts(counts[chunk])]}, schema=BLOB)  # fmt: skip
+            yield pa.RecordBatch.from_pydict(
+                {
+                    "part": [route],
+                    "keys": [pack_sorted(keys[chunk])],
+                    "counts": [pack_counts(counts[chunk])],
+                },
+                schema=BLOB,
+            )
 
 
 def _merged_frames(batches, packing: Packing, names: list[str]):
@@ -383,7 +381,7 @@ def _merged_frames(batches, packing: Packing, names: list[str]):
     key = np.concatenate(keys)
     order = np.argsort(key, kind="stable")  # sorted runs: merged in O(n)
     key, count = key[order], np.concatenate(counts)[order]
-    start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, np.int64)  # fmt: skip
+    start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, np.int64)
     key, count = key[start], np.add.reduceat(count, start) if len(start) else count
     yield _keyed_frame(key, count, packing, names)
 
@@ -395,3 +393,23 @@ def _keyed_frame(key, count, packing: Packing, names: list[str]):
     cols = unpacked(key, packing)  # in the source's order (no reordering copy), and
     # framed as they are (copy=False: not copied again into one block; 0.47 s for 5M rows)
     return pd.DataFrame({n: cols[n] for n in names} | {COUNT: count}, copy=False)
+
+
+def _one_shuffle(engine, release: ReleaseFiles, loaded) -> float:
+    from .kl_one_pass import one_pass_kl, one_pass_terms
+
+    terms = one_pass_terms(release, loaded)
+    if terms is None:
+        raise SpecError(
+            "the one-shuffle KL needs tables estimated file set by file set (anatomy, projection) whose keys pack into 62 bits"
+        )
+    return one_pass_kl(engine, release, loaded, terms)
+
+
+FORMS: dict[str, Callable[..., float]] = {
+    "every-task": broadcast_kl,
+    "one-shuffle": _one_shuffle,
+    "per-term": per_term_kl,
+}
+"""The ways of `spark_kl`, by name: the release in every task, one shuffle, one
+aggregate per term."""

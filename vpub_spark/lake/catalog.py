@@ -26,7 +26,7 @@ from pathlib import Path
 
 from .. import storage as s3
 from ..errors import DataError
-from .layout import MANIFEST, SUCCESS
+from ..release.layout import MANIFEST, SUCCESS
 
 LATEST = "_latest"
 
@@ -103,7 +103,9 @@ def latest(root: Root, family: str) -> str | None:
 
 
 def set_latest(root: Root, family: str, release_id: str) -> None:
-    root.write_atomically(json.dumps({"family": family, "release_id": release_id}) + "\n", LATEST, f"{family}.json")  # fmt: skip
+    root.write_atomically(
+        json.dumps({"family": family, "release_id": release_id}) + "\n", LATEST, f"{family}.json"
+    )
 
 
 def lineage(found: dict[str, dict], release_id: str) -> list[str]:
@@ -115,11 +117,20 @@ def lineage(found: dict[str, dict], release_id: str) -> list[str]:
 
 
 def _rows(m: dict) -> dict[str, object]:
-    return {f"{t['name']}/{p}": e.get("rows") for t in m.get("tables", []) for p, e in t.get("parts", {}).items()}  # fmt: skip
+    return {
+        f"{t['name']}/{p}": e.get("rows")
+        for t in m.get("tables", [])
+        for p, e in t.get("parts", {}).items()
+    }
 
 
 def _files(m: dict) -> dict[str, str]:
-    return {f"{e['path']}/{f}": d for t in m.get("tables", []) for e in t.get("parts", {}).values() for f, d in e.get("sha256", {}).items()}  # fmt: skip
+    return {
+        f"{e['path']}/{f}": d
+        for t in m.get("tables", [])
+        for e in t.get("parts", {}).values()
+        for f, d in e.get("sha256", {}).items()
+    }
 
 
 DIFFED = ("family", "method", "privacy", "rules", "partitions", "software_version")
@@ -136,12 +147,22 @@ def diff(a: dict, b: dict) -> list[tuple[str, object, object]]:
     """What differs between two manifests: (what, in a, in b)."""
     out = [(k, a.get(k), b.get(k)) for k in DIFFED if a.get(k) != b.get(k)]
     if _source_of(a) != _source_of(b):
-        out.append(("source data", a.get("source", {}).get("rows"), b.get("source", {}).get("rows")))  # fmt: skip
+        out.append(
+            ("source data", a.get("source", {}).get("rows"), b.get("source", {}).get("rows"))
+        )
     ta = {t["name"]: (t.get("kind"), t.get("attributes")) for t in a.get("tables", [])}
     tb = {t["name"]: (t.get("kind"), t.get("attributes")) for t in b.get("tables", [])}
-    out += [(f"table {n}", ta.get(n), tb.get(n)) for n in sorted(ta.keys() | tb.keys()) if ta.get(n) != tb.get(n)]  # fmt: skip
+    out += [
+        (f"table {n}", ta.get(n), tb.get(n))
+        for n in sorted(ta.keys() | tb.keys())
+        if ta.get(n) != tb.get(n)
+    ]
     ra, rb = _rows(a), _rows(b)
-    out += [(f"rows of {p}", ra.get(p), rb.get(p)) for p in sorted(ra.keys() | rb.keys()) if ra.get(p) != rb.get(p)]  # fmt: skip
+    out += [
+        (f"rows of {p}", ra.get(p), rb.get(p))
+        for p in sorted(ra.keys() | rb.keys())
+        if ra.get(p) != rb.get(p)
+    ]
     fa, fb = _files(a), _files(b)
     changed = sorted(f for f in fa.keys() | fb.keys() if fa.get(f) != fb.get(f))
     if changed:
@@ -166,7 +187,9 @@ def store_references(store_dirs: list[str]) -> dict[str, set[str]]:
     return out
 
 
-def prunable(found: dict[str, dict], keep: int, latest_ids: set[str], stores: dict[str, set[str]]) -> list[str]:  # fmt: skip
+def prunable(
+    found: dict[str, dict], keep: int, latest_ids: set[str], stores: dict[str, set[str]]
+) -> list[str]:
     """The release ids `prune` removes (see the module docstring)."""
     by_family: dict[str, list[str]] = {}
     for rid, m in found.items():

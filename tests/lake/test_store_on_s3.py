@@ -21,9 +21,9 @@ from vpub_spark.cli import main
 from vpub_spark.config import config_from_dict
 from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.errors import SpecError, VpubError
+from vpub_spark.lake import objectstore
 from vpub_spark.publish.marginals import add_marginal
 from vpub_spark.publish.pipeline import publish
-from vpub_spark.release import objectstore
 from vpub_spark.release.audit import audit_release
 from vpub_spark.release.private_audit import audit_store
 from vpub_spark.release.reader import open_release
@@ -35,11 +35,23 @@ def table(tmp_path_factory):
 
 
 def _cfg(table, state: str, out: str):
-    return config_from_dict({
-        "input": {"path": str(table)}, "privacy": {"model": "m-invariance", "m": 3}, "method": "marginals",
-        "marginals": {"sensitive": "job", "schemas": [["age"], ["age", "zip"]], "state": state, "qi": ["age", "zip", "sex"], "chunk_rows": 1000},
-        "output": {"path": out, "release_id": "g"}, "engine": "inprocess", "seed": 3,
-    })  # fmt: skip
+    return config_from_dict(
+        {
+            "input": {"path": str(table)},
+            "privacy": {"model": "m-invariance", "m": 3},
+            "method": "marginals",
+            "marginals": {
+                "sensitive": "job",
+                "schemas": [["age"], ["age", "zip"]],
+                "state": state,
+                "qi": ["age", "zip", "sex"],
+                "chunk_rows": 1000,
+            },
+            "output": {"path": out, "release_id": "g"},
+            "engine": "inprocess",
+            "seed": 3,
+        }
+    )
 
 
 def _dead_pid() -> int:
@@ -55,19 +67,39 @@ def test_store_on_s3_publish_add_and_private_audit(s3, table, tmp_path):
     assert first.audit.passed
     files = objectstore.listing(store)
     assert "store.json" in files and any(f.startswith("buckets/") for f in files)
-    assert "_LOCK" not in files and not any(f.startswith("private") for f in objectstore.listing(out))  # fmt: skip
+    assert "_LOCK" not in files and not any(
+        f.startswith("private") for f in objectstore.listing(out)
+    )
     meta = json.loads(objectstore.read_bytes(f"{store}/store.json"))
     assert [p["release"] for p in meta["published"]] == [f"{out}/g"] * 2
     added = add_marginal(store, ["sex"], out, "g2")
     assert added.audit.passed and audit_release(f"{out}/g2").passed
-    assert main(["marginals", "add", "--state", store, "--attributes", "zip,sex", "--out", out, "--release-id", "g3"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "marginals",
+                "add",
+                "--state",
+                store,
+                "--attributes",
+                "zip,sex",
+                "--out",
+                out,
+                "--release-id",
+                "g3",
+            ]
+        )
+        == 0
+    )
     assert main(["audit", "--state", store]) == 0
     assert any(f.startswith("groups/g2/") for f in objectstore.listing(store))
     report = audit_store(store)
     assert report.passed, report.as_dict()["failures"]
     assert sum("keeps its signature" in c.name for c in report.checks) == 4
     # the same releases as from a local store
-    local = publish(_cfg(table, str(tmp_path / "private" / "s"), str(tmp_path / "out")), InProcessEngine())  # fmt: skip
+    local = publish(
+        _cfg(table, str(tmp_path / "private" / "s"), str(tmp_path / "out")), InProcessEngine()
+    )
     add_marginal(tmp_path / "private" / "s", ["sex"], tmp_path / "out", "g2")
     assert same_contents(contents(f"{out}/g"), contents(local.path))
     assert same_contents(contents(f"{out}/g2"), contents(tmp_path / "out" / "g2"))
@@ -89,7 +121,10 @@ def test_an_aborted_store_is_cleaned_and_a_held_one_refused(s3, table):
     with pytest.raises(VpubError, match="being published by process 7 on elsewhere"):
         add_marginal(store, ["sex"], out, "g2")
     assert not objectstore.exists(f"{out}/g2/_SUCCESS")
-    assert [p["release_id"] for p in json.loads(objectstore.read_bytes(f"{store}/store.json"))["published"]] == ["g", "g"]  # fmt: skip
+    assert [
+        p["release_id"]
+        for p in json.loads(objectstore.read_bytes(f"{store}/store.json"))["published"]
+    ] == ["g", "g"]
     assert _markers(bucket) == []  # the cleanup and the refusal left no directory marker
 
 
@@ -98,7 +133,12 @@ def _markers(uri: str) -> list[str]:
     import boto3
 
     pages = boto3.client("s3").get_paginator("list_objects_v2").paginate(Bucket=uri[len("s3://") :])
-    return [o["Key"] for p in pages for o in p.get("Contents", []) if o["Key"].endswith("/") and o["Size"] == 0]  # fmt: skip
+    return [
+        o["Key"]
+        for p in pages
+        for o in p.get("Contents", [])
+        if o["Key"].endswith("/") and o["Size"] == 0
+    ]
 
 
 def test_store_locations_are_checked(s3, table):
@@ -115,7 +155,9 @@ def test_store_locations_are_checked(s3, table):
     assert os.environ["AWS_ENDPOINT_URL"]  # the loopback server, never a real account
 
 
-def test_spark_tasks_write_the_store_and_the_release_straight_to_s3(s3, table, spark_engine, tmp_path):  # fmt: skip
+def test_spark_tasks_write_the_store_and_the_release_straight_to_s3(
+    s3, table, spark_engine, tmp_path
+):
     """Marginals on Spark with the store and the releases on S3: the tasks write the
     buckets and links into the store and the parts into the release (no shared disk);
     the same release as in process, the private audit passing."""

@@ -1,4 +1,4 @@
-"""Staging (release/commit.py, DESIGN.md §4): a directory appears complete or not at all."""
+"""Staging (lake/commit.py, DESIGN.md §4): a directory appears complete or not at all."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import stat
 import pytest
 
 from vpub_spark.errors import VpubError
-from vpub_spark.release.commit import OWNER, check_target, remove_stale_stages, staged_directory
+from vpub_spark.lake.commit import OWNER, check_target, remove_stale_stages, staged_directory
 
 
 def _mode(p) -> int:

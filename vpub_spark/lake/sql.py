@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import re
 
+from ..engines.base import Engine, SqlTable
 from ..errors import DataError
-from .layout import COUNT, GROUP
-from .reader import Release
+from ..release.layout import COUNT, GROUP
+from ..release.reader import Release
+from ..storage import join
 
 
 def sql_name(*parts: str) -> str:
@@ -37,33 +39,29 @@ def anatomy_view(release_id: str, entry: dict, temporary: bool = False) -> str:
         f"SELECT {qi}, q.`{GROUP}`, s.`{s}`, s.`{COUNT}` / g.size AS weight "
         f"FROM {qit} q JOIN {st} s ON q.`{GROUP}` = s.`{GROUP}` "
         f"JOIN (SELECT `{GROUP}`, SUM(`{COUNT}`) AS size FROM {st} GROUP BY `{GROUP}`) g ON q.`{GROUP}` = g.`{GROUP}`"
-    )  # fmt: skip
+    )
 
 
-def register(spark, rel: Release) -> list[str]:
-    """Create (or replace) the release's tables and views; their names."""
+def register(engine: Engine, rel: Release) -> tuple[list[str], str]:
+    """Create (or replace) the release's tables and views in the engine's SQL catalog;
+    their names and the catalog's kind."""
     if not rel.committed:
         raise DataError(f"{rel.path}: only a committed release can be registered")
-    rid, names = str(rel.manifest["release_id"]), []
+    rid, tables, views, names = str(rel.manifest["release_id"]), [], [], []
     for entry in rel.tables:
         for part in entry["parts"]:
             name = sql_name(rid, entry["name"], part)
-            _table(spark, rel, entry["name"], part, name)
+            tables.append(_table(rel, entry["name"], part, name))
             names.append(name)
         if entry.get("kind") == "anatomy":
-            spark.sql(anatomy_view(rid, entry, temporary=rel.remote is not None))
+            views.append(anatomy_view(rid, entry, temporary=rel.remote is not None))
             names.append(sql_name(rid, entry["name"]))
-    return names
+    return names, engine.register_tables(tables, views)
 
 
-def _table(spark, rel: Release, table: str, part: str, name: str) -> None:
+def _table(rel: Release, table: str, part: str, name: str) -> SqlTable:
     """One part as an external table, or as a temporary view of a release on a store."""
     if rel.remote is None:
-        spark.sql(f"DROP TABLE IF EXISTS {name}")
-        spark.catalog.createTable(name, path=str(rel.part_dir(table, part).resolve()), source="parquet")  # fmt: skip
-        return
-    from ..engines.spark.engine import store_frame
-    from ..storage import join
-
+        return SqlTable(name, path=str(rel.part_dir(table, part).resolve()))
     files = [join(rel.remote, "tables", table, part, f) for f in rel.part_files(table, part)]
-    store_frame(spark, files).createOrReplaceTempView(name)
+    return SqlTable(name, files=tuple(files))

@@ -1,6 +1,7 @@
-"""Releases on an S3-compatible object store: `s3://bucket/prefix` outputs and
-inputs (the I/O, and where to connect, in `storage.py`), and a commit protocol that
-needs no rename.
+"""Publishing releases to an S3-compatible object store (`s3://bucket/prefix`
+outputs): a commit protocol that needs no rename. The I/O, and where to connect, is
+`storage.py`; reading a committed release, and the stage marker readers consult, is
+`release/remote.py`.
 
 Publishing to `s3://.../<release_id>` (`remote_stage`):
 1. **Lock.** The run creates `<release_id>/_LOCK` (host, process, run id) with a
@@ -43,25 +44,15 @@ release's parts, and the driver's copy holds only the index. A failed first run
 deletes its objects, a killed one leaves them without an index and the next run
 deletes them. Owner-only permissions cannot be set on objects: the bucket's policy
 must keep the store's prefix private (it is never inside the output root, checked).
-
-Reading (`fetched`): a committed release is downloaded once per process (and manifest)
-into a private temporary directory and read and audited there, so the auditor checks
-the bytes the object store holds. The distributed audit and `vpub releases register`
-open it in place instead (`fetched_header`: everything but the parts, which are
-fetched one file at a time where they are read). Inputs are read on the store by
-Spark's tasks (`data_objects`; the table spec from `input_outline`) and downloaded
-(`local_input`) for the in-process engine.
 """
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import json
 import os
 import shutil
 import socket
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -72,134 +63,40 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import DataError, StorageError, VpubError
+from ..errors import StorageError, VpubError
+from ..release.layout import MANIFEST, REMOTE, SUCCESS
+from ..release.remote import LOCK, STAGING, read_marker, remote_root
 from ..storage import (
-    DATA_SUFFIXES,
-    base_name,
     create_once,
     delete,
     delete_all,
+    download_files,
     exists,
     filesystem,
     fs_path,
     join,
     listing,
     read_bytes,
+    scratch,
     storage_error,
     write_bytes,
 )
-from .layout import MANIFEST, REMOTE, SUCCESS
 
-LOCK = "_LOCK"
-STAGING = "_staging"  # an overwrite's new parts, until the commit copies them into place
 LEASE_S = 6 * 3600.0
-
-
-# --- reading ---------------------------------------------------------------------------
-
-_FETCHED: dict[str, Path] = {}
-
-
-def _scratch() -> Path:
-    root = Path(os.environ.get("VPUB_SCRATCH") or tempfile.gettempdir())
-    root.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix="vpub-", dir=root))
-
-
-def _scratch_until_exit() -> Path:
-    """A private scratch directory that lives until the process exits (local copies)."""
-    local = _scratch()
-    atexit.register(shutil.rmtree, local, True)
-    return local
-
-
-def _download(uri: str, files: list[str], into: Path) -> None:
-    system = filesystem()
-    for f in files:
-        (into / f).parent.mkdir(parents=True, exist_ok=True)
-        try:
-            with (
-                system.open_input_stream(f"{fs_path(uri)}/{f}") as src,
-                open(into / f, "wb") as dst,
-            ):
-                shutil.copyfileobj(src, dst, 1 << 20)
-        except OSError as e:
-            raise storage_error("cannot read", join(uri, f), e) from None
-
-
-def download(uri: str, local: Path) -> None:
-    """One object into `local` (nothing when there is no such object)."""
-    if exists(uri):
-        local.parent.mkdir(parents=True, exist_ok=True)
-        local.write_bytes(read_bytes(uri))
-
-
-def _committed(uri: str) -> None:
-    if not exists(join(uri, SUCCESS)):
-        raise DataError(f"{uri}: no {SUCCESS}: not a committed release (readers ignore it)")
-
-
-def _release_files(uri: str) -> list[str]:
-    return [f for f in listing(uri) if f != LOCK and not f.startswith(STAGING + "/")]
-
-
-def fetched_header(uri: str) -> Path:
-    """A fresh local copy of everything of the committed release at `uri` but its parts
-    (`tables/`), which readers then fetch one file at a time (`Release.remote`)."""
-    _committed(uri)
-    local = _scratch_until_exit() / "release"
-    _download(uri, [f for f in _release_files(uri) if not f.startswith("tables/")], local)
-    return local
-
-
-def fetched(uri: str) -> Path:
-    """A local copy of the committed release at `uri` (downloaded once per process and
-    manifest, removed at exit); an uncommitted one is refused, as readers must ignore it."""
-    _committed(uri)
-    key = f"{uri}#{hashlib.sha256(read_bytes(join(uri, MANIFEST))).hexdigest()}"
-    if key not in _FETCHED:  # a release overwritten meanwhile has another manifest
-        local = _scratch_until_exit() / "release"
-        _download(uri, _release_files(uri), local)
-        _FETCHED[key] = local  # only once complete
-    return _FETCHED[key]
-
-
-def local_input(uri: str) -> Path:
-    """A local copy of an input table (a file or a directory of files) at `uri`."""
-    if uri not in _FETCHED:
-        files = listing(uri)
-        local = _scratch_until_exit()
-        name = base_name(uri)
-        if files:
-            _download(uri, files, local / name)
-        elif exists(uri):  # a single object
-            (local / name).write_bytes(read_bytes(uri))
-        else:
-            raise DataError(f"{uri}: no such object or prefix")
-        _FETCHED[uri] = local / name
-    return _FETCHED[uri]
-
-
-def input_outline(uri: str) -> Path:
-    """A local copy of an input's files but its data (its table.yaml), to resolve the
-    table spec while Spark's tasks read the data on the store (`on_store` maps back)."""
-    local = _scratch_until_exit() / base_name(uri)
-    local.mkdir()
-    _download(uri, [f for f in listing(uri) if not f.endswith(DATA_SUFFIXES)], local)
-    return local
-
-
-def on_store(local: str | Path, outline: Path, uri: str) -> str:
-    """The URI of a path inside `input_outline(uri)`."""
-    rest = Path(local).relative_to(outline).as_posix()
-    return uri if rest == "." else join(uri, rest)
 
 
 # --- writing ---------------------------------------------------------------------------
 
 
 def _lock_body() -> bytes:
-    return json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "run": uuid.uuid4().hex, "at": time.time()}).encode()  # fmt: skip
+    return json.dumps(
+        {
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "run": uuid.uuid4().hex,
+            "at": time.time(),
+        }
+    ).encode()
 
 
 def alive(pid: int) -> bool:
@@ -235,7 +132,9 @@ def _take_lock(uri: str, wait_s: float | None) -> tuple[bytes, bool]:
             continue
         if time.monotonic() >= deadline:
             waited = f" (waited {wait_s:g} s)" if wait_s else "; pass --wait SECONDS to wait for it"
-            raise VpubError(f"{uri} is being published by process {held.get('pid')} on {held.get('host')}{waited}")  # fmt: skip
+            raise VpubError(
+                f"{uri} is being published by process {held.get('pid')} on {held.get('host')}{waited}"
+            )
         time.sleep(0.2)
     return body, broken
 
@@ -246,7 +145,9 @@ def _claim(uri: str, broken: bool, overwrite: bool) -> None:
     so no data that is not ours is ever deleted."""
     others = [f for f in listing(uri) if f != LOCK]
     if others and not (broken or overwrite):
-        raise VpubError(f"{uri} holds {len(others)} object(s) that are not a committed release; pass --overwrite to replace them")  # fmt: skip
+        raise VpubError(
+            f"{uri} holds {len(others)} object(s) that are not a committed release; pass --overwrite to replace them"
+        )
     delete_all(uri, keep=(LOCK,))
 
 
@@ -265,17 +166,6 @@ def _release_lock(uri: str, body: bytes) -> None:
 def mark(local: Path, root: str) -> None:
     """Say in a local stage (or store copy) that its tasks write to `root` on the store."""
     (local / REMOTE).write_text(json.dumps({"root": root}))
-
-
-def _marker(local: str | Path) -> dict | None:
-    f = Path(local) / REMOTE
-    return json.loads(f.read_text()) if f.is_file() else None
-
-
-def remote_root(local: str | Path) -> str | None:
-    """The object-store root a local stage's tasks write to, if any."""
-    marker = _marker(local)
-    return None if marker is None else str(marker["root"])
 
 
 def write_root(local: str | Path) -> str:
@@ -304,20 +194,17 @@ def record_parts(stage: Path, engine) -> None:
     """For a stage whose tasks wrote to the store: every part file's SHA-256 and rows,
     computed in the engine's tasks (the driver moves no data), kept in the marker for
     the manifest (`manifest.part_entries`)."""
-    marker = _marker(stage)
+    marker = read_marker(stage)
     if marker is None:
         return
     root = marker["root"]
     files = [f for f in listing(root) if f.startswith("tables/") and f.endswith(".parquet")]
     got = _in_tasks(pd.DataFrame({"file": files}), _receipts(root), RECEIPT, engine)
-    marker["files"] = {f: {"sha256": d, "rows": int(r)} for f, d, r in zip(got["file"], got["sha256"], got["rows"], strict=True)}  # fmt: skip
+    marker["files"] = {
+        f: {"sha256": d, "rows": int(r)}
+        for f, d, r in zip(got["file"], got["sha256"], got["rows"], strict=True)
+    }
     (stage / REMOTE).write_text(json.dumps(marker))
-
-
-def remote_files(stage: Path) -> dict[str, dict]:
-    """The part files `record_parts` found: relative path -> SHA-256 and rows."""
-    marker = _marker(stage)
-    return {} if marker is None else dict(marker.get("files", {}))
 
 
 DONE = pa.schema([("file", pa.string()), ("differs", pa.bool_())])
@@ -337,7 +224,9 @@ def _put(stage: str, uri: str, sums: dict[str, str]):
         differs = []
         for f in chunk["file"]:
             write_bytes(join(uri, f), (Path(stage) / f).read_bytes())
-            differs.append(f in sums and hashlib.sha256(read_bytes(join(uri, f))).hexdigest() != sums[f])  # fmt: skip
+            differs.append(
+                f in sums and hashlib.sha256(read_bytes(join(uri, f))).hexdigest() != sums[f]
+            )
         return pd.DataFrame({"file": list(chunk["file"]), "differs": differs})
 
     return run
@@ -370,16 +259,32 @@ def _upload(stage: Path, uri: str, engine=None) -> None:
     last, created only if absent. Parts the tasks wrote to the store are not moved:
     the audit read them there."""
     manifest = json.loads((stage / MANIFEST).read_text())
-    sums = {f"{part['path']}/{name}": digest for t in manifest.get("tables", []) for part in t.get("parts", {}).values() for name, digest in part.get("sha256", {}).items()}  # fmt: skip
+    sums = {
+        f"{part['path']}/{name}": digest
+        for t in manifest.get("tables", [])
+        for part in t.get("parts", {}).values()
+        for name, digest in part.get("sha256", {}).items()
+    }
     files = _local_files(stage)
     todo = pd.DataFrame({"file": [f for f in files if f in sums]})
     put = _put(str(stage), uri, sums)
     done = _in_tasks(todo, put, DONE, engine)
     if len(done) != len(todo) or done["differs"].any():
-        raise StorageError(f"{uri}: an uploaded object differs from the audited file; nothing was committed")  # fmt: skip
-    put(pd.DataFrame({"file": [f for f in files if f not in sums and f not in (MANIFEST, SUCCESS)] + [MANIFEST]}))  # fmt: skip
+        raise StorageError(
+            f"{uri}: an uploaded object differs from the audited file; nothing was committed"
+        )
+    put(
+        pd.DataFrame(
+            {
+                "file": [f for f in files if f not in sums and f not in (MANIFEST, SUCCESS)]
+                + [MANIFEST]
+            }
+        )
+    )
     if not create_once(join(uri, SUCCESS), b""):
-        raise VpubError(f"{uri} was committed by another run meanwhile; this run's upload is not committed")  # fmt: skip
+        raise VpubError(
+            f"{uri} was committed by another run meanwhile; this run's upload is not committed"
+        )
 
 
 def _replace(uri: str, staged: str, engine=None) -> None:
@@ -391,13 +296,15 @@ def _replace(uri: str, staged: str, engine=None) -> None:
 
 
 @contextmanager
-def remote_stage(uri: str, overwrite: bool = False, wait_s: float | None = None, engine=None) -> Iterator[Path]:  # fmt: skip
+def remote_stage(
+    uri: str, overwrite: bool = False, wait_s: float | None = None, engine=None
+) -> Iterator[Path]:
     """Publish to `uri` with the module's protocol: yield a local staging directory whose
     marker sends the tasks' parts to the store (the release's own prefix, or `_staging/`
     under it when a committed release is overwritten); on success commit. On failure
     this run's parts are deleted and a committed release is left as it was."""
     body, broken = _take_lock(uri, wait_s)
-    local, root = _scratch(), None
+    local, root = scratch(), None
     try:
         committed = exists(join(uri, SUCCESS))
         if committed and not overwrite:
@@ -462,7 +369,7 @@ def mirrored(uri: str, index: str, new: bool, wait_s: float | None = None) -> It
     `new`: it must not hold `index` yet (objects without it are an aborted run's, and
     deleted); otherwise it must. Synchronized back only if the block succeeds."""
     body, broken = _take_lock(uri, wait_s)
-    local, claimed = _scratch(), False  # mkdtemp: mode 700
+    local, claimed = scratch(), False  # mkdtemp: mode 700
     try:
         has_index = exists(join(uri, index))
         if new and has_index:
@@ -476,7 +383,7 @@ def mirrored(uri: str, index: str, new: bool, wait_s: float | None = None) -> It
             claimed = True
             mark(copy, uri)  # the tasks write the store's part files straight to it
         else:
-            _download(uri, [f for f in listing(uri) if f != LOCK], copy)
+            download_files(uri, [f for f in listing(uri) if f != LOCK], copy)
         before = _digests(copy)
         yield copy
         _sync(copy, uri, before, index)

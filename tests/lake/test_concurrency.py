@@ -1,4 +1,4 @@
-"""Concurrent publishes of one release id (release/commit.py): exactly one commits, the
+"""Concurrent publishes of one release id (lake/commit.py): exactly one commits, the
 others fail with a clear message and leave nothing; with --wait they queue. Real
 processes, many times, on both engines; the private store of the marginal publisher too."""
 
@@ -32,7 +32,12 @@ def _race(procs: list[subprocess.Popen]) -> tuple[int, list[str]]:
 
 def _conf(tmp: Path, data: Path, **extra) -> Path:
     conf = tmp / "c.yaml"
-    d = {"input": {"path": str(data)}, "rules": RULES_1_3, "privacy": {"l": 2}, "output": {"path": str(tmp / "out"), "release_id": "r"}} | extra  # fmt: skip
+    d = {
+        "input": {"path": str(data)},
+        "rules": RULES_1_3,
+        "privacy": {"l": 2},
+        "output": {"path": str(tmp / "out"), "release_id": "r"},
+    } | extra
     conf.write_text(yaml.safe_dump(d))
     return conf
 
@@ -78,21 +83,38 @@ def test_concurrent_marginals_share_one_private_store_safely(tmp_path):
 
     rng = np.random.default_rng(0)
     n = 400
-    frame = pd.DataFrame({"age": rng.integers(20, 60, n).astype(str), "sex": rng.choice(["F", "M"], n), "job": [f"j{x}" for x in rng.integers(0, 8, n)]})  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "age": rng.integers(20, 60, n).astype(str),
+            "sex": rng.choice(["F", "M"], n),
+            "job": [f"j{x}" for x in rng.integers(0, 8, n)],
+        }
+    )
     data = write_table(frame, tmp_path / "t")
     store = tmp_path / "private" / "store"
     for trial in range(3):
         conf = _conf(
-            tmp_path, data, method="marginals", rules=None, privacy={"model": "m-invariance", "m": 3},
-            marginals={"sensitive": "job", "schemas": [["age"], ["age", "sex"]], "state": str(store)},
+            tmp_path,
+            data,
+            method="marginals",
+            rules=None,
+            privacy={"model": "m-invariance", "m": 3},
+            marginals={
+                "sensitive": "job",
+                "schemas": [["age"], ["age", "sex"]],
+                "state": str(store),
+            },
             output={"path": str(tmp_path / f"out{trial}"), "release_id": "r"},
-        )  # fmt: skip
+        )
         committed, errors = _race([_start(conf, "--seed", str(s)) for s in range(2)])
         assert committed == 1 and len(errors) == 1, errors
         assert any(b in errors[0] for b in (*BUSY, "already a bucket store")), errors
         meta = json.loads((store / "store.json").read_text())
         assert [p["release_id"] for p in meta["published"]] == ["r", "r"]  # its own two marginals
-        assert subprocess.run(vpub("audit", "--state", str(store)), capture_output=True).returncode == 0  # fmt: skip
+        assert (
+            subprocess.run(vpub("audit", "--state", str(store)), capture_output=True).returncode
+            == 0
+        )
         import shutil
 
         shutil.rmtree(store)

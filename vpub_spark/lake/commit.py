@@ -27,12 +27,12 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from ..errors import PrivacyError, StorageError, VpubError
+from ..release.audit import AuditReport, audit_release
+from ..release.layout import MANIFEST, REMOTE, SUCCESS
+from ..release.signing import sign, signer_id
+from ..release.store import STORE_FILE
 from ..storage import is_remote
-from .audit import AuditReport, audit_release
-from .layout import MANIFEST, REMOTE, SUCCESS
 from .objectstore import alive, mirrored, remote_stage
-from .signing import sign, signer_id
-from .store import STORE_FILE
 
 
 def check_target(target: Path, overwrite: bool) -> None:
@@ -134,11 +134,17 @@ def staged_directory(
 
 
 @contextmanager
-def staged_release(target: str | Path, overwrite: bool = False, wait_s: float | None = None, engine=None) -> Iterator[Path]:  # fmt: skip
+def staged_release(
+    target: str | Path, overwrite: bool = False, wait_s: float | None = None, engine=None
+) -> Iterator[Path]:
     """A release's staging directory: `staged_directory` for a local target, the object
     store's protocol (`objectstore.remote_stage`, uploading in `engine`'s tasks) for an
     `s3://` one."""
-    stage = remote_stage(str(target), overwrite, wait_s, engine) if is_remote(target) else staged_directory(target, overwrite, wait_s=wait_s)  # fmt: skip
+    stage = (
+        remote_stage(str(target), overwrite, wait_s, engine)
+        if is_remote(target)
+        else staged_directory(target, overwrite, wait_s=wait_s)
+    )
     with stage as path:
         yield path
 
@@ -148,7 +154,11 @@ def staged_store(target: str | Path, wait_s: float | None = None) -> Iterator[Pa
     """A new private store's staging directory: owner-only `staged_directory` for a local
     one, a private local copy synchronized to the object store (`objectstore.mirrored`)
     for an `s3://` one."""
-    stage = mirrored(str(target), STORE_FILE, True, wait_s) if is_remote(target) else staged_directory(target, private=True, wait_s=wait_s)  # fmt: skip
+    stage = (
+        mirrored(str(target), STORE_FILE, True, wait_s)
+        if is_remote(target)
+        else staged_directory(target, private=True, wait_s=wait_s)
+    )
     with stage as path:
         yield path
 
@@ -231,7 +241,9 @@ def audit_and_commit(
     write_manifest(stage, manifest)
     spread = audit_in_tasks(stage, engine)
     with step("audit"):
-        report = audit_release(stage, require_committed=False, engine=engine if spread else None, distributed=spread)  # fmt: skip
+        report = audit_release(
+            stage, require_committed=False, engine=engine if spread else None, distributed=spread
+        )
     if not report.passed:
         failures = "; ".join(report.as_dict()["failures"][:5])
         raise PrivacyError(

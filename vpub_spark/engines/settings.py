@@ -1,0 +1,60 @@
+"""The Spark engine's settings (`conf/spark.yaml`): read without starting or importing
+Spark, so the command line and the configs can name them first."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import SpecError
+
+DEFAULT_CONF = {
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    # workers forked warm, importing pyspark's compiled modules (daemon.py)
+    "spark.python.daemon.module": "vpub_spark.engines.spark.daemon",
+    # a release has one _SUCCESS, its own (DESIGN.md §4); none inside its tables
+    "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
+}
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    master: str = "local[*]"
+    app_name: str = "vpub"
+    driver_memory: str = "4g"
+    shuffle_partitions: int | None = None  # None: chosen from the data size
+    conf: tuple[tuple[str, str], ...] = field(default=())
+    small_input: bool = False  # set for a run on a small input: C1-only JIT (module docstring)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> SparkSettings:
+        d = dict(d or {})
+        unknown = set(d) - {"master", "app_name", "driver_memory", "shuffle_partitions", "conf"}
+        if unknown:
+            raise SpecError(f"spark settings: unknown keys {', '.join(sorted(unknown))}")
+        conf = tuple(sorted((str(k), str(v)) for k, v in (d.pop("conf", None) or {}).items()))
+        sp = d.get("shuffle_partitions")
+        if sp not in (None, "auto") and (not isinstance(sp, int) or sp < 1):
+            raise SpecError(
+                f"spark settings: shuffle_partitions must be a positive integer or auto, not {sp!r}"
+            )
+        return cls(
+            master=str(d.get("master", cls.master)),
+            app_name=str(d.get("app_name", cls.app_name)),
+            driver_memory=str(d.get("driver_memory", cls.driver_memory)),
+            shuffle_partitions=None if sp in (None, "auto") else int(sp),
+            conf=conf,
+        )
+
+    @classmethod
+    def load(cls, path: str | Path | None) -> SparkSettings:
+        if path is None:
+            return cls()
+        from ..tablespec import load_yaml
+
+        return cls.from_dict(load_yaml(path))
