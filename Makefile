@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 PY      = $(BIN)/python
 
-.PHONY: demo test lint bench-generate bench-publish bench-publish-10m bench-texas bench-utility bench-multi-sa bench-marginals compare-marginals bench-bip-adult bench-cluster bench-cold spark-archive clean check-java
+.PHONY: demo test lint docs wheel-check bench-generate bench-publish bench-publish-10m bench-texas bench-utility bench-multi-sa bench-marginals compare-marginals bench-bip-adult bench-cluster bench-cold spark-archive clean check-java
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,18 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/activate
 	# import needs only numpy, pandas and beartype
 	$(PY) -m pip install --quiet --no-deps 'pycanon>=1.3' 'anjana>=1.2' 'beartype>=0.18'
 	touch $@ $(VENV)/.installed
+
+$(VENV)/.installed-docs: pyproject.toml | $(BIN)/activate
+	$(PY) -m pip install --quiet -e '.[docs]'
+	touch $@
+
+# the documentation site (docs/, mkdocs.yml) into site/; --strict: a broken link fails
+docs: $(VENV)/.installed-docs
+	$(BIN)/mkdocs build --strict --site-dir site
+
+# the wheel installed into a new venv runs `vpub demo` in process (CI runs it)
+wheel-check:
+	PYTHON=$(PY) scripts/check_wheel.sh
 
 check-java:
 	@scripts/check_java.sh

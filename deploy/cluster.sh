@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A local standalone Spark cluster on 127.0.0.1, started with pyspark's own
-# sbin/spark-daemon.sh (the pip package has no start-master.sh; DESIGN.md §5).
+# sbin/spark-daemon.sh (the pip package has no start-master.sh; docs/how-to/cluster.md).
 #
 #   deploy/cluster.sh start [WORKERS]   # master + WORKERS workers (default 2); prints the master URL
 #   deploy/cluster.sh status            # the master's view: alive workers, cores, running apps

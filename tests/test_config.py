@@ -1,4 +1,4 @@
-"""Config validation (DESIGN.md §8): every bad value gets its documented error, at
+"""Config validation (docs/reference/config.md): every bad value gets its documented error, at
 parse time or, for what a method needs, from the method registry before any work."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The job configuration every `vpub` job shares (DESIGN.md §8), parsed once at the edge.
+"""The job configuration every `vpub` job shares, parsed once at the edge
+(docs/reference/config.md).
 
 Paths (decision): every relative path written inside a config file is resolved against
 that file's directory, wherever the command runs: `input.path`, `input.table` (when a
@@ -106,11 +107,12 @@ def _names(v: Any, what: str) -> tuple[str, ...]:
 class MarginalSettings:
     """`marginals:` of a config (002): the sensitive attribute, the QI attributes of each
     marginal to publish now (the sensitive attribute is added to each), the private
-    bucket store (DESIGN.md §9; later marginals are added from it with `vpub marginals
-    add`), and the bucketization's knobs: `qi` (the attributes the buckets are made on),
-    Spark chunks of at least `chunk_rows` rows, the `partitioning` step (`mondrian`, the
-    default, or `ncp`: 002 Figure 1 with its `tries` and `blocks`; see
-    publish/marginals.subtables and the README's "Why 002's error was not reproduced").
+    bucket store (docs/explanation/architecture.md, "Private state"; later marginals are
+    added from it with `vpub marginals add`), and the bucketization's knobs: `qi` (the
+    attributes the buckets are made on), Spark chunks of at least `chunk_rows` rows, the
+    `partitioning` step (`mondrian`, the default, or `ncp`: 002 Figure 1 with its `tries`
+    and `blocks`; see publish/marginals.subtables and docs/benchmarks/marginals.md, "Why
+    002's error is not reproduced").
     Decision: `qi` defaults to the attributes of the listed marginals (002 §4's setup:
     the bucketization is made close on exactly those, which is what the queries see);
     list more in `qi` to be able to add marginals on them later (`vpub marginals add`
@@ -297,8 +299,9 @@ class PublishConfig:
 
     def effective(self) -> dict:
         """The configuration as run, for the manifest: no path of the private store
-        (DESIGN.md §9: named only by its id), no absolute path of this machine, and no
-        seed, seed file or private directory (release/secret.py)."""
+        (named only by its id: docs/explanation/architecture.md, "Private state"), no
+        absolute path of this machine, and no seed, seed file or private directory
+        (release/secret.py)."""
         d = asdict(self)
         for key in ("seed", "seed_file", "private_dir"):
             d.pop(key)
@@ -324,7 +327,7 @@ def with_overrides(
     overwrite: bool = False,
     **fields: Any,
 ) -> PublishConfig:
-    """The config with the command line's overrides (DESIGN.md §8): every field given
+    """The config with the command line's overrides (docs/reference/config.md): every field given
     (not None) wins; `l` / `m` set the privacy model, `state` the marginals' store."""
     if fields.get("seed") is not None:  # --seed wins over a config's seed_file
         cfg = replace(cfg, seed_file=None)

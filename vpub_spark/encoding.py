@@ -1,4 +1,5 @@
-"""Dictionary encoding (DESIGN.md §3): pure functions shared by both engines.
+"""Dictionary encoding (docs/explanation/architecture.md, "The data model"): pure
+functions shared by both engines.
 
 Raw values are compared as trimmed strings. An engine first counts the raw values of
 each attribute (`raw_value_counts` here, or Spark aggregates), then the driver builds

@@ -1,4 +1,4 @@
-"""Frozen, validated value types shared by every layer (DESIGN.md §2, §3).
+"""Frozen, validated value types shared by every layer (docs/explanation/architecture.md).
 
 Attributes are discrete. A numeric attribute is ordered by value; a categorical one by
 its declared `order` (or its groups' order, or sorted labels). Binning generalizes raw
@@ -266,7 +266,8 @@ class PublishedTable:
 
     @classmethod
     def from_entry(cls, e: dict) -> PublishedTable:
-        """A manifest's table entry (DESIGN.md §4; a multi-SA entry lists its sensitive attributes)."""
+        """A manifest's table entry (docs/reference/release-format.md; a multi-SA entry lists its
+        sensitive attributes)."""
         if e.get("kind") == "multi_sa":
             return cls(
                 e["name"],

@@ -159,7 +159,8 @@ def ineligibility(
 def check_eligibility(
     rules: Sequence[Rule], frequencies: Mapping[str, tuple[Sequence[str], np.ndarray]], l: int
 ) -> None:
-    """Reject rules whose RHS no publication can protect (DESIGN.md §3)."""
+    """Reject rules whose RHS no publication can protect (docs/explanation/architecture.md,
+    "The data model")."""
     problems = []
     for i, r in enumerate(rules):
         labels, counts = frequencies[r.rhs]

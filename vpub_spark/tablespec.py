@@ -1,4 +1,4 @@
-"""Load a table spec from YAML (DESIGN.md §8 `input.table`), once, at the edge.
+"""Load a table spec from YAML (`input.table`; docs/reference/table-spec.md), once, at the edge.
 
 ```yaml
 name: adult

@@ -2,8 +2,8 @@
 
 The release id comes from the logical date (`adult-uad-<YYYYMMDD>`), so a rerun of the
 same interval rewrites nothing: publish refuses to overwrite a committed release, and
-a failed run leaves none (DESIGN.md §4), so Airflow's retries are safe. A second task
-audits the committed release from its files. Needs apache-airflow and
+a failed run leaves none (docs/reference/release-format.md), so Airflow's retries are
+safe. A second task audits the committed release from its files. Needs apache-airflow and
 apache-airflow-providers-apache-spark, a `spark_default` connection to the cluster,
 and vpub_spark installed where the driver and executors run (deploy/submit.sh).
 Variables: `vpub_root` (checkout or image path with jobs/ and conf/), `vpub_releases`.

@@ -1,5 +1,5 @@
 """A real standalone cluster on loopback (deploy/cluster.sh: a master and two workers),
-jobs submitted through deploy/submit.sh (DESIGN.md §7):
+jobs submitted through deploy/submit.sh (docs/how-to/setup.md):
 - the cluster's release equals the local-mode release for the same seed;
 - an executor killed in the middle of the job: Spark's retries finish it, and the
   release is the same and audits clean;

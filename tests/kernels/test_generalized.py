@@ -1,5 +1,5 @@
-"""Generalized-table estimates and ANGEL (ALGORITHMS.md §1, §2, §6): the worked examples,
-and 002 Tables 4-5."""
+"""Generalized-table estimates, ANGEL and Mondrian: the worked examples of
+docs/explanation/algorithms.md, and 002 Tables 4-5."""
 
 import numpy as np
 import pandas as pd
@@ -9,7 +9,7 @@ from vpub_spark.estimate.generalized import angel_count, generalized_count
 from vpub_spark.kernels.angel import angel_tables, boxes
 from vpub_spark.kernels.mondrian import mondrian
 
-# ALGORITHMS.md §1: t1..t8 (Age, Zip, S) with S: flu 0, cold 1, hiv 2
+# the ANGEL example of docs/explanation/algorithms.md: t1..t8 (Age, Zip, S), S: flu 0, cold 1, hiv 2
 AGE = [20, 22, 24, 26, 40, 42, 44, 46]
 ZIP = [10, 12, 11, 15, 30, 35, 32, 38]
 S = np.array([0, 1, 0, 1, 0, 2, 1, 2])
@@ -51,7 +51,7 @@ def test_zhang_estimate_of_the_worked_example():
 
 def test_002_tables_4_and_5():
     """002 Example 1's GT/BT. The paper says the query estimates 4 (truth 2); the ANGEL
-    estimator of ALGORITHMS.md §1 gives 2 on these tables — recorded, not matched."""
+    estimator (docs/explanation/algorithms.md) gives 2 on these tables — recorded, not matched."""
     zmin = [12, 12, 14, 14, 19, 19, 21, 21, 21]
     zmax = [13, 13, 16, 16, 20, 20, 24, 24, 24]
     gt = pd.DataFrame(

@@ -1,4 +1,4 @@
-"""The m-invariance kernels: ALGORITHMS.md §4's worked example,
+"""The m-invariance kernels: the worked example of docs/explanation/algorithms.md,
 002 Theorem 2's eligibility error, 002 Tables 1-3's leak and its absence in our
 marginals, and over random tables: every group m-unique, one signature per tuple in
 every marginal, every tuple in exactly one group."""

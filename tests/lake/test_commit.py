@@ -1,4 +1,5 @@
-"""Staging (lake/commit.py, DESIGN.md §4): a directory appears complete or not at all."""
+"""Staging (lake/commit.py, docs/reference/release-format.md): a directory appears
+complete or not at all."""
 
 from __future__ import annotations
 

@@ -83,7 +83,7 @@ def test_publish_add_and_both_audits(data, tmp_path):
     assert not any(
         store.name in str(p) for p in (tmp_path / "out").rglob("*")
     )  # nothing of the store in the output
-    for p in [store, *store.rglob("*")]:  # owner-only (DESIGN.md §9)
+    for p in [store, *store.rglob("*")]:  # owner-only (architecture.md, "Private state")
         assert stat.S_IMODE(p.stat().st_mode) == (0o700 if p.is_dir() else 0o600)
     add_marginal(store, ["edu", "marital"], tmp_path / "out", "r2")
     add_marginal(store, ["marital"], tmp_path / "out", "r3")

@@ -1,5 +1,5 @@
 """The Spark adapter of publishing: the same release as the in-process engine, and P
-partitions really run as P tasks (DESIGN.md §5 pitfalls)."""
+partitions really run as P tasks (docs/explanation/architecture.md, "Spark pitfalls")."""
 
 from functools import partial
 

@@ -1,4 +1,4 @@
-"""The `vpub` command (DESIGN.md §2): one module per feature, each with a
+"""The `vpub` command (docs/reference/cli.md): one module per feature, each with a
 `register(subparsers)` beside its handlers. Handlers parse and print; the library does
 the work. User errors print one clear line and exit 2, never a traceback."""
 

@@ -251,7 +251,7 @@ def _register_statdb_query(sds) -> None:
     sdq.add_argument(
         "--where",
         required=True,
-        help="e.g. \"age between 30 and 50 and occupation in (3, 'Craft (repair)')\": labels with spaces, commas, parentheses or quotes are quoted, a quote doubled (docs/conditions.md)",
+        help="e.g. \"age between 30 and 50 and occupation in (3, 'Craft (repair)')\": labels with spaces, commas, parentheses or quotes are quoted, a quote doubled (docs/reference/conditions.md)",
     )
     sdq.add_argument(
         "--method", choices=["dyn-ana", "dyn-gen"], default="dyn-ana", help="A-Count or G-Count"

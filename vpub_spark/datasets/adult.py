@@ -1,4 +1,4 @@
-"""The Adult preset of 000 §6.1 (domains in shared/data/adult/README.md, conf/tables/adult.yaml)."""
+"""The Adult preset of 000 §6.1 (000 Table 5a's domains: `adult.yaml` beside this module)."""
 
 from __future__ import annotations
 

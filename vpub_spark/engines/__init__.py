@@ -1,6 +1,7 @@
-"""Two engines behind one seam (DESIGN.md §5): `spark` and `inprocess`; `auto` picks
-one of them for an input (`auto.py`). Importing this package imports no data library:
-the command line decides on an engine, and may start Spark, before it loads them."""
+"""Two engines behind one seam (docs/explanation/architecture.md): `spark` and
+`inprocess`; `auto` picks one of them for an input (`auto.py`). Importing this package
+imports no data library: the command line decides on an engine, and may start Spark,
+before it loads them."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """`engine: auto`: in process when the input fits this machine's memory and
 no cluster is configured, Spark otherwise; the choice is returned with its reason.
 
-Decision, from measurements (README "Choosing the engine"): the in-process engine's
+Decision, from measurements (docs/how-to/choose-engine.md): the in-process engine's
 peak memory is about `BASE_BYTES` plus `BYTES_PER_CELL` bytes per cell (row x column)
 read from Parquet, or plus `CSV_FACTOR` times the file size for CSV. It is chosen when
 that estimate stays under `SHARE` of the memory available now (MemAvailable, or the
@@ -20,8 +20,10 @@ from pathlib import Path
 from .files import data_files, detect_format
 
 BASE_BYTES = 300 * 2**20  # the interpreter with its libraries
-BYTES_PER_CELL = 30.0  # measured peak RSS per Parquet cell, in process (README)
-CSV_FACTOR = 15.0  # measured peak RSS per CSV byte, in process (README)
+BYTES_PER_CELL = (
+    30.0  # measured peak RSS per Parquet cell, in process (docs/how-to/choose-engine.md)
+)
+CSV_FACTOR = 15.0  # measured peak RSS per CSV byte, in process (docs/how-to/choose-engine.md)
 SHARE = 0.5  # of the available memory
 # A Spark run on an input whose in-process estimate, less the interpreter, is at most this
 # is "small" (C1-only JIT in the driver, `spark/session.py`): measured faster with C1 at

@@ -1,5 +1,6 @@
-"""The engine seam (DESIGN.md §2, §5): the `Engine` and `PartitionJob` protocols, what
-every engine returns (`LoadedTable`), and the engine-neutral steps of loading a table."""
+"""The engine seam (docs/explanation/architecture.md, "The engine seam"): the `Engine`
+and `PartitionJob` protocols, what every engine returns (`LoadedTable`), and the
+engine-neutral steps of loading a table."""
 
 from __future__ import annotations
 
@@ -112,7 +113,7 @@ class PartitionJob(Protocol):
 
 
 class Engine(Protocol):
-    """The seam between the library and where the rows live (DESIGN.md §5): every member
+    """The seam between the library and where the rows live: every member
     the publishers, data sets, experiments and the CLI use. `spark` keeps the rows in
     Spark and runs partitions as tasks; `inprocess` keeps them in pandas and runs the same
     jobs one partition after another. Only small aggregates reach the caller."""

@@ -1,4 +1,5 @@
-"""The in-process engine: pyarrow IO and the same kernels, no JVM (DESIGN.md §5)."""
+"""The in-process engine: pyarrow IO and the same kernels, no JVM
+(docs/explanation/architecture.md)."""
 
 from __future__ import annotations
 

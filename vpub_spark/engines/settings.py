@@ -17,7 +17,7 @@ DEFAULT_CONF = {
     "spark.sql.session.timeZone": "UTC",
     # workers forked warm, importing pyspark's compiled modules (daemon.py)
     "spark.python.daemon.module": "vpub_spark.engines.spark.daemon",
-    # a release has one _SUCCESS, its own (DESIGN.md §4); none inside its tables
+    # a release has one _SUCCESS, its own (docs/reference/release-format.md); none inside its tables
     "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
 }
 

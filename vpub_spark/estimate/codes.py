@@ -3,7 +3,7 @@
 Each attribute's domain is the set of labels the release itself shows (every table
 covers every row, so every value present appears), ordered numerically when all labels
 are numbers, else as strings; a generalized marginal's QI domains are the ones its
-manifest entry lists (DESIGN.md §4).
+manifest entry lists (docs/reference/release-format.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""COUNT estimates from generalized tables (ALGORITHMS.md §1, §2), in code space.
+"""COUNT estimates from generalized tables (docs/explanation/algorithms.md), in code space.
 
 A query is {attribute: (lo, hi)} ranges on QI attributes (inclusive codes) plus a set
 of sensitive codes. frac(I, R) = |I ∩ R| / |I| counts domain points, both ends

@@ -1,4 +1,5 @@
-"""One estimate model per table kind, behind one protocol (000 §5.1; DESIGN.md §6).
+"""One estimate model per table kind, behind one protocol (000 §5.1;
+docs/explanation/algorithms.md).
 
 A model is one published table in code space (`codes.py`) and answers three
 questions: `marginal(keys)`, its estimated count at each row of `keys` (codes of some
@@ -357,7 +358,7 @@ class AnatomyModel:
         return np.where((lo < end) & (values[at] == s), share[at], 0.0)
 
     def count(self, query: Query) -> float:
-        """est = sum_g n_g(q_QI) * c_g(q_S) / |g| (DESIGN.md §6)."""
+        """est = sum_g n_g(q_QI) * c_g(q_S) / |g| (docs/explanation/algorithms.md)."""
         in_q = mask(self.qit, {a: v for a, v in query.items() if a in self.qi})
         if self.sensitive not in query:
             return float(in_q.sum())

@@ -2,7 +2,8 @@
 
 Per m (and repeat), the table is bucketized exactly as the publisher does it (the same
 QI-local chunks, `bucketize_chunk` per chunk, in memory) and every marginal M1..Mk
-decomposed; ANGEL (ALGORITHMS.md §1) makes its batches once and one GT per marginal.
+decomposed; ANGEL (docs/explanation/algorithms.md) makes its batches once and one GT per
+marginal.
 Both are timed the same way (002 Figure 5: the cost of computing all the marginals).
 
 Workload (002 §4): a query on marginal M_j has dimension w (default: every attribute

@@ -7,8 +7,9 @@ buckets of one signature merged) by A-Count / G-Count; `sta-ana` from one anatom
 version (004's [38]: `kernels/anatomy.anatomize`, l = m) by Lemma 3; `sta-gen` from one
 l-diverse Mondrian generalization (l = m; 004 cites LeFevre et al. [19]:
 `kernels/mondrian`) by Lemma 2; `ran-pert` from one perturbed table (retention by 004
-Formula 10) by ALGORITHMS.md §3's 80% interval. Decision: the static versions are
-l-diverse with l = m, the protection m-invariance gives one version (1/m).
+Formula 10) by its 80% interval (docs/explanation/algorithms.md, Random perturbation).
+Decision: the static versions are l-diverse with l = m, the protection m-invariance
+gives one version (1/m).
 
 Workload (004 §9): `queries` queries per point from `statdb/workload.py` on the first d
 QI attributes. Measures per method (004 §9): AAR (the mean true count), ARI (the means

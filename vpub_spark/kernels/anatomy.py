@@ -1,4 +1,5 @@
-"""Anatomy (Xiao & Tao, VLDB 2006; DESIGN.md §6), vectorized, on one encoded chunk.
+"""Anatomy (Xiao & Tao, VLDB 2006; docs/explanation/algorithms.md), vectorized, on one
+encoded chunk.
 
 Decision: instead of the loop "take one tuple from each of the l largest S-buckets",
 which costs a Python iteration per group, we use its closed form. Sort the tuples by

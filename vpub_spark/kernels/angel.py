@@ -1,4 +1,4 @@
-"""ANGEL (Tao et al., TKDE 2009; the baseline of 002; ALGORITHMS.md §1) and the boxes
+"""ANGEL (Tao et al., TKDE 2009; the baseline of 002; docs/explanation/algorithms.md) and the boxes
 of generalized tables, on encoded codes.
 
 ANGEL publishes a generalized table GT of QI boxes with a batch id per row and a batch
@@ -45,7 +45,7 @@ def boxes(
 def angel_batches(
     qi: pd.DataFrame, sensitive: np.ndarray, m: int, extents: Mapping[str, int]
 ) -> np.ndarray:
-    """ANGEL's batch partition (ALGORITHMS.md §1): Mondrian m-diverse on every QI attribute;
+    """ANGEL's batch partition: Mondrian m-diverse on every QI attribute;
     one BT serves every marginal."""
     return mondrian(qi, extents, sensitive, l=m)
 
@@ -58,7 +58,7 @@ def angel_tables(
     extents: Mapping[str, int],
     batch: np.ndarray | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """ANGEL for one marginal (ALGORITHMS.md §1): the batches (`angel_batches`, computed
+    """ANGEL for one marginal: the batches (`angel_batches`, computed
     here unless given); groups = strict Mondrian with k = m on the marginal's attributes
     (002's setup: ANGEL's parameter equals m). GT = (box, batch, count); BT = (batch, value, count)."""
     batch = angel_batches(qi, sensitive, m, extents) if batch is None else batch

@@ -1,5 +1,6 @@
 """m-invariant bucketization and its decomposition into marginals (002 §3; 004 §3.2;
-ALGORITHMS.md §4, §5), vectorized, on one encoded m-eligible sub-table.
+docs/explanation/algorithms.md, m-invariance and NCP), vectorized, on one encoded
+m-eligible sub-table.
 
 - `partition` (the partitioning step, 002 Figure 1): split a sub-table in two by
   NCP with the artificial extreme tuples, up to k shuffled tries, keep a split only if
@@ -26,7 +27,7 @@ ALGORITHMS.md §4, §5), vectorized, on one encoded m-eligible sub-table.
   floor(c/2) left — on the marginal's attribute whose split minimizes
   NCP(B1) + NCP(B2), until groups hold one tuple per value (|K| tuples). All nodes of
   a level are split at once (one sort per candidate attribute).
-- NCP (ALGORITHMS.md §5; Xu et al. KDD 2006): decision: every attribute's codes are in
+- NCP (Xu et al. KDD 2006): decision: every attribute's codes are in
   its domain order (numeric by value, categorical by the declared order), so a group's
   penalty on A is (max - min) / (|dom A| - 1), and NCP(G) = |G| * sum over A.
 """

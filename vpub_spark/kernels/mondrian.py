@@ -1,6 +1,5 @@
-"""Mondrian partitioning (LeFevre et al. ICDE 2006; ALGORITHMS.md §6), vectorized by level,
-for ANGEL's two partitions (ALGORITHMS.md §1): l-diverse batches and k-anonymous
-generalization groups.
+"""Mondrian partitioning (LeFevre et al. ICDE 2006; docs/explanation/algorithms.md), vectorized by
+level, for ANGEL's two partitions: l-diverse batches and k-anonymous generalization groups.
 
 Anonymize(P): try the attributes in decreasing normalized width (ties: lower index);
 the median is the value at position floor((|P| - 1) / 2) of P's sorted values;
@@ -9,8 +8,8 @@ not allowed; split on the first allowed attribute, else P is final. All nodes of
 level are handled at once: one sort per attribute rank. `flexible` (l-diverse only, the
 marginal publisher's partitioning step): where the median cut is not allowed, the
 allowed cut nearest the middle on the same attribute is taken before the next
-attribute is tried: narrower m-eligible sub-tables than 002 Figure 1's (README, "Why
-002's error was not reproduced").
+attribute is tried: narrower m-eligible sub-tables than 002 Figure 1's
+(docs/benchmarks/marginals.md, "Why 002's error is not reproduced").
 """
 
 from __future__ import annotations

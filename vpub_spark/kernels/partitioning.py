@@ -1,5 +1,6 @@
 """Partitions and chunks that are l-eligible for every sensitive attribute at once
-(DESIGN.md §5), planned from one counting pass and never from where sensitive values lie.
+(docs/explanation/architecture.md), planned from one counting pass and never from where
+sensitive values lie.
 
 Every row falls in one of `SHARDS` shards. Engines count, per shard, the rows and the
 values of each sensitive attribute (`shard_counts`, one small frame per batch); the

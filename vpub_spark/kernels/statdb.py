@@ -369,10 +369,11 @@ Z80 = 1.2815515655446004  # the standard normal's 90% quantile: a two-sided 80% 
 def perturbed_interval(
     qi_ok: np.ndarray, perturbed: np.ndarray, chosen: Iterable[int], p: float, domain: int
 ) -> tuple[float, float]:
-    """ALGORITHMS.md §3 (Agrawal, Srikant, Thomas): with n tuples meeting the QI
-    predicates, y of them with a perturbed value in V and b = |V| / |A^s|, the unbiased
-    estimate is x = (y - (1 - p) b n) / p. A tuple counted in x shows a value in V with
-    q1 = p + (1 - p) b, any other with q0 = (1 - p) b, independently, so
+    """Agrawal, Srikant, Thomas (docs/explanation/algorithms.md, Random perturbation):
+    with n tuples meeting the QI predicates, y of them with a perturbed value in V and
+    b = |V| / |A^s|, the unbiased estimate is x = (y - (1 - p) b n) / p. A tuple counted
+    in x shows a value in V with q1 = p + (1 - p) b, any other with q0 = (1 - p) b,
+    independently, so
     Var(x) = [x q1 (1 - q1) + (n - x) q0 (1 - q0)] / p^2, estimated with x clipped to
     [0, n]; the 80% interval is x +- 1.2816 sigma (normal approximation), clipped to
     [0, n], the counts possible (004 §9 plots ran-pert's lower ends at zero)."""

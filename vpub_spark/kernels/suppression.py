@@ -1,10 +1,10 @@
 """The fewest rows to suppress so that a sensitive attribute becomes l-eligible
 (`privacy.suppression`), and which ones. Pure NumPy.
 
-An attribute is l-eligible when no value covers more than 1/l of the rows (DESIGN.md
-§3). Removing x_i rows of value i (X = sum x_i) leaves it eligible iff
-c_i - x_i <= (n - X) / l for every i. For a fixed X the least x_i are
-max(0, c_i - floor((n - X) / l)), so the least X is the smallest with
+An attribute is l-eligible when no value covers more than 1/l of the rows
+(docs/explanation/architecture.md, "The data model"). Removing x_i rows of value i
+(X = sum x_i) leaves it eligible iff c_i - x_i <= (n - X) / l for every i. For a fixed
+X the least x_i are max(0, c_i - floor((n - X) / l)), so the least X is the smallest with
 sum_i max(0, c_i - floor((n - X) / l)) <= X: the left side grows by at most
 (values above the cap) / l < 1 per row removed while the right grows by 1, so the
 condition is monotone in X and a binary search finds it. Only rows of the values above

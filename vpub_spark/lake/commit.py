@@ -1,5 +1,6 @@
-"""Committing a release (DESIGN.md §4): write-then-rename, so an output directory
-appears complete or not at all, and `audit_and_commit`, the last step of every publisher.
+"""Committing a release (docs/reference/release-format.md): write-then-rename, so an
+output directory appears complete or not at all, and `audit_and_commit`, the last step
+of every publisher.
 
 A run first takes the target's lock (`exclusive`: an exclusive `flock` on a hidden
 sibling `.<name>.lock`, released by the kernel if the process dies), so exactly one of
@@ -124,7 +125,8 @@ def staged_directory(
     """Hold `target`'s lock (`exclusive`), then yield a fresh staging directory beside
     it; on success check the target once more and rename the stage into place, on any
     failure delete it and leave `target` untouched. `private`: owner-only permissions
-    (DESIGN.md §9), set before anything is written into it."""
+    (docs/explanation/architecture.md, "Private state"), set before anything is written
+    into it."""
     target = Path(target)
     with exclusive(target, wait_s):
         check_target(target, overwrite)
@@ -217,7 +219,7 @@ def write_manifest(stage: Path, manifest: dict) -> None:
 
 # A local stage with at most this many bytes of parts is audited in the driver even on
 # Spark: its memory is bounded by that, and the audit takes ~0.05 s there against ~1 s for
-# a Spark job (Adult, README "Scale"); the same checks either way (test_distributed_audit).
+# a Spark job (Adult, docs/benchmarks/performance.md); the same checks either way (test_distributed_audit).
 IN_DRIVER_BYTES = 2 << 20
 
 

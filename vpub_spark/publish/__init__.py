@@ -1,1 +1,2 @@
-"""Publishing (DESIGN.md §2): the pipeline, one strategy per method family, the registry."""
+"""Publishing: the pipeline, one strategy per method family, the registry
+(docs/explanation/architecture.md, "The publishing pipeline and its registries")."""

@@ -1,5 +1,5 @@
 """Rule-based publishing (000): `uad`, `gd` and `single_attribute`, every table of the
-schema anonymized by anatomy (Xiao & Tao; DESIGN.md §6) in ONE pass over ONE
+schema anonymized by anatomy (Xiao & Tao; docs/explanation/algorithms.md) in ONE pass over ONE
 partitioning, or, with `anonymizer: rda | gda`, generalized by 003's algorithms
 (kernels/streamliner.py; each group's MBR, the `generalized` kind) where anatomy's exact
 QI values are not acceptable (004 §3.1: when presence in the table is itself private).

@@ -1,4 +1,6 @@
-"""The m-invariant marginal publisher (002) in the release format (DESIGN.md §4, §9).
+"""The m-invariant marginal publisher (002) in the release format
+(docs/reference/release-format.md; its private store: docs/explanation/architecture.md,
+"Private state").
 
 `vpub publish` with `method: marginals`:
 1. QI-local chunks (kernels/partitioning.QiShards, the finest attribute first) of at
@@ -123,8 +125,9 @@ def write_generalized(
     dictionaries: Mapping[str, Dictionary],
     part: int,
 ) -> int:
-    """Write one part of a generalized table (each group's MBR, DESIGN.md §4): `groups`
-    (boxes, size) and `st`; group ids are `first` + the local group. Returns the groups."""
+    """Write one part of a generalized table (each group's MBR,
+    docs/reference/release-format.md): `groups` (boxes, size) and `st`; group ids are
+    `first` + the local group. Returns the groups."""
     gid = first + group.astype(np.int64)
     name = part_file(part)
     attrs = list(codes.columns)
@@ -162,7 +165,7 @@ def subtables(
     blocks: int,
     how: str,
 ):
-    """The partitioning step's m-eligible sub-tables (README: why 002's error was not reproduced):
+    """The partitioning step's m-eligible sub-tables (docs/benchmarks/marginals.md: why 002's error is not reproduced):
     `mondrian` (the default) cuts the widest attribute at the median, or where that
     breaks m-eligibility at the allowed value boundary nearest the middle
     (kernels/mondrian.py, `flexible`; l = m is exactly m-eligibility);

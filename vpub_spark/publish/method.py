@@ -1,5 +1,5 @@
-"""What every publishing method implements (DESIGN.md §2): the strategy protocol the
-pipeline runs, and the pieces the method families share.
+"""What every publishing method implements (docs/explanation/architecture.md): the
+strategy protocol the pipeline runs, and the pieces the method families share.
 
 A method is a small object with
 - `design(cfg, engine, loaded) -> Design`: the rules, the tables and the GNF verdict
@@ -183,7 +183,8 @@ def summary_frame(rows: list[dict], columns: Mapping[str, str]) -> pd.DataFrame:
 
 def choose_rules(cfg: PublishConfig, loaded: LoadedTable) -> tuple[tuple[Rule, ...], list[dict]]:
     """The configured rules, reduced (000 Theorem 3.1); every RHS must be l-eligible
-    (DESIGN.md §3). Random rules (000 §6.1) draw their RHS among the eligible attributes."""
+    (docs/explanation/architecture.md, "The data model"). Random rules (000 §6.1) draw
+    their RHS among the eligible attributes."""
     names, frequencies = loaded.names, loaded.frequencies()
     if isinstance(cfg.rules, RandomRules):
         eligible = [a for a in names if ineligibility(a, *frequencies[a], cfg.l) is None]

@@ -1,4 +1,5 @@
-"""Publishing a release (DESIGN.md §2, §4): the steps, once, top to bottom.
+"""Publishing a release: the steps, once, top to bottom (docs/explanation/architecture.md,
+"The publishing pipeline and its registries"; the format: docs/reference/release-format.md).
 
 `publish` is the one library call behind `vpub publish` and `jobs/publish.py`:
 1. resolve the method (publish/registry.py), the input and the target; take the

@@ -1,4 +1,5 @@
-"""The registry of publishing methods (DESIGN.md §2): a method name -> its strategy.
+"""The registry of publishing methods: a method name -> its strategy
+(docs/explanation/architecture.md, "The publishing pipeline and its registries").
 
 Adding a method is one strategy module (the protocol in `publish/method.py`) plus one
 line here; the pipeline never asks which method it runs.

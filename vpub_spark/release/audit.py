@@ -1,4 +1,4 @@
-"""The auditor (DESIGN.md §4, §7): re-checks a release from its files alone.
+"""The auditor (docs/explanation/auditor.md): re-checks a release from its files alone.
 
 It shares no code with the writers or the kernels (the source fingerprint's definition
 aside): it reads the manifest and the Parquet files with pyarrow and checks that the
@@ -386,8 +386,9 @@ def _strings(value: object) -> list[str]:
 
 
 def _path_checks(m: dict, check: Checker) -> None:
-    """DESIGN.md §9: a release names its private store only by its id, and shows no
-    absolute path of the machine that made it (source, config, parts)."""
+    """A release names its private store only by its id, and shows no absolute path of
+    the machine that made it: source, config, parts (docs/explanation/architecture.md,
+    "Private state")."""
     places = [m.get("source", {}).get("path"), m.get("config")]
     places += [p.get("path") for t in m.get("tables", []) for p in (t.get("parts") or {}).values()]
     absolute = sorted(

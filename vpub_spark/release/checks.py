@@ -1,4 +1,5 @@
-"""The audit's checks of one table, per table kind (DESIGN.md §4, §7), from the files alone.
+"""The audit's checks of one table, per table kind (docs/explanation/auditor.md), from the
+files alone.
 
 Each kind has a check of its parts (`<kind>_checks(rel, entry, table, l, rows, check)`;
 `l` is m for generalized marginals) and a comparison with the source

@@ -6,7 +6,7 @@ Layouts (decisions):
   group: the QI columns, `group_id`, the sensitive attribute and `weight` = c_g(s) / |g|,
   the probability the release gives that tuple's sensitive value. A tuple's weights sum
   to 1, all weights to the row count, so a weighted count is the anatomy estimate
-  (DESIGN.md §6): `df[df.age == "37"].groupby("disease").weight.sum()`.
+  (docs/explanation/algorithms.md): `df[df.age == "37"].groupby("disease").weight.sum()`.
 - **anatomy, `wide`**: one row per tuple, its group's distribution as columns
   `P(<S>=<value>)`.
 - **generalized** (002, 003): one row per group and sensitive value (`long`: `<A>_min`,

@@ -1,4 +1,5 @@
-"""The release format's names (DESIGN.md §4): version, files, reserved columns, paths.
+"""The release format's names (docs/reference/release-format.md): version, files,
+reserved columns, paths.
 
 ```
 <output>/<release_id>/

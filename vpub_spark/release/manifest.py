@@ -1,5 +1,6 @@
-"""The manifest (DESIGN.md §4): one header builder and one table-entry builder for
-every publisher, so every release carries the same fields in the same order."""
+"""The manifest (docs/reference/release-format.md): one header builder and one
+table-entry builder for every publisher, so every release carries the same fields in
+the same order."""
 
 from __future__ import annotations
 
@@ -52,7 +53,9 @@ def header(
     }
     if family is not None:  # lineage (lake/catalog.py)
         out |= {"family": family, "supersedes": supersedes}
-    if store_id is not None:  # a private store, named only by its opaque id (DESIGN.md §9)
+    # a private store, named only by its opaque id (docs/explanation/architecture.md,
+    # "Private state")
+    if store_id is not None:
         out["store"] = {"store_id": store_id}
     return out | {"tables": [], "gnf": gnf, "config": config, "audit": None}
 

@@ -1,4 +1,5 @@
-"""Reading a release (DESIGN.md §4): its manifest and its tables, from the files alone."""
+"""Reading a release (docs/reference/release-format.md): its manifest and its tables,
+from the files alone."""
 
 from __future__ import annotations
 

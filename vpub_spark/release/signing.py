@@ -1,5 +1,6 @@
-"""Releases that prove their integrity (DESIGN.md §4): the manifest lists a SHA-256 of
-every part file (the audit recomputes them), and a release can be signed: the final
+"""Releases that prove their integrity (docs/reference/release-format.md): the manifest
+lists a SHA-256 of every part file (the audit recomputes them), and a release can be
+signed: the final
 manifest's bytes signed with an Ed25519 key (`cryptography`), the signature written
 beside it as `manifest.json.sig` (base64), the key's id recorded in the manifest
 (`signed_by`). Whoever reads the lake checks it with the public key

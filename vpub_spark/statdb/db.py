@@ -1,4 +1,5 @@
-"""`StatDB`: 004's statistical database over a private bucket store (DESIGN.md §9).
+"""`StatDB`: 004's statistical database over a private bucket store
+(docs/explanation/architecture.md, "Private state").
 
 The store is the marginal publisher's (`release/store.py`): a bucketization U of the
 table (004 Definition 11) from its first m-unique partition. Every answer comes from a

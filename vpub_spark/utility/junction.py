@@ -1,9 +1,9 @@
-"""A release as a decomposable model (000 §5.1; DESIGN.md §6; ALGORITHMS.md §7).
+"""A release as a decomposable model (000 §5.1; docs/explanation/algorithms.md, junction tree).
 
 The tables are the cliques of a junction tree (maximum spanning tree on the sizes of
 their intersections, networkx); the estimate of a full row is
 p~(x) = prod_T p~_T(x_T) / prod_separators p~_S(x_S), each separator's marginal taken
-from its own clique (ALGORITHMS.md §7). Attributes no table publishes are uniform.
+from its own clique. Attributes no table publishes are uniform.
 """
 
 from __future__ import annotations

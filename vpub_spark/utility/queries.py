@@ -3,7 +3,7 @@
 A query is a mapping attribute -> set of codes. The estimate from a release follows
 the decomposable model (`Estimator`): for tables that share no attribute (UAD,
 single-attribute) it factorizes, est = n * prod_T est_T(q_T) / n, where an anatomy table gives
-est_T(q) = sum_g n_g(q_QI) * c_g(q_S) / |g| (DESIGN.md §6) and a projection its
+est_T(q) = sum_g n_g(q_QI) * c_g(q_S) / |g| (docs/explanation/algorithms.md) and a projection its
 filtered count; an attribute no table publishes counts |V| / |domain|.
 
 Workloads (000 §6.1): `qd` attributes drawn at random, each with a random set of
@@ -137,7 +137,7 @@ class Estimator:
         table's factor comes from its estimate cube over the query's attributes
         (`_cube_count`), all of them summed down from fewer covering cubes (`covers`).
         1,000 queries on the 1M `sal` release: 11.0 s one `count` at a time, 2.7 s with
-        one cube per attribute set, 1.07 s with covering cubes (measured; README)."""
+        one cube per attribute set, 1.07 s with covering cubes (measured; docs/benchmarks/performance.md)."""
         factorize = not self.overlapping and not self.views  # `count`'s product branch
         for i, m in enumerate(self.models if factorize else []):
             if isinstance(m, AnatomyModel | ProjectionModel):
@@ -351,7 +351,7 @@ def cubes(
     """The contingency cube (`cube`) of each of `sets`: the rows are counted into
     `covers`' fewer, larger cubes, each then summed down to the sets it holds. On the
     10M `sal` source, 1,000 queries of 3 attributes need 56 cubes, held by 13 covers:
-    the in-process workload took 1.31 s against 3.64 s (measured; README)."""
+    the in-process workload took 1.31 s against 3.64 s (measured; docs/benchmarks/performance.md)."""
     return cover_cubes(partial(cube, frame, sizes=sizes), sets, sizes)
 
 

@@ -1,5 +1,5 @@
-"""A release's tables as estimate models, from its files (DESIGN.md §6): each part read
-once, the kind's model (release/kinds.py) built in one code space."""
+"""A release's tables as estimate models, from its files (docs/explanation/algorithms.md):
+each part read once, the kind's model (release/kinds.py) built in one code space."""
 
 from __future__ import annotations
 

@@ -499,8 +499,9 @@ class SparkEngine:
     def partition_keys(self, parts: int) -> list[int]:
         """For each partition p, a key k with pmod(hash(k), parts) = p: `repartition(parts, key)`
         then puts partition p in Spark partition p, so P partitions run as P tasks
-        (small keys would collide in the hash; DESIGN.md §5 pitfalls). Found with Spark's
-        own hash computed in NumPy (`spark_hash_long`), so no Spark job is spent on it."""
+        (small keys would collide in the hash; docs/explanation/architecture.md, "Spark
+        pitfalls"). Found with Spark's own hash computed in NumPy (`spark_hash_long`), so
+        no Spark job is spent on it."""
         found: dict[int, int] = {}
         span = parts * 16
         while len(found) < parts:
@@ -591,7 +592,7 @@ class SparkEngine:
         """`run` per task over `frame` spread on `parts` tasks (`frame_tasks`); for small
         driver-side frames such as a query workload, never for the data. A frame made
         from a Python RDD started a second Python worker in every task (measured;
-        README)."""
+        docs/benchmarks/performance.md)."""
         from .direct import frame_tasks
 
         if frame.empty:

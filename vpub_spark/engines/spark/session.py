@@ -1,10 +1,10 @@
-"""Build the SparkSession from `conf/spark.yaml` settings (DESIGN.md §5).
+"""Build the SparkSession from `conf/spark.yaml` settings (docs/explanation/architecture.md).
 
 Local mode `local[*]` is the embedded default; the same code runs under spark-submit
 on any master (settings given by spark-submit win over the defaults here). The driver
 memory is always set explicitly: the JVM default of 1 GiB can hang a job.
 
-The driver JVM's start-up (measured in the README "Scale"):
+The driver JVM's start-up (measured in docs/benchmarks/performance.md):
 - it maps Spark's classes from a class-data archive (JEP 350) when `vpub spark-archive`
   has built one for this Java and this Spark (`class_archive()`), instead of loading and
   verifying them from the jars (the session starts in 2.0 s instead of 5.0 s);

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The package as a user gets it: build the wheel, install it into a new virtual
+# environment (no checkout on the path), and run `vpub demo` in process from an empty
+# temporary directory. Exit non-zero if any step fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$PYTHON" -m pip wheel --quiet --no-deps -w "$work/dist" .
+"$PYTHON" -m venv "$work/venv"
+"$work/venv/bin/pip" install --quiet "$work"/dist/vpub_spark-*.whl
+cd "$work"
+mkdir -m 700 private
+export VPUB_PRIVATE_DIR="$work/private"
+"$work/venv/bin/vpub" --version
+"$work/venv/bin/vpub" demo --engine inprocess --rows 20000 --out demo
+test -f demo/releases/sal-uad-l10/_SUCCESS
+echo "wheel: installed in a new venv, vpub demo ran in process"
