@@ -89,9 +89,8 @@ def mask(frame: pd.DataFrame, query: Query) -> np.ndarray:
     """Rows meeting every condition on `frame`'s columns (a lookup table per attribute:
     no hashing, one gather per condition). Codes are -1 (suppressed, `to_codes`) or a
     domain's; -1 meets no condition: it reads the table's last cell, one past every
-    code, which stays False. Before, -1 read the largest code's cell, so a query asking
-    for that code counted the suppressed rows too (found by the test of
-    `Estimator.counts`)."""
+    code, which stays False, so a query for the largest code never counts suppressed rows
+    (tested with `Estimator.counts`)."""
     m = np.ones(len(frame), dtype=bool)
     for a, values in query.items():
         if a in frame.columns:

@@ -2,7 +2,10 @@
 with the source and its estimate model.
 
 A new kind is one entry here (plus its checks in `release/checks.py` and its model in
-`estimate/`); nothing else dispatches on a kind's name. The models live in `estimate/`,
+`estimate/`). A few readers still branch on a kind's name for what differs by layout:
+export's flat files (release/export.py), the k-anonymity checks of `privacy.also`
+(release/audit.py), the distributed audit's row counts (release/distributed.py), the
+risk measures (utility/risk.py) and the anatomy view of SQL (lake/sql.py). The models live in `estimate/`,
 below `release/`, so this registry names them without importing from above it.
 """
 
