@@ -30,6 +30,12 @@ class Sweeps:
     repeats: int
     queries: int
 
+    def fields(self) -> dict[str, Any]:
+        """The fields every comparison's config takes from its sweeps, by name."""
+        return {
+            f: getattr(self, f) for f in ("methods", "defaults", "sweeps", "repeats", "queries")
+        }
+
 
 def parse_sweeps(
     section: dict | None,
