@@ -10,7 +10,8 @@ import pytest
 from release_helpers import config, job_table, write_table
 from spark_helpers import with_jobs
 
-from vpub_spark.engines.spark.engine import csv_header, spark_hash_long
+from vpub_spark.engines.spark.engine import spark_hash_long
+from vpub_spark.engines.spark.read import csv_header
 from vpub_spark.publish.pipeline import publish
 
 pytestmark = pytest.mark.spark

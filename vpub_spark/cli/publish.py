@@ -12,7 +12,7 @@ from ..engines import engine_for
 from ..engines.settings import SparkSettings
 from ..errors import SpecError
 from ..lake.commit import Steps
-from ..publish.marginals import add_marginal
+from ..publish.marginals_add import add_marginal
 from ..publish.pipeline import publish
 from ..release.audit import audit_release
 from ..release.private_audit import audit_store

@@ -77,8 +77,8 @@ def build_store(cfg: PublishConfig, engine: Engine, observer=None) -> Built:
         with step("read and encode"):
             loaded = engine.persist(engine.load(path, spec, cfg.input_format))
         try:
-            counts, chunks = _bucketize(cfg, engine, loaded, store, m, step)
-            _write_meta(cfg, loaded, store, m, counts)
+            qi, counts, chunks = _bucketize(cfg, engine, loaded, store, m, step)
+            _write_meta(cfg, loaded, store, m, qi, counts)
             ids = [
                 pq.read_table(f, columns=[BUCKET])[BUCKET].to_numpy() for f in bucket_files(store)
             ]
@@ -116,7 +116,7 @@ def _bucketize(
     cfg: PublishConfig, engine: Engine, loaded: LoadedTable, store: Path, m: int, step: Steps
 ):
     """The marginal publisher's chunks from one counting pass, each bucketized by one
-    task into the store (no marginal written)."""
+    task into the store (no marginal written); the QI attributes, counts and chunks."""
     s = cfg.marginals
     assert s is not None
     qi = qi_of(cfg, loaded.names)
@@ -141,15 +141,16 @@ def _bucketize(
     )
     with step("bucketize"):
         engine.run_partitions(loaded, chunks, job)
-    return counts, chunks
+    return qi, counts, chunks
 
 
-def _write_meta(cfg: PublishConfig, loaded: LoadedTable, store: Path, m: int, counts) -> None:
+def _write_meta(
+    cfg: PublishConfig, loaded: LoadedTable, store: Path, m: int, qi: tuple[str, ...], counts
+) -> None:
     """store.json (with every file's digest; signed if the config names a key), then
     the store made owner-only."""
     s = cfg.marginals
     assert s is not None
-    qi = qi_of(cfg, loaded.names)
     labels = {a: loaded.dictionaries[a].labels for a in loaded.names}
     meta = {
         "format": STORE_FORMAT,
