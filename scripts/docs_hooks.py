@@ -4,14 +4,29 @@ build time, so they are always current.
 - `<!-- vpub-cli -->` in a page becomes every `vpub` command's `--help`, walked from the
   argument parser (`vpub_spark.cli.build_parser`), at a fixed width of 100 columns;
 - `<!-- vpub-errors -->` becomes the table of the errors the command line reports
-  (`vpub_spark.errors`) with their exit codes.
+  (`vpub_spark.errors`) with their exit codes;
+- `<!-- vpub-options NAME -->` becomes the tables of every YAML key of the config
+  dataclasses (`config`: a job config; `spark`: Spark settings; `table-spec`), from their
+  fields' `option(...)` metadata (`vpub_spark.model.option`), the same keys the parsers
+  accept;
+- `<!-- vpub-openapi -->` becomes the HTTP API's endpoints and schemas, from the OpenAPI
+  document `vpub serve` serves at `/openapi.json` (`vpub_spark.serve.app.openapi_document`);
+  the document itself is a file of the site beside the page (`openapi.json`);
+- `<!-- vpub-bench FILE -->` becomes the tables of a benchmark's JSON (`vpub bench ...`,
+  `vpub_spark.experiments.common.write_results`, copied under docs/) and the line that
+  says when, where and with which command they were measured;
+- `<!-- vpub-compare DIR -->` becomes a comparison's means (`vpub compare`: DIR's
+  summary.csv, one table per sweep) and the same line from DIR's run.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import inspect
+import json
 import os
+import re
 
 
 def _commands(parser: argparse.ArgumentParser):
@@ -43,9 +58,184 @@ def errors_reference() -> str:
     return "\n".join(rows) + "\n"
 
 
+def _option_sections() -> dict[str, list[tuple[str, type, str]]]:
+    """Each `vpub-options` name: its tables as (heading, dataclass, key prefix)."""
+    from vpub_spark import config, model
+    from vpub_spark.engines.settings import SparkSettings
+
+    return {
+        "config": [
+            ("Top level", config.PublishConfig, ""),
+            ("`privacy`", model.PrivacySpec, "privacy."),
+            ("`rules: {random: ...}`", config.RandomRules, "rules.random."),
+            ("`multi_sa` (method `multi_sa_bip`)", config.MultiSaSettings, "multi_sa."),
+            ("`marginals` (method `marginals`)", config.MarginalSettings, "marginals."),
+            (
+                "`streamliner` (methods `rda`, `gda`, `ria`)",
+                config.StreamlinerSettings,
+                "streamliner.",
+            ),
+        ],
+        "spark": [("Spark settings file", SparkSettings, "")],
+        "table-spec": [
+            ("Table spec", model.TableSpec, ""),
+            ("Each of `attributes`", model.Attribute, "attributes[]."),
+        ],
+    }
+
+
+def _default(f: dataclasses.Field) -> str:
+    """A field's default as the YAML reads it."""
+    if f.metadata.get("shown"):
+        return f.metadata["shown"]
+    value = f.default
+    if value is dataclasses.MISSING:
+        return "required"
+    if value is None:
+        return "none"
+    if dataclasses.is_dataclass(value):
+        return "(below)"
+    if isinstance(value, str) and value:
+        return f"`{value}`"
+    return f"`{json.dumps(list(value) if isinstance(value, tuple) else value)}`"
+
+
+def options_reference(name: str) -> str:
+    parts = []
+    for heading, cls, prefix in _option_sections()[name]:
+        rows = [f"### {heading}\n", "| key | default | meaning |", "|---|---|---|"]
+        for f in dataclasses.fields(cls):
+            if "doc" in f.metadata:
+                key = prefix + (f.metadata.get("key") or f.name)
+                rows.append(f"| `{key}` | {_default(f)} | {f.metadata['doc']} |")
+        parts.append("\n".join(rows) + "\n")
+    return "\n".join(parts)
+
+
+def _schema_type(schema: dict) -> str:
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[1]
+        return f"[{name}](#{name.lower()})"
+    kind = schema.get("type", "object")
+    if kind == "array":
+        return f"list of {_schema_type(schema.get('items', {}))}"
+    if "enum" in schema:
+        return " \\| ".join(f"`{v}`" for v in schema["enum"])
+    return kind
+
+
+def _cell(text: object) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def openapi_reference() -> str:
+    from vpub_spark.serve.app import openapi_document
+
+    doc, parts = openapi_document(), []
+    for path, operations in doc["paths"].items():
+        for verb, op in operations.items():
+            parts.append(f"### `{verb.upper()} {path}`\n\n{_cell(op.get('summary', ''))}\n")
+            for p in op.get("parameters", []):
+                parts.append(
+                    f"- parameter `{p['name']}` (in {p['in']}): {_schema_type(p['schema'])}"
+                )
+            body = op.get("requestBody", {}).get("content", {}).get("application/json")
+            if body:
+                parts.append(f"- body: {_schema_type(body['schema'])}")
+            for status, r in op.get("responses", {}).items():
+                parts.append(f"- {status}: {_cell(r.get('description', ''))}")
+            parts.append("")
+    parts.append("## Schemas\n")
+    for name, schema in doc["components"]["schemas"].items():
+        parts.append(f"### {name}\n\n{_cell(schema.get('description', ''))}\n")
+        parts += ["| field | type | meaning |", "|---|---|---|"]
+        for field, prop in schema.get("properties", {}).items():
+            meaning = prop.get("description", "")
+            if "example" in prop:
+                meaning += f" (e.g. `{prop['example']}`)"
+            parts.append(f"| `{field}` | {_schema_type(prop)} | {_cell(meaning)} |")
+        parts.append("")
+    return "\n".join(parts)
+
+
+def on_files(files, config):
+    """The OpenAPI document as a file of the site, beside the HTTP API page."""
+    from mkdocs.structure.files import File
+
+    from vpub_spark.serve.app import openapi_document
+
+    text = json.dumps(openapi_document(), indent=2) + "\n"
+    files.append(File.generated(config, "reference/openapi.json", content=text))
+    return files
+
+
+def _measured(run: dict) -> str:
+    m = run["machine"]
+    return (
+        f"Measured {run['date']} with `{run['command']}` on {m['cores']} cores, "
+        f"{m['memory_gib']} GiB ({m['cpu']}; {m['os']}; Python {m['python']}; "
+        f"vpub {m['vpub']})."
+    )
+
+
+def _markdown_table(columns: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def bench_reference(path: str) -> str:
+    with open(path) as f:
+        results = json.load(f)
+    parts = [
+        f"**{_cell(t['title'])}**\n\n{_markdown_table(t['columns'], t['rows'])}\n"
+        for t in results["tables"]
+    ]
+    return "\n".join([*parts, _measured(results["run"]), ""])
+
+
+def _mean(x: float) -> str:
+    return f"{x:.3g}" if abs(x) < 100 else f"{x:,.0f}"
+
+
+def compare_reference(directory: str) -> str:
+    import pandas as pd
+
+    summary = pd.read_csv(os.path.join(directory, "summary.csv"))
+    labels = {"kl": "KL", "relative_error": "error", "median_error": "median error"}
+    measures = [c for c in (*labels, "time_s") if c in summary.columns]
+    parts = []
+    for sweep, part in summary.groupby("sweep", sort=False):
+        wide = part.pivot_table(index="value", columns="method", values=measures, sort=False)
+        columns = [str(sweep)] + [
+            f"{labels.get(m, 'time (s)')} {method}" for m, method in wide.columns
+        ]
+        rows = [
+            [str(value)] + ["" if pd.isna(x) else _mean(float(x)) for x in row]
+            for value, row in zip(wide.index, wide.to_numpy(), strict=True)
+        ]
+        parts.append(f"**Means, varying {sweep}**\n\n{_markdown_table(columns, rows)}\n")
+    run = os.path.join(directory, "run.json")
+    if os.path.exists(run):
+        with open(run) as f:
+            parts.append(_measured(json.load(f)) + "\n")
+    return "\n".join(parts)
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
+    docs = config["docs_dir"]
+    markdown = re.sub(
+        r"<!-- vpub-bench (\S+) -->", lambda m: bench_reference(os.path.join(docs, m[1])), markdown
+    )
+    markdown = re.sub(
+        r"<!-- vpub-compare (\S+) -->",
+        lambda m: compare_reference(os.path.join(docs, m[1])),
+        markdown,
+    )
+    if "<!-- vpub-openapi -->" in markdown:
+        markdown = markdown.replace("<!-- vpub-openapi -->", openapi_reference())
     if "<!-- vpub-cli -->" in markdown:
         markdown = markdown.replace("<!-- vpub-cli -->", cli_reference())
     if "<!-- vpub-errors -->" in markdown:
         markdown = markdown.replace("<!-- vpub-errors -->", errors_reference())
-    return markdown
+    return re.sub(r"<!-- vpub-options ([a-z-]+) -->", lambda m: options_reference(m[1]), markdown)

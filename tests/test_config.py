@@ -264,3 +264,36 @@ def test_a_yaml_syntax_error_is_one_line_with_file_line_and_column(tmp_path):
         load_config(tab)
     with pytest.raises(SpecError, match="file not found"):
         load_config(tmp_path / "none.yaml")
+
+
+def _probe(key: str) -> dict:
+    """A config whose dotted `key` holds a value of no meaning."""
+    d: dict = {"input": {"path": "in"}}
+    *sections, last = key.split(".")
+    holder = d
+    for s in sections:
+        holder = holder.setdefault(s, {})
+    holder[last] = "probe"
+    return d
+
+
+def test_the_reference_keys_are_the_keys_the_parser_accepts():
+    """docs/reference/config.md is generated from `yaml_keys`: each key it lists is
+    accepted (maybe refused for its value, never as unknown), and a key it does not list
+    is refused, at each level."""
+    from vpub_spark.config import PublishConfig
+    from vpub_spark.model import yaml_keys
+
+    for key in yaml_keys(PublishConfig):
+        try:
+            config_from_dict(_probe(key))
+        except SpecError as e:
+            assert "unknown keys" not in str(e), key
+    for key in ("colour", "input.colour", "output.colour", "gd.colour", "privacy.colour"):
+        with pytest.raises(SpecError, match="unknown keys colour"):
+            config_from_dict(_probe(key))
+
+
+def test_the_suppression_budget_of_a_config_file_is_kept():
+    d = {"input": {"path": "in"}, "privacy": {"l": 3, "suppression": 0.05}}
+    assert config_from_dict(d).privacy.suppression == 0.05

@@ -18,35 +18,17 @@ l-eligible attributes).
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from .errors import SpecError
-from .model import PrivacySpec
+from .model import PrivacySpec, option, yaml_keys
 from .release.layout import PRIVATE, public_path
 from .tablespec import load_yaml
 
 BIP_MODES = ("exact", "partitioned")
 ENGINES = ("auto", "spark", "inprocess")
-KEYS = {
-    "engine",
-    "spark",
-    "input",
-    "privacy",
-    "rules",
-    "method",
-    "output",
-    "seed",
-    "seed_file",
-    "private_dir",
-    "partitions",
-    "gd",
-    "multi_sa",
-    "marginals",
-    "streamliner",
-    "anonymizer",
-}
 
 
 @dataclass(frozen=True)
@@ -55,10 +37,13 @@ class MultiSaSettings:
     table on the driver (tens of thousands of rows); `partitioned` solves it per QI-local
     chunk of about `chunk_rows` rows, in parallel. Each solve stops at `time_limit_s`."""
 
-    mode: str = "exact"
-    solver: str = "cbc"
-    time_limit_s: float | None = 60.0
-    chunk_rows: int = 20_000
+    mode: str = option(
+        "exact",
+        doc="`exact`: one program on the driver; `partitioned`: one per QI-local chunk, in parallel",
+    )
+    solver: str = option("cbc", doc="the PuLP solver: `cbc` or `highs`")
+    time_limit_s: float | None = option(60.0, doc="each program stops after this many seconds")
+    chunk_rows: int = option(20_000, doc="`partitioned`: rows per chunk, about")
 
     def __post_init__(self) -> None:
         from .kernels.solvers import SOLVERS
@@ -80,16 +65,29 @@ class MultiSaSettings:
 
     @classmethod
     def from_dict(cls, d: dict) -> MultiSaSettings:
-        unknown = set(d) - {"mode", "solver", "time_limit_s", "chunk_rows"}
+        unknown = set(d) - set(yaml_keys(cls))
         if unknown:
             raise SpecError(f"multi_sa has unknown keys {', '.join(sorted(unknown))}")
         t = d.get("time_limit_s", 60.0)
         return cls(
             str(d.get("mode", "exact")),
             str(d.get("solver", "cbc")),
-            None if t is None else float(t),
+            number(t, "multi_sa.time_limit_s"),
             d.get("chunk_rows", 20_000),
         )
+
+
+def number(value: Any, key: str, kind: type = float) -> Any:
+    """`value` as a `kind` (float or int), or None; anything else is a SpecError naming `key`."""
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or (kind is int and not float(value).is_integer())
+    ):
+        raise SpecError(f"{key} must be a {'whole ' if kind is int else ''}number, not {value!r}")
+    return kind(value)
 
 
 def _names(v: Any, what: str) -> tuple[str, ...]:
@@ -118,16 +116,28 @@ class MarginalSettings:
     list more in `qi` to be able to add marginals on them later (`vpub marginals add`
     can only use attributes the buckets were made on), at some cost in utility."""
 
-    sensitive: str = ""
-    schemas: tuple[tuple[str, ...], ...] = ()
-    state: str = ""
-    qi: tuple[str, ...] | None = None
-    chunk_rows: int = 50_000
-    tries: int = 5
-    blocks: int = 32
-    partitioning: str = "mondrian"
+    sensitive: str = option("", doc="the sensitive attribute", shown="required")
+    schemas: tuple[tuple[str, ...], ...] = option(
+        (), doc="the QI attributes of each marginal published now, e.g. `[[age], [age, sex]]`"
+    )
+    state: str = option(
+        "",
+        doc="the private bucket store (owner-only; never inside `output.path`)",
+        shown="required",
+    )
+    qi: tuple[str, ...] | None = option(
+        None,
+        doc="the attributes the buckets are made on; later marginals (`vpub marginals add`) "
+        "can only use these",
+        shown="the marginals' attributes",
+    )
+    chunk_rows: int = option(50_000, doc="rows per Spark chunk, at least")
+    tries: int = option(5, doc="`ncp`: tries per cut (002 Figure 1)")
+    blocks: int = option(32, doc="`ncp`: blocks per attribute (002 Figure 1)")
+    partitioning: str = option(
+        "mondrian", doc="the partition step: `mondrian`, `ncp` or `ncp+mondrian`"
+    )
 
-    KEYS = ("sensitive", "schemas", "state", "qi", "chunk_rows", "tries", "blocks", "partitioning")
     PARTITIONINGS = ("mondrian", "ncp", "ncp+mondrian")
 
     def __post_init__(self) -> None:
@@ -144,10 +154,10 @@ class MarginalSettings:
     def from_dict(cls, d: dict) -> MarginalSettings | None:
         if not d:
             return None
-        unknown = set(d) - set(cls.KEYS)
+        unknown = set(d) - set(yaml_keys(cls))
         if unknown:
             raise SpecError(
-                f"marginals has unknown keys {', '.join(sorted(unknown))}; known: {', '.join(cls.KEYS)}"
+                f"marginals has unknown keys {', '.join(sorted(unknown))}; known: {', '.join(yaml_keys(cls))}"
             )
         for k in ("sensitive", "state"):
             if not d.get(k):
@@ -178,22 +188,24 @@ class StreamlinerSettings:
     QI attribute and segment rows (kernels/streamliner.py), and Spark chunks of at
     least `chunk_rows` rows (QI-local and l-eligible, 002's chunk planner)."""
 
-    sensitive: str = ""
-    qi: tuple[str, ...] | None = None
-    weights: tuple[tuple[str, int], ...] | None = None
-    segment: int | None = None
-    chunk_rows: int = 50_000
-
-    KEYS = ("sensitive", "qi", "weights", "segment", "chunk_rows")
+    sensitive: str = option("", doc="the sensitive attribute", shown="required")
+    qi: tuple[str, ...] | None = option(
+        None, doc="the QI attributes generalized", shown="every other attribute"
+    )
+    weights: tuple[tuple[str, int], ...] | None = option(
+        None, doc="GDA: an integer >= 0 per QI attribute, e.g. `{age: 1, gender: 10000}`"
+    )
+    segment: int | None = option(None, doc="GDA: rows per segment", shown="the kernel's default")
+    chunk_rows: int = option(50_000, doc="rows per Spark chunk, at least")
 
     @classmethod
     def from_dict(cls, d: dict) -> StreamlinerSettings | None:
         if not d:
             return None
-        unknown = set(d) - set(cls.KEYS)
+        unknown = set(d) - set(yaml_keys(cls))
         if unknown:
             raise SpecError(
-                f"streamliner has unknown keys {', '.join(sorted(unknown))}; known: {', '.join(cls.KEYS)}"
+                f"streamliner has unknown keys {', '.join(sorted(unknown))}; known: {', '.join(yaml_keys(cls))}"
             )
         if not d.get("sensitive"):
             raise SpecError("streamliner.sensitive is required")
@@ -214,44 +226,124 @@ class StreamlinerSettings:
             None if d.get("qi") is None else _names(d["qi"], "streamliner.qi"),
             None if weights is None else tuple((str(k), int(v)) for k, v in weights.items()),
             d.get("segment"),
-            int(d.get("chunk_rows", 50_000)),
+            number(d.get("chunk_rows", 50_000), "streamliner.chunk_rows", int),
         )
 
 
 @dataclass(frozen=True)
 class RandomRules:
-    c: int = 5
-    lhs: int = 3
-    seed: int = 1
+    """`rules: {random: {c, lhs, seed}}`: 000 §6.1's random irreducible rules."""
+
+    c: int = option(5, doc="how many rules")
+    lhs: int = option(3, doc="attributes on each rule's left-hand side")
+    seed: int = option(1, doc="the seed of the draw (public: the rules are published)")
 
 
 @dataclass(frozen=True)
 class PublishConfig:
-    input_path: str
-    table: str | None = None
-    input_format: str | None = None
-    privacy: PrivacySpec = field(default_factory=PrivacySpec)
-    rules: tuple[Any, ...] | RandomRules = field(default_factory=RandomRules)
-    method: str = "uad"
-    output_path: str = "releases"
-    release_id: str | None = None
-    family: str | None = None  # the release family (lake/catalog.py); default <table>-<method>
-    seed: int | None = None  # None: a secret seed (release/secret.py), or `seed_file`'s
-    seed_file: str | None = None  # an owner-only file holding the seed (reproducible runs)
-    private_dir: str | None = None  # where run records keep the seed (default: per user)
-    engine: str = "auto"  # auto: in process when the input fits in memory (engines/auto.py)
-    spark: str | None = None
-    partitions: int | None = None  # None: auto, from the row count
-    overwrite: bool = False
-    wait_s: float | None = None  # wait this long for a concurrent run of the same release id
-    sign_key: str | None = None  # an Ed25519 private key (PEM): sign the manifest
-    gd_budget_s: float | None = None  # GD's add-back stops when this is spent (None: no limit)
-    gd_sample_rows: int = 100_000  # GD scores candidates by KL on a seeded sample of this many rows
-    multi_sa: MultiSaSettings = field(default_factory=MultiSaSettings)
-    marginals: MarginalSettings | None = None
-    streamliner: StreamlinerSettings | None = None
-    anonymizer: str = (
-        "anatomy"  # the sub-tables of uad / gd / single_attribute: anatomy | rda | gda
+    """A job config (docs/reference/config.md, generated from these options)."""
+
+    input_path: str = option(
+        doc="a CSV or Parquet file or directory, a data set written by `vpub datasets`, or "
+        "`s3://...`",
+        key="input.path",
+        shown="required",
+    )
+    table: str | None = option(
+        None,
+        doc="a table-spec YAML file ([table specs](table-spec.md)) or a preset name (`adult`, "
+        "`sal`, `occ`, `texas`, `census`)",
+        key="input.table",
+        shown="the data set's `table.yaml`",
+    )
+    input_format: str | None = option(
+        None, doc="`csv` or `parquet`", key="input.format", shown="from the files"
+    )
+    privacy: PrivacySpec = option(PrivacySpec(), doc="the privacy model (below)")
+    rules: tuple[Any, ...] | RandomRules = option(
+        RandomRules(),
+        doc='privacy rules `Q -> S`: a list of `"a, b -> s"` or `{lhs: [a, b], rhs: s}`, or '
+        "`{random: {c, lhs, seed}}` (below; [rules](rules.md))",
+        shown="none",
+    )
+    method: str = option(
+        "uad",
+        doc="`uad`, `gd`, `single_attribute`, `multi_sa_bip` (000); `marginals` (002); `rda`, "
+        "`gda`, `ria` (003)",
+    )
+    output_path: str = option(
+        "releases", doc="the output root, local or `s3://`", key="output.path"
+    )
+    release_id: str | None = option(
+        None,
+        doc="the release's directory name",
+        key="output.release_id",
+        shown="`<table>-<method>-l<l>`",
+    )
+    family: str | None = option(
+        None,
+        doc="the catalog's lineage of releases",
+        key="output.family",
+        shown="`<table>-<method>`",
+    )
+    seed: int | None = option(
+        None,
+        doc="an explicit seed: reproducible, and a secret like a password; without it each "
+        "run draws one ([threat model](../explanation/threat-model.md))",
+    )
+    seed_file: str | None = option(None, doc="read the seed from this owner-only file")
+    private_dir: str | None = option(
+        None,
+        doc="where the run record keeps the seed; never inside `output.path`",
+        shown="`$VPUB_PRIVATE_DIR` or `~/.local/state/vpub`",
+    )
+    engine: str = option(
+        "auto",
+        doc="`inprocess` (pyarrow/pandas, no JVM), `spark`, or `auto`: in process when the "
+        "input fits this machine's memory and no cluster is configured "
+        "([choosing the engine](../how-to/choose-engine.md))",
+    )
+    spark: str | None = option(None, doc="a Spark settings file (below)")
+    partitions: int | None = option(
+        None,
+        doc="how many partitions (Spark tasks) a rule-based release is cut into; each is "
+        "l-eligible for every sensitive attribute",
+        shown="auto",
+    )
+    overwrite: bool = False  # the command line's --overwrite
+    wait_s: float | None = option(
+        None,
+        doc="wait this long for a concurrent run of the same release",
+        key="output.wait_s",
+        shown="fail at once",
+    )
+    sign_key: str | None = option(
+        None,
+        doc="an Ed25519 private key (`vpub keys generate`) that signs the manifest",
+        key="output.sign_key",
+    )
+    gd_budget_s: float | None = option(
+        None,
+        doc="GD's add-back step stops when this is spent",
+        key="gd.budget_s",
+        shown="no limit",
+    )
+    gd_sample_rows: int = option(
+        100_000,
+        doc="GD scores candidates by KL on a seeded sample of this many rows",
+        key="gd.sample_rows",
+    )
+    multi_sa: MultiSaSettings = option(MultiSaSettings(), doc="`multi_sa_bip`'s section (below)")
+    marginals: MarginalSettings | None = option(
+        None, doc="`marginals`' section (below); `vpub statdb build` reads it too"
+    )
+    streamliner: StreamlinerSettings | None = option(
+        None, doc="`rda` / `gda` / `ria`'s section (below)"
+    )
+    anonymizer: str = option(
+        "anatomy",
+        doc="how `uad` / `gd` / `single_attribute` anonymize each sub-table: `anatomy`, or "
+        "generalized by the streamliner's `rda` or `gda`",
     )
 
     def __post_init__(self) -> None:
@@ -358,8 +450,13 @@ def _section(d: dict, key: str) -> dict:
     return v
 
 
+def _keys_in(section: str) -> set[str]:
+    """The YAML keys of a config's `section` (`input`, `output`, `gd`)."""
+    return {k.split(".")[1] for k in yaml_keys(PublishConfig) if k.startswith(f"{section}.")}
+
+
 def _privacy(d: dict) -> PrivacySpec:
-    unknown = set(d) - {"model", "l", "m", "also", "suppression"}
+    unknown = set(d) - set(yaml_keys(PrivacySpec))
     if unknown:
         raise SpecError(f"config: privacy has unknown keys {', '.join(sorted(unknown))}")
     also = d.get("also") or {}
@@ -368,7 +465,11 @@ def _privacy(d: dict) -> PrivacySpec:
             "config: privacy.also must be a mapping, e.g. {entropy_l: 3, recursive_c: 2, k: 5}"
         )
     return PrivacySpec(
-        d.get("model", "l-diversity"), d.get("l", 2), d.get("m"), tuple(sorted(also.items()))
+        d.get("model", "l-diversity"),
+        d.get("l", 2),
+        d.get("m"),
+        tuple(sorted(also.items())),
+        d.get("suppression", 0.0),
     )
 
 
@@ -377,10 +478,15 @@ def _rules(v: Any) -> tuple[Any, ...] | RandomRules:
         if set(v) != {"random"} or not isinstance(v["random"], dict):
             raise SpecError("config: rules must be a list or {random: {c: 5, lhs: 3, seed: 1}}")
         r = v["random"]
-        unknown = set(r) - {"c", "lhs", "seed"}
+        unknown = set(r) - set(yaml_keys(RandomRules))
         if unknown:
             raise SpecError(f"config: rules.random has unknown keys {', '.join(sorted(unknown))}")
-        return RandomRules(int(r.get("c", 5)), int(r.get("lhs", 3)), int(r.get("seed", 1)))
+        return RandomRules(
+            *(
+                number(r.get(k, dflt), f"rules.random.{k}", int)
+                for k, dflt in zip("c lhs seed".split(), (5, 3, 1), strict=True)
+            )
+        )
     if not isinstance(v, list) or not v:
         raise SpecError("config: rules must be a non-empty list")
     return tuple(v)
@@ -389,22 +495,20 @@ def _rules(v: Any) -> tuple[Any, ...] | RandomRules:
 def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
     if not isinstance(d, dict):
         raise SpecError(f"{where}: expected a mapping")
-    unknown = set(d) - KEYS
+    known = {k.split(".")[0] for k in yaml_keys(PublishConfig)}
+    unknown = set(d) - known
     if unknown:
         raise SpecError(
-            f"{where}: unknown keys {', '.join(sorted(unknown))}; known: {', '.join(sorted(KEYS))}"
+            f"{where}: unknown keys {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}"
         )
-    inp, out = _section(d, "input"), _section(d, "output")
-    unknown_out = set(out) - {"path", "release_id", "family", "wait_s", "sign_key"}
-    if unknown_out:
-        raise SpecError(f"{where}: output has unknown keys {', '.join(sorted(unknown_out))}")
+    inp, out, gdc = _section(d, "input"), _section(d, "output"), _section(d, "gd")
+    for name, section in (("input", inp), ("output", out), ("gd", gdc)):
+        unknown = set(section) - _keys_in(name)
+        if unknown:
+            raise SpecError(f"{where}: {name} has unknown keys {', '.join(sorted(unknown))}")
     if "path" not in inp:
         raise SpecError(f"{where}: input.path is required")
     parts = d.get("partitions", "auto")
-    gdc = _section(d, "gd")
-    unknown_gd = set(gdc) - {"budget_s", "sample_rows"}
-    if unknown_gd:
-        raise SpecError(f"{where}: gd has unknown keys {', '.join(sorted(unknown_gd))}")
     try:
         return PublishConfig(
             input_path=str(inp["path"]),
@@ -416,7 +520,7 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
             output_path=str(out.get("path", "releases")),
             release_id=None if out.get("release_id") is None else str(out["release_id"]),
             family=None if out.get("family") is None else str(out["family"]),
-            wait_s=None if out.get("wait_s") is None else float(out["wait_s"]),
+            wait_s=number(out.get("wait_s"), "output.wait_s"),
             sign_key=None if out.get("sign_key") is None else str(out["sign_key"]),
             seed=d.get("seed"),
             seed_file=None if d.get("seed_file") is None else str(d["seed_file"]),
@@ -424,8 +528,8 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
             engine=str(d.get("engine", "auto")),
             spark=None if d.get("spark") is None else str(d["spark"]),
             partitions=None if parts == "auto" else parts,
-            gd_budget_s=None if gdc.get("budget_s") is None else float(gdc["budget_s"]),
-            gd_sample_rows=int(gdc.get("sample_rows", 100_000)),
+            gd_budget_s=number(gdc.get("budget_s"), "gd.budget_s"),
+            gd_sample_rows=number(gdc.get("sample_rows", 100_000), "gd.sample_rows", int),
             multi_sa=MultiSaSettings.from_dict(_section(d, "multi_sa")),
             marginals=MarginalSettings.from_dict(_section(d, "marginals")),
             streamliner=StreamlinerSettings.from_dict(_section(d, "streamliner")),

@@ -9,8 +9,8 @@ values to coarser labels before encoding: numeric bins are closed intervals
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, Literal
 
 from .errors import SpecError
 
@@ -18,6 +18,21 @@ ATTRIBUTE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")
 Kind = Literal["numeric", "categorical"]
 MissingPolicy = Literal["drop", "reject"]
 TableKind = Literal["anatomy", "generalized", "projection", "multi_sa"]
+
+
+def option(
+    default: Any = MISSING, *, doc: str, key: str | None = None, shown: str | None = None
+) -> Any:
+    """A dataclass field a YAML file sets, with its documentation: the reference pages
+    (docs/reference/config.md, table-spec.md) are generated from these. `key` is its YAML
+    key where it differs from the field's name (`output.path`); `shown` its default as
+    the YAML reads it where the Python value would mislead (`auto` for None)."""
+    return field(default=default, metadata={"doc": doc, "key": key, "shown": shown})
+
+
+def yaml_keys(cls: type) -> tuple[str, ...]:
+    """The YAML keys of a dataclass's options (`option`), in declaration order."""
+    return tuple(f.metadata.get("key") or f.name for f in fields(cls) if "doc" in f.metadata)
 
 
 def number_label(x: float) -> str:
@@ -46,13 +61,28 @@ class CategoryGroup:
 
 @dataclass(frozen=True)
 class Attribute:
-    name: str
-    kind: Kind = "categorical"
-    source: str | None = None  # source column; defaults to `name`
-    order: tuple[str, ...] | None = None  # categorical label order
-    bins: tuple[NumericBin, ...] | None = None  # numeric generalization
-    groups: tuple[CategoryGroup, ...] | None = None  # categorical generalization
-    rest: str | None = None  # with groups: the label of every value no group lists
+    """One attribute of a table spec's `attributes:` list."""
+
+    name: str = option(
+        doc="the attribute's name in the releases: a letter, then letters, digits, `_`, `-`, `.`"
+    )
+    kind: Kind = option("categorical", doc="`numeric` (ordered by value) or `categorical`")
+    source: str | None = option(None, doc="the input column it is read from", shown="`name`")
+    order: tuple[str, ...] | None = option(
+        None, doc="a categorical attribute's labels in their order", shown="sorted labels"
+    )
+    bins: tuple[NumericBin, ...] | None = option(
+        None,
+        doc="a numeric attribute generalized to closed intervals: `[[17, 24], [25, 34]]` "
+        "(labels `17-24`, ...) or `[{label, min, max}]`; a value in no bin is an error",
+    )
+    groups: tuple[CategoryGroup, ...] | None = option(
+        None,
+        doc="a categorical attribute generalized: `{label: [values]}`, in the labels' order",
+    )
+    rest: str | None = option(
+        None, doc="with `groups`: the label of every value no group lists (else an error)"
+    )
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not ATTRIBUTE_NAME.match(self.name):
@@ -109,11 +139,23 @@ def _no_duplicates(attr: str, what: str, values: list[str]) -> None:
 class TableSpec:
     """How to read a microdata table: its attributes and the missing-value policy."""
 
-    attributes: tuple[Attribute, ...]
-    name: str = "table"
-    missing: MissingPolicy = "drop"
-    missing_values: tuple[str, ...] = ("?", "")
-    encoding: str = "utf-8"  # of CSV input; undecodable bytes are an error, never replaced
+    attributes: tuple[Attribute, ...] = option(
+        doc="the attributes read, in order (below); other input columns are ignored"
+    )
+    name: str = option("table", doc="the table's name (release ids, messages)")
+    missing: MissingPolicy = option(
+        "drop",
+        doc="a row with a missing value: `drop` it (the release counts them) or `reject` "
+        "the input (an error naming the row)",
+    )
+    missing_values: tuple[str, ...] = option(
+        ("?", ""), doc="the values that mean missing, compared after trimming spaces"
+    )
+    encoding: str = option(
+        "utf-8",
+        doc="of CSV input (any Python codec in process; utf-8, latin-1, us-ascii, utf-16, "
+        "utf-32 on Spark); undecodable bytes are an error naming file and line, never replaced",
+    )
 
     def __post_init__(self) -> None:
         import codecs
@@ -169,11 +211,23 @@ class PrivacySpec:
     (recursive (c, l)-diversity, r_1 < c (r_l + ... + r_m)), `k` (groups of at least k
     rows) and `t` (t-closeness). Which method enforces which: publish/registry.py."""
 
-    model: Literal["l-diversity", "m-invariance"] = "l-diversity"
-    l: int | None = 2
-    m: int | None = None
-    also: tuple[tuple[str, float], ...] = ()
-    suppression: float = 0.0  # the share of rows the rules may suppress (publish/suppression.py)
+    model: Literal["l-diversity", "m-invariance"] = option(
+        "l-diversity",
+        doc="`l-diversity` (no sensitive value above 1/l of a group; 000) or `m-invariance` "
+        "(002; the marginals and the statistical database)",
+    )
+    l: int | None = option(2, doc="l >= 2, for `l-diversity`")
+    m: int | None = option(None, doc="m >= 2, for `m-invariance`")
+    also: tuple[tuple[str, float], ...] = option(
+        (),
+        doc="further models every group must meet, e.g. `{entropy_l: 3, recursive_c: 2, k: 5, "
+        "t: 0.3}`; refused when the method cannot guarantee them "
+        "([privacy models](../explanation/privacy-models.md))",
+        shown="`{}`",
+    )
+    suppression: float = option(
+        0.0, doc="the share of rows the rules may suppress, in [0, 1) (publish/suppression.py)"
+    )
 
     def __post_init__(self) -> None:
         if self.model == "l-diversity":

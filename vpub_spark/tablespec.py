@@ -23,9 +23,9 @@ from typing import Any
 import yaml
 
 from .errors import SpecError
-from .model import Attribute, CategoryGroup, NumericBin, TableSpec, number_label
+from .model import Attribute, CategoryGroup, NumericBin, TableSpec, number_label, yaml_keys
 
-_ATTRIBUTE_KEYS = {"name", "kind", "source", "order", "bins", "groups", "rest"}
+_ATTRIBUTE_KEYS = set(yaml_keys(Attribute))
 
 
 def _bins(name: str, raw: Any) -> tuple[NumericBin, ...]:
@@ -69,7 +69,7 @@ def attribute_from_dict(d: dict) -> Attribute:
 def table_spec_from_dict(d: dict) -> TableSpec:
     if not isinstance(d, dict) or "attributes" not in d:
         raise SpecError("a table spec needs an `attributes` list")
-    unknown = set(d) - {"name", "missing", "missing_values", "encoding", "attributes"}
+    unknown = set(d) - set(yaml_keys(TableSpec))
     if unknown:
         raise SpecError(f"table spec: unknown keys {', '.join(sorted(unknown))}")
     return TableSpec(

@@ -7,6 +7,7 @@ new user's first clicks on a store whose labels hold parentheses, quotes and com
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 from serve_helpers import running
@@ -20,6 +21,7 @@ from vpub_spark.utility.release_models import release_models
 from vpub_spark.utility.where import parse_where
 
 CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+DOCS_FIGURE = Path(__file__).resolve().parents[2] / "docs" / "figures" / "serve-page.png"
 
 
 @pytest.fixture
@@ -103,6 +105,7 @@ def test_the_page_counts_and_estimates_as_the_library_does(store, browser, tmp_p
         assert got == pytest.approx(
             estimate_count(models, parse_where("age between 30 and 50", domains), n, domains)
         )
+        _screenshot_for_the_docs(browser)
 
         browser.find_element(By.ID, "estimate-where").clear()
         browser.find_element(By.ID, "estimate-where").send_keys("weight = 3")
@@ -110,6 +113,18 @@ def test_the_page_counts_and_estimates_as_the_library_does(store, browser, tmp_p
         wait.until(ready.visibility_of_element_located((By.ID, "error")))
         assert "weight" in browser.find_element(By.ID, "error").text
         browser.save_screenshot(str(tmp_path / "page.png"))
+
+
+def _screenshot_for_the_docs(browser) -> None:
+    """The docs' picture of the page (docs/tutorials/serve.md), taken here, with a count's
+    intervals and an estimate on it, so it is always the current page."""
+    from PIL import Image
+
+    browser.execute_script("window.scrollTo(0, 0)")
+    browser.save_screenshot(str(DOCS_FIGURE))
+    with Image.open(DOCS_FIGURE) as image:
+        assert image.width >= 1000 and image.height >= 800
+        assert len(image.convert("RGB").getcolors(maxcolors=1 << 16) or range(1 << 16)) > 50
 
 
 def _intervals(browser, wait, db: StatDB, query: Query) -> None:

@@ -219,8 +219,12 @@ def test_the_catalog_summarizes_audits_and_estimates(server, store):
 
 
 def test_openapi_and_the_page_are_served(server):
+    from vpub_spark.serve.app import openapi_document
+
     status, spec = call(server, "/openapi.json", token=None)
     assert status == 200 and spec["openapi"].startswith("3.")
+    # the document the HTTP API reference is made from, as JSON (status codes as strings)
+    assert spec == json.loads(json.dumps(openapi_document()))
     assert {
         "/statdb/count",
         "/statdb/schema",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from ..datasets.fetch import adult_directory, copy_raw
 from ..datasets.presets import resolve_input, write_adult, write_generated
 from ..errors import SpecError
 from ..report import check_report, console, profile_table
@@ -12,10 +13,15 @@ from .common import engine_of, engine_options
 
 
 def cmd_datasets_adult(args: argparse.Namespace) -> int:
+    path = args.path
+    if args.download:
+        with console.status("downloading Adult from the UCI archive (once; then cached) ..."):
+            path = str(adult_directory())
+    if args.raw:
+        copy_raw(path, args.raw)
+        console.print(f"copied the raw CSVs to {args.raw}")
     with console.status("reading and generalizing Adult ..."):
-        w = write_adult(
-            engine_of(args), args.path, args.out, args.sample, args.seed, args.overwrite
-        )
+        w = write_adult(engine_of(args), path, args.out, args.sample, args.seed, args.overwrite)
     console.print(
         f"wrote {w.rows} rows × {len(w.spec.attributes)} attributes to {w.path} ({w.dropped} rows with missing values dropped)"
     )
@@ -133,7 +139,18 @@ def _register_datasets(sub) -> None:
         "datasets", help="write the Adult preset or a synthetic data set"
     ).add_subparsers(dest="what", required=True)
     a = ds.add_parser("adult", help="000 §6.1's 7-attribute Adult table")
-    a.add_argument("--path", required=True, help="directory with adult.data.csv and adult.test.csv")
+    source = a.add_mutually_exclusive_group(required=True)
+    source.add_argument("--path", help="directory with adult.data.csv and adult.test.csv")
+    source.add_argument(
+        "--download",
+        action="store_true",
+        help="download the UCI archive (pinned SHA-256), cached under the user's cache directory",
+    )
+    a.add_argument(
+        "--raw",
+        metavar="DIR",
+        help="also copy the raw CSVs to DIR (the Adult configs in conf/ read data/adult)",
+    )
     a.add_argument("--out", required=True)
     a.add_argument(
         "--sample", type=int, default=None, help="sample this many rows without replacement"

@@ -3,11 +3,12 @@ Spark, so the command line and the configs can name them first."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
+from ..model import option, yaml_keys
 
 DEFAULT_CONF = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
@@ -24,17 +25,29 @@ DEFAULT_CONF = {
 
 @dataclass(frozen=True)
 class SparkSettings:
-    master: str = "local[*]"
-    app_name: str = "vpub"
-    driver_memory: str = "4g"
-    shuffle_partitions: int | None = None  # None: chosen from the data size
-    conf: tuple[tuple[str, str], ...] = field(default=())
+    """A Spark settings file (`spark:` of a job config; docs/reference/config.md)."""
+
+    master: str = option(
+        "local[*]", doc="the Spark master: `local[*]`, `spark://host:7077`, `k8s://...`"
+    )
+    app_name: str = option("vpub", doc="the application's name")
+    driver_memory: str = option("4g", doc="the driver's heap (a JVM size)")
+    shuffle_partitions: int | None = option(
+        None,
+        doc="`spark.sql.shuffle.partitions`: a number, or `auto` (chosen from the data size)",
+        shown="auto",
+    )
+    conf: tuple[tuple[str, str], ...] = option(
+        (),
+        doc="any Spark properties, e.g. `{spark.executor.memory: 8g}`; `spark-submit`'s win",
+        shown="`{}`",
+    )
     small_input: bool = False  # set for a run on a small input: C1-only JIT (module docstring)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> SparkSettings:
         d = dict(d or {})
-        unknown = set(d) - {"master", "app_name", "driver_memory", "shuffle_partitions", "conf"}
+        unknown = set(d) - set(yaml_keys(cls))
         if unknown:
             raise SpecError(f"spark settings: unknown keys {', '.join(sorted(unknown))}")
         conf = tuple(sorted((str(k), str(v)) for k, v in (d.pop("conf", None) or {}).items()))

@@ -1,19 +1,32 @@
 """What the experiments share: one parser for comparison sweeps, one seeded sampler of
-the input, one way to start an engine and time a run on it."""
+the input, one way to start an engine and time a run on it, and one way to report a
+benchmark: its tables printed and kept in its JSON with the run's record (command, date,
+machine), from which the docs' benchmark pages are generated (docs/benchmarks/)."""
 
 from __future__ import annotations
 
+import datetime
+import json
+import os
+import platform
+import shlex
+import sys
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Container, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
+from rich.table import Table
+
+from .. import __version__
 from ..datasets.presets import resolve_table
 from ..engines import make_engine
 from ..engines.base import Engine, LoadedTable
 from ..engines.inprocess import InProcessEngine
 from ..engines.settings import SparkSettings
 from ..errors import SpecError
+from ..report import console
 
 T = TypeVar("T")
 
@@ -103,3 +116,74 @@ def timed(run: Callable[[], T]) -> tuple[T, float]:
     t0 = time.perf_counter()
     out = run()
     return out, time.perf_counter() - t0
+
+
+@dataclass
+class BenchTable:
+    """A benchmark's table of figures: printed (rich) and kept, as text cells, in its JSON
+    (`write_results`), so the docs show what the console showed."""
+
+    title: str
+    columns: Sequence[str]
+    left: Container[str] = ()
+    rows: list[list[str]] = field(default_factory=list)
+
+    def add_row(self, *cells: object) -> None:
+        self.rows.append([str(c) for c in cells])
+
+    def print(self) -> None:
+        t = Table(title=self.title)
+        for c in self.columns:
+            t.add_column(c, justify="left" if c in self.left else "right")
+        for row in self.rows:
+            t.add_row(*row)
+        console.print(t)
+
+    def as_dict(self) -> dict:
+        return {"title": self.title, "columns": list(self.columns), "rows": self.rows}
+
+
+def _memory_gib() -> float:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def run_record() -> dict:
+    """The benchmark run's record: its command line as typed after `vpub`, the date
+    (UTC), and the machine (cores, memory, CPU, OS, Python, this software's version).
+    No host name and no path of this machine beyond what the command line holds."""
+    return {
+        "command": "vpub " + shlex.join(sys.argv[1:]),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": {
+            "cores": os.cpu_count(),
+            "memory_gib": round(_memory_gib(), 1),
+            "cpu": _cpu_model(),
+            "os": f"{platform.system()} {platform.release()}",
+            "python": platform.python_version(),
+            "vpub": __version__,
+        },
+    }
+
+
+def write_results(
+    results: dict,
+    path: Path,
+    tables: Sequence[BenchTable] = (),
+    default: Callable[[Any], Any] | None = None,
+) -> dict:
+    """Write a benchmark's results as JSON to `path`, with the run's record and its
+    tables, and say where; the results as written."""
+    results = {"run": run_record(), **results, "tables": [t.as_dict() for t in tables]}
+    path.write_text(json.dumps(results, indent=2, default=default) + "\n")
+    console.print(f"results in {path}")
+    return results

@@ -17,6 +17,7 @@ for the comparison with multi-SA publishing).
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +41,7 @@ from ..rules import ineligibility, random_rules
 from ..utility.kl import kl_divergence
 from ..utility.queries import relative_errors, workload
 from ..utility.score import kl_scorer
-from .common import check_keys, load_input, parse_sweeps
+from .common import check_keys, load_input, parse_sweeps, run_record
 
 PARAMETERS = ("c", "l", "lhs", "qd", "p")
 
@@ -217,8 +218,8 @@ MEASURES = {"kl": "KL-divergence", "relative_error": "relative error", "time_s":
 def write_results(
     results: pd.DataFrame, cfg, title: str, measures: dict[str, str] = MEASURES
 ) -> list[Path]:
-    """results.parquet, results.csv, summary.csv (means per method and value) and one
-    PNG per sweep and measure, shaped like 000 Figures 1-3 and 5-10 (002 Figures 2-5)."""
+    """results.parquet, results.csv, summary.csv (means per method and value), run.json
+    (the run's command, date and machine) and one PNG per sweep and measure, shaped like 000 Figures 1-3 and 5-10 (002 Figures 2-5)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -235,6 +236,7 @@ def write_results(
         .reset_index()
     )
     summary.to_csv(out / "summary.csv", index=False)
+    (out / "run.json").write_text(json.dumps(run_record(), indent=2) + "\n")
     files = []
     labels = measures
     for vary in summary["sweep"].unique():

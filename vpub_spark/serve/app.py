@@ -36,7 +36,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 from starlette.schemas import SchemaGenerator
 
 from ..errors import VpubError
@@ -251,21 +251,33 @@ class Api:
         elapsed = 1000 * (time.perf_counter() - t0)
         return JSONResponse({"estimate": est, "rows": rows, "elapsed_ms": elapsed})
 
-    def routes(self) -> list:
-        return [
-            Route("/health", self.health),
-            Route("/statdb/schema", self.schema),
-            Route("/statdb/count", self.count, methods=["POST"]),
-            Route("/releases", self.releases),
-            Route("/releases/{id}", self.release),
-            Route("/releases/{id}/estimate", self.estimate, methods=["POST"]),
-        ]
+    def routes(self) -> list[Route]:
+        return [Route(path, getattr(self, name), methods=m) for path, name, m in ENDPOINTS]
+
+
+ENDPOINTS = (  # (path, Api method, HTTP methods)
+    ("/health", "health", None),
+    ("/statdb/schema", "schema", None),
+    ("/statdb/count", "count", ["POST"]),
+    ("/releases", "releases", None),
+    ("/releases/{id}", "release", None),
+    ("/releases/{id}/estimate", "estimate", ["POST"]),
+)
+
+
+def openapi_document() -> dict:
+    """The OpenAPI document of the endpoints, from their docstrings: no store needed
+    (the docs' HTTP API reference is generated from it)."""
+    routes: list[BaseRoute] = [
+        Route(path, getattr(Api, name), methods=m) for path, name, m in ENDPOINTS
+    ]
+    return SchemaGenerator(BASE).get_schema(routes)
 
 
 def build_app(settings: ServeSettings) -> Starlette:
     """The application (the store opened, so checked owner-only and intact, now)."""
     api = Api(settings)
-    spec = SchemaGenerator(BASE).get_schema(api.routes())
+    spec = openapi_document()
 
     async def openapi(request: Request) -> JSONResponse:
         return JSONResponse(spec)

@@ -27,47 +27,73 @@ BASE = {
                 "properties": {
                     "where": {
                         "type": "string",
+                        "description": "a condition in the condition language",
                         "example": "age between 30 and 50 and salary in (3, 4)",
                     },
                     "ranges": {
                         "type": "object",
+                        "description": "per QI attribute, the first and last label of a range",
                         "additionalProperties": {**_LABELS, "minItems": 2, "maxItems": 2},
                     },
-                    "sensitive": _LABELS,
-                    "method": _METHOD,
+                    "sensitive": {**_LABELS, "description": "the sensitive values counted"},
+                    "method": {
+                        **_METHOD,
+                        "description": "A-Count `dyn-ana` (default), G-Count `dyn-gen`, or the static baselines `sta-ana`, `sta-gen` (004 §6, §7, §9)",
+                    },
                 },
             },
             "Interval": {
                 "type": "object",
+                "description": "the result interval: the true count lies in [lower, upper]",
                 "properties": {
-                    "lower": {"type": "integer"},
-                    "upper": {"type": "integer"},
-                    "method": _METHOD,
-                    "elapsed_ms": {"type": "number"},
+                    "lower": {"type": "integer", "description": "the interval's lower end"},
+                    "upper": {"type": "integer", "description": "the interval's upper end"},
+                    "method": {**_METHOD, "description": "the method that computed it"},
+                    "elapsed_ms": {"type": "number", "description": "the server's time"},
                 },
             },
             "Schema": {
                 "type": "object",
+                "description": "what a count may name",
                 "properties": {
-                    "qi": {"type": "object", "additionalProperties": _LABELS},
-                    "sensitive": {"type": "object", "additionalProperties": _LABELS},
-                    "rows": {"type": "integer"},
-                    "m": {"type": "integer"},
-                    "methods": _LABELS,
+                    "qi": {
+                        "type": "object",
+                        "description": "each QI attribute's labels, in domain order",
+                        "additionalProperties": _LABELS,
+                    },
+                    "sensitive": {
+                        "type": "object",
+                        "description": "the sensitive attribute's labels",
+                        "additionalProperties": _LABELS,
+                    },
+                    "rows": {"type": "integer", "description": "the store's rows"},
+                    "m": {"type": "integer", "description": "the store's m (m-invariance)"},
+                    "methods": {**_LABELS, "description": "the methods `method` accepts"},
                 },
             },
             "Error": {
                 "type": "object",
                 "description": "every error response, 4xx and 5xx",
                 "properties": {
-                    "error": {"type": "string"},
-                    "field": {"type": "string", "nullable": True},
+                    "error": {"type": "string", "description": "what went wrong, in one line"},
+                    "field": {
+                        "type": "string",
+                        "nullable": True,
+                        "description": "the request part at fault, or null",
+                    },
                 },
             },
             "EstimateQuery": {
                 "type": "object",
                 "required": ["where"],
-                "properties": {"where": {"type": "string", "example": "age between 30 and 50"}},
+                "description": "an estimate's condition, on the release's attributes",
+                "properties": {
+                    "where": {
+                        "type": "string",
+                        "description": "a condition in the condition language",
+                        "example": "age between 30 and 50",
+                    }
+                },
             },
         }
     },
