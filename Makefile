@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 PY      = $(BIN)/python
 
-.PHONY: demo test lint docs wheel-check bench-generate bench-publish bench-publish-10m bench-texas bench-utility bench-multi-sa bench-marginals compare-marginals bench-bip-adult bench-cluster bench-cold spark-archive clean check-java
+.PHONY: demo test lint docs wheel-check bench-docs bench-scale bench-statdb compare-adult bench-generate bench-publish bench-publish-10m bench-texas bench-utility bench-multi-sa bench-marginals compare-marginals bench-bip-adult bench-cluster bench-cold spark-archive clean check-java
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -53,9 +53,17 @@ bench-generate: check-java $(VENV)/.installed
 	rm -rf out/bench-sal-10m
 	$(BIN)/vpub datasets generate sal --rows 10000000 --seed 7 --out out/bench-sal-10m
 
-# publish benchmarks: medians per engine, ratio in one run (numbers in the README)
+# The benchmarks behind docs/benchmarks/: each writes its JSON (figures, command, date,
+# machine) and copies it to $(DOCS_DATA), from which the pages' tables are generated.
+DOCS_DATA := docs/benchmarks/data
+
+# every benchmark the docs show, one after another (about 30 minutes on 2 cores)
+bench-docs: bench-publish bench-texas bench-cold bench-utility bench-marginals bench-scale bench-statdb compare-adult
+
+# publish benchmarks: medians per engine, ratio in one run
 bench-publish: check-java $(VENV)/.installed
 	$(BIN)/vpub bench publish --rows 1000000 --repeat 3 --out out/bench-1m
+	cp out/bench-1m/results.json $(DOCS_DATA)/publish-1m.json
 
 bench-publish-10m: check-java $(VENV)/.installed
 	$(BIN)/vpub bench publish --rows 10000000 --repeat 2 --out out/bench-10m
@@ -63,7 +71,8 @@ bench-publish-10m: check-java $(VENV)/.installed
 # A cold Spark publish of Adult (a new process each), with and without the
 # driver's class-data archive, and in process; paired rounds, medians
 bench-cold: check-java $(VENV)/.installed
-	$(BIN)/vpub bench cold --config conf/adult_uad.yaml --repeat 5
+	$(BIN)/vpub bench cold --config conf/adult_uad.yaml --repeat 5 --out out/bench-cold
+	cp out/bench-cold/cold.json $(DOCS_DATA)/cold-adult.json
 
 # the Spark driver's class-data archive (~/.cache/vpub): Spark then starts 2-3 s faster
 spark-archive: check-java $(VENV)/.installed
@@ -71,14 +80,37 @@ spark-archive: check-java $(VENV)/.installed
 
 bench-texas: check-java $(VENV)/.installed
 	$(BIN)/vpub bench publish --name texas --rows 177148 --repeat 3 --out out/bench-texas
+	cp out/bench-texas/results.json $(DOCS_DATA)/publish-texas.json
 
 # 000 Appendix B: partitioned multi-SA on 1M sal rows per engine; exact vs partitioned vs UAD on a 50k sample
 bench-multi-sa: check-java $(VENV)/.installed
 	$(BIN)/vpub bench multi-sa --rows 1000000 --out out/bench-1m
+	cp out/bench-1m/multi_sa.json $(DOCS_DATA)/multi-sa-1m.json
 
 # M1..M5 of 1M census rows at m = 6 (Spark and in-process) and ANGEL, one run
 bench-marginals: check-java $(VENV)/.installed
 	$(BIN)/vpub bench marginals --rows 1000000 --m 6 --out out/bench-1m
+	cp out/bench-1m/marginals.json $(DOCS_DATA)/marginals-1m.json
+
+# publish on Spark at 1M, 3M and 10M rows: time per step, driver memory, a fitted cost model
+bench-scale: check-java $(VENV)/.installed
+	$(BIN)/vpub bench scale --rows 1e6,3e6,1e7 --out out/bench-scale
+	cp out/bench-scale/scale.json $(DOCS_DATA)/scale.json
+
+# the statistical database (004): a 600k-row store, query times, and vpub serve under load
+bench-statdb: check-java $(VENV)/.installed
+	test -f out/sal-600k/table.yaml || $(BIN)/vpub datasets generate sal --rows 600000 --seed 7 --out out/sal-600k
+	$(BIN)/vpub statdb build --config conf/statdb_sal.yaml
+	$(BIN)/vpub bench statdb out/private/sal-store --out out/bench-statdb
+	cp out/bench-statdb/sal-store.json $(DOCS_DATA)/statdb-600k.json
+	$(BIN)/vpub bench serve out/private/sal-store --out out/bench-serve
+	cp out/bench-serve/sal-store.json $(DOCS_DATA)/serve.json
+
+# 000 Figures 1-3 on Adult: KL, relative error and design time of each method against c
+compare-adult: $(VENV)/.installed
+	test -f data/adult/adult.data.csv || $(BIN)/vpub datasets adult --download --raw data/adult --out out/adult
+	$(BIN)/vpub compare --config conf/compare_adult.yaml
+	cp out/compare/adult/summary.csv out/compare/adult/run.json out/compare/adult/*.png docs/figures/adult/
 
 # 002 Figures 2-5 on census (200k rows) and on Adult
 compare-marginals: check-java $(VENV)/.installed
@@ -96,7 +128,8 @@ bench-bip-adult: $(VENV)/.installed
 
 # needs the release and data of `make bench-publish`
 bench-utility: $(VENV)/.installed
-	$(BIN)/vpub bench utility out/bench-1m/releases/bench-inprocess --source out/bench-1m/sal-1000000 --repeat 3
+	$(BIN)/vpub bench utility out/bench-1m/releases/bench-inprocess --source out/bench-1m/sal-1000000 --repeat 3 --out out/bench-utility
+	cp out/bench-utility/bench-inprocess.json $(DOCS_DATA)/utility-1m.json
 
 clean:
 	rm -rf out .pytest_cache .hypothesis

@@ -4,6 +4,8 @@ generalized estimate is exact on ungeneralized rows and uniform on generalized o
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -45,6 +47,15 @@ def test_bench_peers_runs_both_tools(tmp_path):
             and np.isfinite(r[tool]["relative_error"])
         )
     assert r["queries"] == 100 and (tmp_path / "b" / "results.json").exists()
+    # the JSON the docs' benchmark pages are made from: the run's record and every table
+    written = json.loads((tmp_path / "b" / "results.json").read_text())
+    assert (
+        written["run"]["command"].startswith("vpub")
+        and written["run"]["date"]
+        and written["run"]["machine"]["cores"] >= 1
+        and written["tables"]
+        and all(len(row) == len(t["columns"]) for t in written["tables"] for row in t["rows"])
+    )
     theirs = pd.read_csv(tmp_path / "b" / "anjana.csv", dtype=str)
     assert (
         len(theirs) == r["anjana"]["rows_out"] > 0

@@ -139,6 +139,7 @@ def _bench_others(bn) -> None:
     bu.add_argument("--queries", type=int, default=1000)
     bu.add_argument("--repeat", type=int, default=3)
     bu.add_argument("--seed", type=int, default=0)
+    bu.add_argument("--out", default="out/bench-utility", help="where RELEASE.json goes")
 
 
 def _bench_statdb(bn) -> None:

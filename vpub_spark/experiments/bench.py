@@ -8,16 +8,12 @@ prints the median per engine, the step medians, and the spark / in-process ratio
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Container
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
-
-from rich.table import Table
 
 from ..config import PublishConfig, RandomRules
 from ..datasets.presets import write_generated
@@ -25,7 +21,7 @@ from ..engines import make_engine
 from ..model import PrivacySpec
 from ..publish.pipeline import publish
 from ..report import console
-from .common import started_engine, timed
+from .common import BenchTable, started_engine, timed, write_results
 
 ENGINES = ("inprocess", "spark")
 
@@ -94,6 +90,7 @@ class BenchUtility:
     queries: int = 1000
     repeat: int = 3
     seed: int = 0
+    out: str = "out/bench-utility"
 
 
 def generated(name: str, rows: int, seed: int, out: Path) -> Path:
@@ -129,15 +126,14 @@ def bench_publish(bench: BenchPublish) -> dict:
     }
     for name in bench.engines:
         results["engines"][name] = _publish_repeatedly(bench, base, name)
-    _print_publish_table(bench, results["engines"])
+    tables = [_publish_table(bench, results["engines"])]
     e = results["engines"]
     if "spark" in e and "inprocess" in e:
         results["spark_over_inprocess"] = e["spark"]["median_s"] / e["inprocess"]["median_s"]
-        console.print(
-            f"spark / inprocess (start-up excluded, same run): {results['spark_over_inprocess']:.2f}x"
-        )
-    _write_results(results, out / "results.json")
-    return results
+        tables.append(_engine_ratio_table(bench, results["spark_over_inprocess"]))
+    for t in tables:
+        t.print()
+    return write_results(results, out / "results.json", tables)
 
 
 def _publish_repeatedly(bench: BenchPublish, base: PublishConfig, name: str) -> dict:
@@ -163,9 +159,9 @@ def _publish_repeatedly(bench: BenchPublish, base: PublishConfig, name: str) -> 
     }
 
 
-def _print_publish_table(bench: BenchPublish, engines: dict) -> None:
-    """Print `bench publish`'s table: median, start-up, rows/s and slowest step per engine."""
-    t = _table(
+def _publish_table(bench: BenchPublish, engines: dict) -> BenchTable:
+    """`bench publish`'s table: median, start-up, rows/s and slowest step per engine."""
+    t = BenchTable(
         f"publish {bench.rows:,} rows of {bench.name}, UAD, l = {bench.l}, c = {bench.c}, lhs = {bench.lhs} (median of {bench.repeat})",
         ("engine", "median (s)", "start-up (s)", "rows/s", "partitions", "slowest step"),
         left=("engine", "slowest step"),
@@ -180,21 +176,18 @@ def _print_publish_table(bench: BenchPublish, engines: dict) -> None:
             str(e["partitions"]),
             f"{slow[0]} {slow[1]:.2f} s",
         )
-    console.print(t)
-
-
-def _table(title: str, columns: Sequence[str], left: Container[str]) -> Table:
-    """An empty table with these columns, right-justified but those in `left`."""
-    t = Table(title=title)
-    for c in columns:
-        t.add_column(c, justify="left" if c in left else "right")
     return t
 
 
-def _write_results(results: dict, path: Path, default: Callable[[Any], Any] | None = None) -> None:
-    """Write a benchmark's results as JSON to `path` and say where."""
-    path.write_text(json.dumps(results, indent=2, default=default))
-    console.print(f"results in {path}")
+def _engine_ratio_table(bench: BenchPublish, ratio: float) -> BenchTable:
+    """`bench publish`'s Spark time over the in-process time, measured in the same run."""
+    t = BenchTable(
+        f"spark / inprocess publish time on {bench.rows:,} rows of {bench.name} (medians of {bench.repeat}, start-up excluded, same run)",
+        ("engines", "time ratio"),
+        left=("engines",),
+    )
+    t.add_row("spark / inprocess", f"{ratio:.2f}x")
+    return t
 
 
 def bench_utility(bench: BenchUtility) -> dict:
@@ -219,7 +212,7 @@ def bench_utility(bench: BenchUtility) -> dict:
         kl_s.append(t1 - t0)
         wl_s.append(t2 - t1)
         est_s.append(t3 - t2)
-    out = {
+    results = {
         "rows": len(src),
         "kl": kl,
         "mean_relative_error": float(errors.mean()),
@@ -227,11 +220,32 @@ def bench_utility(bench: BenchUtility) -> dict:
         "workload_median_s": statistics.median(wl_s),
         "estimate_median_s": statistics.median(est_s),
     }
-    console.print(
-        f"{len(src):,} rows: KL {kl:.4f} in {out['kl_median_s']:.1f} s; {bench.queries:,} queries (qd = {bench.qd}, p = {bench.p}): "
-        f"exact answers {out['workload_median_s']:.1f} s, estimates {out['estimate_median_s']:.1f} s (medians of {bench.repeat})"
+    table = _utility_table(bench, results)
+    table.print()
+    out = Path(bench.out)
+    out.mkdir(parents=True, exist_ok=True)
+    return write_results(results, out / f"{Path(bench.release).name}.json", [table])
+
+
+def _utility_table(bench: BenchUtility, results: dict) -> BenchTable:
+    """`bench utility`'s table: each measure's result and median time."""
+    t = BenchTable(
+        f"utility of release {Path(bench.release).name} on its {results['rows']:,} source rows: KL and {bench.queries:,} queries (qd = {bench.qd}, p = {bench.p}), median of {bench.repeat}",
+        ("measure", "result", "median (s)"),
+        left=("measure", "result"),
     )
-    return out
+    t.add_row("KL divergence", f"{results['kl']:.4f}", f"{results['kl_median_s']:.1f}")
+    t.add_row(
+        "exact answers of the workload",
+        f"{bench.queries:,} queries",
+        f"{results['workload_median_s']:.1f}",
+    )
+    t.add_row(
+        "estimates of the workload",
+        f"mean relative error {results['mean_relative_error']:.4f}",
+        f"{results['estimate_median_s']:.1f}",
+    )
+    return t
 
 
 def write_sample(source_dir: Path, rows: int, seed: int, out: Path) -> Path:
@@ -295,9 +309,13 @@ def bench_multi_sa(bench: BenchMultiSa) -> dict:
         "uad": replace(base, input_path=str(sample), method="uad"),
     }
     results["sample"] = _multi_sa_on_sample(bench, runs, sample)
-    _print_multi_sa_tables(bench, results)
-    _write_results(results, out / "multi_sa.json", default=str)
-    return results
+    tables = [
+        _multi_sa_full_table(bench, results["full"]),
+        _multi_sa_sample_table(bench, results["sample"]),
+    ]
+    for t in tables:
+        t.print()
+    return write_results(results, out / "multi_sa.json", tables, default=str)
 
 
 def _publish_per_engine(
@@ -353,9 +371,9 @@ def _multi_sa_on_sample(bench: BenchMultiSa, runs: dict[str, PublishConfig], sam
     return found
 
 
-def _print_multi_sa_tables(bench: BenchMultiSa, results: dict) -> None:
-    """Print `bench multi-sa`'s two tables: the whole table per engine, the sample per method."""
-    t = _table(
+def _multi_sa_full_table(bench: BenchMultiSa, full: dict) -> BenchTable:
+    """`bench multi-sa`'s first table: the partitioned mode on the whole table, per engine."""
+    t = BenchTable(
         f"multi-SA (partitioned, {bench.solver}, chunks of {bench.chunk_rows:,} rows) on {bench.rows:,} rows of {bench.name}, l = {bench.l}, c = {bench.c}",
         (
             "engine",
@@ -368,7 +386,7 @@ def _print_multi_sa_tables(bench: BenchMultiSa, results: dict) -> None:
         ),
         left=("engine",),
     )
-    for name, e in results["full"].items():
+    for name, e in full.items():
         t.add_row(
             name,
             f"{e['s']:.1f}",
@@ -378,13 +396,17 @@ def _print_multi_sa_tables(bench: BenchMultiSa, results: dict) -> None:
             str(e["all_optimal"]),
             f"{e['suppressed_rows']:,}",
         )
-    console.print(t)
-    t = _table(
+    return t
+
+
+def _multi_sa_sample_table(bench: BenchMultiSa, sample: dict) -> BenchTable:
+    """`bench multi-sa`'s second table: exact, partitioned and UAD on the sample."""
+    t = BenchTable(
         f"the same rules on a {bench.sample_rows:,}-row sample (in-process; {bench.queries} queries, qd = {bench.qd}, p = {bench.p})",
         ("method", "time (s)", "KL", "relative error", "groups", "suppressed rows"),
         left=("method",),
     )
-    for label, e in results["sample"].items():
+    for label, e in sample.items():
         t.add_row(
             label,
             f"{e['s']:.2f}",
@@ -393,7 +415,7 @@ def _print_multi_sa_tables(bench: BenchMultiSa, results: dict) -> None:
             f"{e['groups']:,}",
             f"{e['suppressed_rows']:,}",
         )
-    console.print(t)
+    return t
 
 
 M_SCHEMAS = [
@@ -444,9 +466,9 @@ def bench_marginals(bench: BenchMarginals) -> dict:
         before=partial(shutil.rmtree, state, ignore_errors=True),
     )
     results["angel"] = _time_angel(data, qi, bench.m)
-    _print_marginals_table(bench, results)
-    _write_results(results, out / "marginals.json", default=str)
-    return results
+    table = _marginals_table(bench, results)
+    table.print()
+    return write_results(results, out / "marginals.json", [table], default=str)
 
 
 def _time_angel(data: Path, qi: tuple[str, ...], m: int) -> dict:
@@ -471,10 +493,10 @@ def _time_angel(data: Path, qi: tuple[str, ...], m: int) -> dict:
     return {"s": angel, "read_s": read}
 
 
-def _print_marginals_table(bench: BenchMarginals, results: dict) -> None:
-    """Print `bench marginals`' table: each engine's run against ANGEL's."""
+def _marginals_table(bench: BenchMarginals, results: dict) -> BenchTable:
+    """`bench marginals`' table: each engine's run against ANGEL's."""
     angel, read = results["angel"]["s"], results["angel"]["read_s"]
-    t = _table(
+    t = BenchTable(
         f"m-invariant marginals M1..M5 of {bench.rows:,} census rows, m = {bench.m} (one run each)",
         (
             "run",
@@ -504,7 +526,7 @@ def _print_marginals_table(bench: BenchMarginals, results: dict) -> None:
         "-",
         "100%",
     )
-    console.print(t)
+    return t
 
 
 @dataclass(frozen=True)
@@ -524,49 +546,64 @@ class BenchStreamliner:
 def bench_streamliner(bench: BenchStreamliner) -> dict:
     """One publish per size, method and engine, timed from reading the input to the
     committed, audited release (Spark's start-up timed apart); prints rows/s."""
+    out = Path(bench.out)
+    data = {n: generated("sal", n, bench.seed, out) for n in bench.rows}
+    results: dict = {"l": bench.l, "runs": []}
+    for name in bench.engines:
+        results["runs"] += _streamliner_on_engine(bench, name, data)
+    table = _streamliner_table(bench, results["runs"])
+    table.print()
+    out.mkdir(parents=True, exist_ok=True)
+    return write_results(results, out / "streamliner.json", [table])
+
+
+def _streamliner_on_engine(bench: BenchStreamliner, name: str, data: dict[int, Path]) -> list:
+    """Start one engine and publish each size of `data` with each method on it, timed."""
     from ..config import StreamlinerSettings
 
-    out = Path(bench.out)
     settings = StreamlinerSettings(
         "salary",
         ("age", "gender", "education", "birthplace"),
         (("age", 1), ("gender", 10_000), ("education", 1), ("birthplace", 1)),
     )
-    results: dict = {"l": bench.l, "runs": []}
-    data = {n: generated("sal", n, bench.seed, out) for n in bench.rows}
-    for name in bench.engines:
-        engine, startup = started_engine(name, bench.spark_conf)
-        for n in bench.rows:
-            for method in bench.methods:
-                cfg = PublishConfig(
-                    input_path=str(data[n]),
-                    privacy=PrivacySpec("l-diversity", bench.l),
-                    method=method,
-                    streamliner=settings,
-                    output_path=str(out / "releases"),
-                    release_id=f"{method}-{name}",
-                    seed=bench.seed,
-                    engine=name,
-                    overwrite=True,
-                )
-                with console.status(f"{name}: {method} on {n:,} rows ..."):
-                    r, took = timed(partial(publish, cfg, engine))
-                results["runs"].append(
-                    {
-                        "engine": name,
-                        "rows": n,
-                        "method": method,
-                        "seconds": took,
-                        "startup_s": startup,
-                        "dm": r.manifest["method_cost"]["dm"],
-                    }
-                )
-    t = _table(
+    engine, startup = started_engine(name, bench.spark_conf)
+    runs = []
+    for n, path in data.items():
+        for method in bench.methods:
+            cfg = PublishConfig(
+                input_path=str(path),
+                privacy=PrivacySpec("l-diversity", bench.l),
+                method=method,
+                streamliner=settings,
+                output_path=str(Path(bench.out) / "releases"),
+                release_id=f"{method}-{name}",
+                seed=bench.seed,
+                engine=name,
+                overwrite=True,
+            )
+            with console.status(f"{name}: {method} on {n:,} rows ..."):
+                r, took = timed(partial(publish, cfg, engine))
+            runs.append(
+                {
+                    "engine": name,
+                    "rows": n,
+                    "method": method,
+                    "seconds": took,
+                    "startup_s": startup,
+                    "dm": r.manifest["method_cost"]["dm"],
+                }
+            )
+    return runs
+
+
+def _streamliner_table(bench: BenchStreamliner, runs: list[dict]) -> BenchTable:
+    """`bench streamliner`'s table: time, rows/s and the normalized DM per run."""
+    t = BenchTable(
         f"003 RDA / GDA on sal, l = {bench.l}: publish time per engine (Spark start-up apart)",
         ("engine", "method", "rows", "seconds", "rows/s", "DM / (n l)"),
         left=("engine", "method"),
     )
-    for x in results["runs"]:
+    for x in runs:
         t.add_row(
             x["engine"],
             x["method"],
@@ -575,7 +612,4 @@ def bench_streamliner(bench: BenchStreamliner) -> dict:
             f"{x['rows'] / x['seconds']:,.0f}",
             f"{x['dm'] / (x['rows'] * bench.l):.5f}",
         )
-    console.print(t)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "streamliner.json").write_text(json.dumps(results, indent=2))
-    return results
+    return t

@@ -9,7 +9,6 @@ reference.
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import subprocess
@@ -23,6 +22,7 @@ from pathlib import Path
 from ..errors import VpubError
 from ..publish.class_archive import build_archive
 from ..report import console
+from .common import BenchTable, write_results
 
 
 @dataclass(frozen=True)
@@ -67,8 +67,6 @@ def _publish_seconds(config: str, engine: str, out: Path, env: dict[str, str]) -
 
 
 def bench_cold(bench: BenchCold) -> dict:
-    from rich.table import Table
-
     archive, _ = build_archive()
     out = Path(bench.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -89,19 +87,24 @@ def bench_cold(bench: BenchCold) -> dict:
                     runs.setdefault(name, []).append(
                         _publish_seconds(bench.config, engine, out / "releases", env)
                     )
-    t = Table(
-        title=f"vpub publish --config {bench.config}, wall time per new process (median of {bench.repeat}, paired rounds)"
-    )
-    for c in ("variant", "median (s)", "runs (s)"):
-        t.add_column(c, justify="left" if c != "median (s)" else "right")
-    for name, r in runs.items():
-        t.add_row(name, f"{statistics.median(r):.2f}", " / ".join(f"{x:.2f}" for x in r))
-    console.print(t)
+    table = _cold_table(bench, runs)
+    table.print()
     results = {
         "config": bench.config,
         "archive_mib": round(archive.stat().st_size / 2**20),
         "runs_s": runs,
         "median_s": {k: statistics.median(v) for k, v in runs.items()},
     }
-    (out / "cold.json").write_text(json.dumps(results, indent=2) + "\n")
-    return results
+    return write_results(results, out / "cold.json", [table])
+
+
+def _cold_table(bench: BenchCold, runs: dict[str, list[float]]) -> BenchTable:
+    """`bench cold`'s table: each variant's median and runs, in seconds."""
+    t = BenchTable(
+        f"vpub publish --config {bench.config}, wall time per new process (median of {bench.repeat}, paired rounds)",
+        ("variant", "median (s)", "runs (s)"),
+        left=("variant", "runs (s)"),
+    )
+    for name, r in runs.items():
+        t.add_row(name, f"{statistics.median(r):.2f}", " / ".join(f"{x:.2f}" for x in r))
+    return t

@@ -22,7 +22,6 @@ conflict with this project's; what it imports needs none of those versions).
 
 from __future__ import annotations
 
-import json
 import multiprocessing as mp
 import resource
 import time
@@ -33,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import VpubError
-from ..report import console
+from .common import BenchTable, write_results
 
 LEVELS = 4  # level 1 groups consecutive values into runs of ceil(d / LEVELS)
 
@@ -222,10 +221,6 @@ def _source(bench: BenchPeers, into: Path) -> pd.DataFrame:
 
 def bench_peers(bench: BenchPeers) -> dict:
     """Run both tools on the same table and report time, memory and query error."""
-    from ..release.reader import open_release
-    from ..utility.queries import Estimator, workload
-    from ..utility.release_models import release_models
-
     try:
         import anjana  # noqa: F401
     except ImportError:
@@ -236,6 +231,35 @@ def bench_peers(bench: BenchPeers) -> dict:
     frame = _source(bench, out / "source")
     vpub = _in_child(_run_vpub, str(out / "source"), bench, str(out / "releases"))
     peer = _in_child(_run_anjana, frame, bench)
+    queries, ours, theirs = _relative_errors(bench, frame, vpub["path"], peer["table"])
+    result: dict = {
+        "bench": asdict(bench),
+        "rows": len(frame),
+        "queries": queries,
+        "vpub": {"wall_s": vpub["wall_s"], "peak_rss": vpub["peak_rss"], "relative_error": ours},
+        "anjana": {
+            "wall_s": peer["wall_s"],
+            "peak_rss": peer["peak_rss"],
+            "relative_error": theirs,
+            "rows_out": len(peer["table"]),
+        },
+    }
+    table = _peers_table(bench, result)
+    table.print()
+    out.mkdir(parents=True, exist_ok=True)
+    peer["table"].to_csv(out / "anjana.csv", index=False)  # ANJANA's release, for checking
+    return write_results(result, out / "results.json", [table])
+
+
+def _relative_errors(
+    bench: BenchPeers, frame: pd.DataFrame, release: str, generalized: pd.DataFrame
+) -> tuple[int, float, float]:
+    """The workload drawn from `frame` and answered exactly: its number of queries, and
+    the mean relative error of vpub's release and of ANJANA's generalized table."""
+    from ..release.reader import open_release
+    from ..utility.queries import Estimator, workload
+    from ..utility.release_models import release_models
+
     domains = {a: sorted(frame[a].unique(), key=_order) for a in frame.columns}
     codes = pd.DataFrame(
         {
@@ -244,35 +268,31 @@ def bench_peers(bench: BenchPeers) -> dict:
         }
     )
     wl = workload(codes, domains, bench.qd, bench.p, bench.queries, bench.seed)
-    models, _ = release_models(open_release(vpub["path"]), domains)
-    est = Estimator(models, len(frame), domains)
-    covers = _covers(hierarchies(frame, bench.qi))
+    models, _ = release_models(open_release(release), domains)
+    ours = Estimator(models, len(frame), domains).counts(wl.queries)
     labelled = [{a: {str(domains[a][v]) for v in vs} for a, vs in q.items()} for q in wl.queries]
-    ours = est.counts(wl.queries)
-    generalized = Generalized(peer["table"], covers)
-    theirs = np.array([generalized.count(q) for q in labelled])
-    result: dict = {
-        "bench": asdict(bench),
-        "rows": len(frame),
-        "queries": len(wl.queries),
-        "vpub": {
-            "wall_s": vpub["wall_s"],
-            "peak_rss": vpub["peak_rss"],
-            "relative_error": float(np.mean(np.abs(ours - wl.actual) / wl.actual)),
-        },
-        "anjana": {
-            "wall_s": peer["wall_s"],
-            "peak_rss": peer["peak_rss"],
-            "relative_error": float(np.mean(np.abs(theirs - wl.actual) / wl.actual)),
-            "rows_out": len(peer["table"]),
-        },
-    }
+    peer = Generalized(generalized, _covers(hierarchies(frame, bench.qi)))
+    theirs = np.array([peer.count(q) for q in labelled])
+    return (
+        len(wl.queries),
+        float(np.mean(np.abs(ours - wl.actual) / wl.actual)),
+        float(np.mean(np.abs(theirs - wl.actual) / wl.actual)),
+    )
+
+
+def _peers_table(bench: BenchPeers, result: dict) -> BenchTable:
+    """`bench peers`' table: each tool's wall time, peak memory and query error."""
+    t = BenchTable(
+        f"vpub and ANJANA on {result['rows']:,} rows of {Path(bench.data).name}: {', '.join(bench.qi)} -> {bench.sensitive}, l = {bench.l}; {result['queries']:,} queries (qd = {bench.qd}, p = {bench.p}); one run each, in its own process",
+        ("tool", "wall time (s)", "peak RSS (MiB)", "mean relative error"),
+        left=("tool",),
+    )
     for tool in ("vpub", "anjana"):
         r = result[tool]
-        console.print(
-            f"{tool}: {r['wall_s']:.2f} s, peak RSS {r['peak_rss'] / 2**20:,.0f} MiB, mean relative error {r['relative_error']:.4f} over {len(wl.queries):,} queries"
+        t.add_row(
+            tool,
+            f"{r['wall_s']:.2f}",
+            f"{r['peak_rss'] / 2**20:,.0f}",
+            f"{r['relative_error']:.4f}",
         )
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(result, indent=2))
-    peer["table"].to_csv(out / "anjana.csv", index=False)  # ANJANA's release, for checking
-    return result
+    return t

@@ -14,7 +14,6 @@ rows as measured.
 
 from __future__ import annotations
 
-import json
 import statistics
 import threading
 import time
@@ -31,7 +30,7 @@ from ..model import PrivacySpec
 from ..publish.pipeline import publish
 from ..report import console
 from .bench import generated
-from .common import started_engine, timed
+from .common import BenchTable, started_engine, timed, write_results
 
 STEPS = ("read and encode", "plan partitions", "anonymize and write", "audit")
 
@@ -144,11 +143,6 @@ def run_sizes(bench: BenchScale) -> list[dict]:
             "jvm_peak_bytes": peak.jvm,
             "startup_s": startup,
         }
-        console.print(
-            f"{n:>12,} rows: {wall:6.1f} s; "
-            + ", ".join(f"{k} {v:.1f}" for k, v in run["steps_s"].items())
-            + f"; driver Python peak {peak.python / 2**20:,.0f} MiB, local JVM peak {peak.jvm / 2**20:,.0f} MiB; {run['partitions']} partitions, {files} files, {size / 2**20:,.0f} MiB"
-        )
         runs.append(run)
     return runs
 
@@ -219,17 +213,74 @@ def bench_scale(bench: BenchScale) -> dict:
         "model": {k: {"fixed_s": a, "core_s_per_row": b} for k, (a, b) in model.items()},
         "prediction": guess,
     }
-    out = Path(bench.out)
-    (out / "scale.json").write_text(json.dumps(results, indent=2))
+    tables = [
+        _sizes_table(bench, runs),
+        _model_table(bench, model, len(runs)),
+        _prediction_table(bench, guess),
+    ]
+    for t in tables:
+        t.print()
+    written = write_results(results, Path(bench.out) / "scale.json", tables)
     plot(runs, model, bench, Path(bench.figure))
-    for step, (a, b) in model.items():
-        console.print(f"{step}: {a:.2f} s + {b * 1e6:.2f} core-s per million rows")
-    total = sum(guess["steps_s"].values())
-    console.print(
-        f"predicted for {guess['rows']:,} rows on {guess['executors']} executors x {bench.executor_cores} cores: {total:,.0f} s of steps; {guess['partitions']:,} partitions, {guess['files']:,} files, release {guess['release_bytes'] / 2**30:,.0f} GiB, shuffle {guess['shuffle_bytes'] / 2**30:,.0f} GiB"
+    console.print(f"plot in {bench.figure}")
+    return written
+
+
+def _sizes_table(bench: BenchScale, runs: list[dict]) -> BenchTable:
+    """`bench scale`'s measured runs: time, step times, peak memory, partitions, files."""
+    t = BenchTable(
+        f"UAD publish on Spark of growing {bench.name} tables, l = {bench.l}, c = {bench.c}, lhs = {bench.lhs}, {bench.cores} cores (one run each, after a {bench.warm_up_rows:,}-row warm-up)",
+        (
+            "rows",
+            "wall (s)",
+            *(f"{step} (s)" for step in STEPS),
+            "driver Python peak (MiB)",
+            "local JVM peak (MiB)",
+            "partitions",
+            "files",
+            "release (MiB)",
+        ),
     )
-    console.print(f"results in {out / 'scale.json'}; plot in {bench.figure}")
-    return results
+    for r in runs:
+        t.add_row(
+            f"{r['rows']:,}",
+            f"{r['wall_s']:.1f}",
+            *(f"{r['steps_s'][step]:.1f}" for step in STEPS),
+            f"{r['python_peak_bytes'] / 2**20:,.0f}",
+            f"{r['jvm_peak_bytes'] / 2**20:,.0f}",
+            str(r["partitions"]),
+            str(r["files"]),
+            f"{r['bytes'] / 2**20:,.0f}",
+        )
+    return t
+
+
+def _model_table(bench: BenchScale, model: dict, runs: int) -> BenchTable:
+    """`bench scale`'s cost model: per step, the fixed and the per-row cost."""
+    t = BenchTable(
+        f"cost model t(n) = a + b n / c per step, fitted by least squares on the {runs} runs above (c = {bench.cores} cores)",
+        ("step", "a: fixed (s)", "b: core-s per million rows"),
+        left=("step",),
+    )
+    for step, (a, b) in model.items():
+        t.add_row(step, f"{a:.2f}", f"{b * 1e6:.2f}")
+    return t
+
+
+def _prediction_table(bench: BenchScale, guess: dict) -> BenchTable:
+    """`bench scale`'s prediction: what the cost model says of `predict_rows` on a cluster."""
+    t = BenchTable(
+        f"the cost model's prediction for {guess['rows']:,} rows on {guess['executors']} executors x {bench.executor_cores} cores",
+        ("steps (s)", "partitions", "files", "release (GiB)", "shuffle (GiB)"),
+    )
+    t.add_row(
+        f"{sum(guess['steps_s'].values()):,.0f}",
+        f"{guess['partitions']:,}",
+        f"{guess['files']:,}",
+        f"{guess['release_bytes'] / 2**30:,.0f}",
+        f"{guess['shuffle_bytes'] / 2**30:,.0f}",
+    )
+    return t
 
 
 @dataclass(frozen=True)
@@ -313,6 +364,20 @@ def bench_kl(bench: BenchKl) -> dict:
         runs |= _spark_kl_runs(bench)
     results |= _alternating(runs, bench.repeat)
     _check_agreement(results)
+    table = _kl_table(bench, results)
+    table.print()
+    out = Path(bench.out)
+    out.mkdir(parents=True, exist_ok=True)
+    return write_results(results, out / f"{results['release']}.json", [table])
+
+
+def _kl_table(bench: BenchKl, results: dict) -> BenchTable:
+    """`bench kl`'s table: each run's value and median time."""
+    t = BenchTable(
+        f"KL divergence and {bench.queries:,} queries' exact answers (qd = {bench.qd}, p = {bench.p}) of release {results['release']} on its {results['rows']:,} source rows (median of {bench.repeat}, runs alternating round by round)",
+        ("run", "result", "median (s)"),
+        left=("run", "result"),
+    )
     for name in [k for k in results if k.startswith(("kl", "workload"))]:
         value = results[name]["value"]
         shown = (
@@ -320,13 +385,8 @@ def bench_kl(bench: BenchKl) -> dict:
             if name.startswith("kl")
             else f"{len(value):,} answers summing to {sum(value):,}"
         )
-        console.print(
-            f"{name}: {shown}, median {results[name]['median_s']:.2f} s of {bench.repeat}"
-        )
-    out = Path(bench.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{results['release']}.json").write_text(json.dumps(results, indent=2))
-    return results
+        t.add_row(name, shown, f"{results[name]['median_s']:.2f}")
+    return t
 
 
 def _check_agreement(results: dict) -> None:

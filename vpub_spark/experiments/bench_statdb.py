@@ -10,7 +10,7 @@ from functools import partial
 from pathlib import Path
 
 from ..report import console
-from .common import timed
+from .common import BenchTable, timed, write_results
 
 
 @dataclass(frozen=True)
@@ -29,9 +29,6 @@ def bench_statdb(bench: BenchStatdb) -> dict:
     """Opens the store (timed), then answers the same workload with dyn-ana and dyn-gen
     through the Python API: p50 / p99 per query, the mean interval length, and how
     many intervals hold the true count (all must)."""
-    import numpy as np
-
-    from ..kernels.statdb import qi_mask
     from ..statdb.db import StatDB
     from ..statdb.workload import workload
 
@@ -45,36 +42,61 @@ def bench_statdb(bench: BenchStatdb) -> dict:
         "queries": len(queries),
         "lambda": bench.lam,
         "ql": bench.ql,
-        "methods": {},
+        "methods": {
+            method: _answer_timed(db, queries, method) for method in ("dyn-ana", "dyn-gen")
+        },
     }
-    for method in ("dyn-ana", "dyn-gen"):
-        times, lengths, held = [], [], 0
-        for q in queries:
-            answer, took = timed(partial(db.count, q, method))
-            truth = int(
-                (
-                    qi_mask(db.codes, q.ranges, len(db.values))
-                    & np.isin(db.values, list(q.sensitive))
-                ).sum()
-            )
-            times.append(took)
-            lengths.append(answer.high - answer.low)
-            held += answer.low <= truth <= answer.high
-        results["methods"][method] = {
-            "p50_ms": 1000 * float(np.median(times)),
-            "p99_ms": 1000 * float(np.percentile(times, 99)),
-            "mean_interval_length": float(np.mean(lengths)),
-            "held_the_truth": held,
-        }
-        r = results["methods"][method]
-        console.print(
-            f"{method}: p50 {r['p50_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms; mean interval length {r['mean_interval_length']:,.1f}; {held} of {len(queries)} intervals hold the true count"
+    return _write_store_results(results, bench.out, _statdb_table(bench, results))
+
+
+def _answer_timed(db, queries: list, method: str) -> dict:
+    """Answer each query with `method`, timed alone: p50 / p99, the mean interval length
+    and how many intervals hold the true count."""
+    import numpy as np
+
+    from ..kernels.statdb import qi_mask
+
+    times, lengths, held = [], [], 0
+    for q in queries:
+        answer, took = timed(partial(db.count, q, method))
+        truth = int(
+            (
+                qi_mask(db.codes, q.ranges, len(db.values)) & np.isin(db.values, list(q.sensitive))
+            ).sum()
         )
-    console.print(
-        f"{results['rows']:,} rows; store opened in {opened:.2f} s; {len(queries)} queries, lambda = {bench.lam}, ql = {bench.ql:.0%}, seed {bench.seed}"
+        times.append(took)
+        lengths.append(answer.high - answer.low)
+        held += answer.low <= truth <= answer.high
+    return {
+        "p50_ms": 1000 * float(np.median(times)),
+        "p99_ms": 1000 * float(np.percentile(times, 99)),
+        "mean_interval_length": float(np.mean(lengths)),
+        "held_the_truth": held,
+    }
+
+
+def _statdb_table(bench: BenchStatdb, results: dict) -> BenchTable:
+    """`bench statdb`'s table: per method, the latency per query and the intervals."""
+    t = BenchTable(
+        f"004 §9 workload through the Python API on store {results['store']} ({results['rows']:,} rows, opened in {results['open_s']:.2f} s): {results['queries']} queries, lambda = {bench.lam}, ql = {bench.ql:.0%}, seed {bench.seed}",
+        (
+            "method",
+            "p50 (ms)",
+            "p99 (ms)",
+            "mean interval length",
+            "intervals holding the true count",
+        ),
+        left=("method",),
     )
-    _write_store_results(results, bench.out)
-    return results
+    for method, r in results["methods"].items():
+        t.add_row(
+            method,
+            f"{r['p50_ms']:.1f}",
+            f"{r['p99_ms']:.1f}",
+            f"{r['mean_interval_length']:,.1f}",
+            f"{r['held_the_truth']} of {results['queries']}",
+        )
+    return t
 
 
 @dataclass(frozen=True)
@@ -126,7 +148,7 @@ async def _load(
         return latency, answers, time.perf_counter() - start
 
 
-def _phase(name: str, latency: list[float], answers: list[dict], wall: float, truth) -> dict:
+def _phase(latency: list[float], answers: list[dict], wall: float, truth) -> dict:
     import numpy as np
 
     lat = 1000 * np.array(latency)
@@ -141,9 +163,6 @@ def _phase(name: str, latency: list[float], answers: list[dict], wall: float, tr
         "queries_per_s": len(answers) / wall,
         "equal_to_library": right,
     }
-    console.print(
-        f"{name}: p50 {got['p50_ms']:.1f} ms, p99 {got['p99_ms']:.1f} ms, {got['queries_per_s']:,.0f} queries/s; {right:,} of {len(answers):,} equal to the library"
-    )
     return got
 
 
@@ -171,24 +190,43 @@ def bench_serve(bench: BenchServe) -> dict:
         asyncio.run(
             _load(url + "/statdb/count", bodies[: 4 * bench.clients], bench.clients, None)
         )  # warm-up
-        console.print(
-            f"{len(texts):,} {bench.method} queries, {bench.clients} clients, {bench.workers} server process(es), {len(db.values):,} rows"
-        )
-        results["paced"] = _phase(
-            f"paced at {bench.rate:,.0f} queries/s",
-            *asyncio.run(_load(url + "/statdb/count", bodies, bench.clients, bench.rate)),
-            truth,
-        )
-        results["closed"] = _phase(
-            "closed loop (as fast as answers come)",
-            *asyncio.run(_load(url + "/statdb/count", bodies, bench.clients, None)),
-            truth,
-        )
+        with console.status(
+            f"{bench.clients} clients: {len(texts):,} queries paced, then closed loop ..."
+        ):
+            results["paced"] = _phase(
+                *asyncio.run(_load(url + "/statdb/count", bodies, bench.clients, bench.rate)), truth
+            )
+            results["closed"] = _phase(
+                *asyncio.run(_load(url + "/statdb/count", bodies, bench.clients, None)), truth
+            )
     finally:
         server.terminate()
         server.wait(20)
-    _write_store_results(results, bench.out)
-    return results
+    return _write_store_results(results, bench.out, _serve_table(bench, results, len(texts)))
+
+
+def _serve_table(bench: BenchServe, results: dict, queries: int) -> BenchTable:
+    """`bench serve`'s table: per phase, the latency, the throughput and the answers
+    equal to the library's."""
+    t = BenchTable(
+        f"vpub serve on loopback, store {results['store']} ({results['rows']:,} rows): {queries:,} {bench.method} queries per phase, {bench.clients} clients, {bench.workers} server process(es)",
+        ("phase", "p50 (ms)", "p99 (ms)", "queries/s", "equal to the library"),
+        left=("phase",),
+    )
+    phases = {
+        "paced": f"paced at {bench.rate:,.0f} queries/s",
+        "closed": "closed loop (as fast as answers come)",
+    }
+    for key, name in phases.items():
+        got = results[key]
+        t.add_row(
+            name,
+            f"{got['p50_ms']:.1f}",
+            f"{got['p99_ms']:.1f}",
+            f"{got['queries_per_s']:,.0f}",
+            f"{got['equal_to_library']:,} of {got['queries']:,}",
+        )
+    return t
 
 
 def _serve_workload(db, bench: BenchServe) -> tuple[list[str], list[bytes], list]:
@@ -228,12 +266,13 @@ def _serve_command(bench: BenchServe) -> list[str]:
     ]
 
 
-def _write_store_results(results: dict, out_dir: str) -> None:
-    """Write a benchmark's results to <out_dir>/<store>.json and say where."""
+def _write_store_results(results: dict, out_dir: str, table: BenchTable) -> dict:
+    """Print a store benchmark's table and write it with its results to
+    <out_dir>/<store>.json (`write_results`); the results as written."""
+    table.print()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{results['store']}.json").write_text(json.dumps(results, indent=2))
-    console.print(f"results in {out / (results['store'] + '.json')}")
+    return write_results(results, out / f"{results['store']}.json", [table])
 
 
 def _wait_for(url: str, server, seconds: float = 60) -> None:

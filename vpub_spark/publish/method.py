@@ -163,6 +163,9 @@ class Method(Protocol):
 
 @dataclass
 class PublishResult:
+    """What `publish` returns: the committed release's path, its manifest, the audit it
+    passed, the time of each step (seconds) and, per partition, its size."""
+
     path: Path | str  # a URI for an object store
     manifest: dict
     audit: Any  # release.checks.AuditReport

@@ -35,6 +35,9 @@ class Check:
 
 @dataclass
 class AuditReport:
+    """An audit's result: every check run (name, passed, detail) and the warnings;
+    `passed` when there was a check and every check passed."""
+
     release: str
     checks: list[Check] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # said, but not failures

@@ -200,6 +200,8 @@ class Estimator:
 def estimate_count(
     models: Sequence[EstimateModel], query: Query, n: int, domains: Mapping[str, Sequence[Any]]
 ) -> float:
+    """The estimate of COUNT(*) WHERE `query` over a release's `n` rows, from its tables'
+    estimate models (`release_models`) and the attributes' domains (000 §6.1)."""
     return Estimator(models, n, domains).count(query)
 
 
