@@ -171,10 +171,17 @@ def on_files(files, config):
 
 def _measured(run: dict) -> str:
     m = run["machine"]
+    ref = m.get("reference")
+    speed = (
+        f"; reference kernels: NumPy sort of 4M {ref['numpy_sort_4m_s']} s, "
+        f"Python loop of 1M {ref['python_loop_1m_s']} s"
+        if ref
+        else ""
+    )
     return (
         f"Measured {run['date']} with `{run['command']}` on {m['cores']} cores, "
         f"{m['memory_gib']} GiB ({m['cpu']}; {m['os']}; Python {m['python']}; "
-        f"vpub {m['vpub']})."
+        f"vpub {m['vpub']}{speed})."
     )
 
 
@@ -219,6 +226,11 @@ def compare_reference(directory: str) -> str:
     if os.path.exists(run):
         with open(run) as f:
             parts.append(_measured(json.load(f)) + "\n")
+    else:
+        parts.append(
+            "This comparison's directory holds no run.json: its date and machine are not "
+            "recorded; running the command again records them.\n"
+        )
     return "\n".join(parts)
 
 

@@ -295,3 +295,12 @@ def on_store(local: str | Path, outline: Path, uri: str) -> str:
     """The URI of a path inside `input_outline(uri)`."""
     rest = Path(local).relative_to(outline).as_posix()
     return uri if rest == "." else join(uri, rest)
+
+
+def cache_root() -> Path:
+    """The user's cache of this software (the Spark class-data archive, downloaded data
+    sets): `$VPUB_CACHE`, else `$XDG_CACHE_HOME/vpub`, else `~/.cache/vpub`."""
+    if os.environ.get("VPUB_CACHE"):
+        return Path(os.environ["VPUB_CACHE"]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "vpub"

@@ -95,7 +95,7 @@ def test_the_command_uses_the_cache_without_the_network(tmp_path):
     cached.mkdir(parents=True)
     for name in ("adult.data.csv", "adult.test.csv"):
         (cached / name).write_text((ADULT / name).read_text())
-    env = {**os.environ, "VPUB_CACHE_DIR": str(tmp_path / "cache")}
+    env = {**os.environ, "VPUB_CACHE": str(tmp_path / "cache")}
     out = tmp_path / "adult"
     raw = tmp_path / "data" / "adult"
     cmd = vpub(

@@ -16,10 +16,10 @@ from vpub_spark.publish.pipeline import publish
 
 pytestmark = pytest.mark.spark
 
-# measured (docs/benchmarks/performance.md): 10 per publish before the partition keys and
-# the CSV header were found without Spark; now the raw-value count (2 jobs under AQE), the
-# cached encoding and the shard counts (3), the partition tasks (2); a release this small
-# is audited in the driver (commit.IN_DRIVER_BYTES), a larger one in 1 job of tasks
+# the Spark jobs of a publish (docs/explanation/performance.md): the partition keys and the
+# CSV header are found without Spark; the raw-value count (2 jobs under AQE), the cached
+# encoding and the shard counts (3), the partition tasks (2); a release this small is
+# audited in the driver (commit.IN_DRIVER_BYTES), a larger one in 1 job of tasks
 MAX_JOBS = {"uad": 7, "marginals": 7, "rda": 7}
 
 

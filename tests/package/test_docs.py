@@ -68,6 +68,23 @@ def test_nothing_cites_a_file_outside_the_repository():
     assert found == []
 
 
+MACHINE_PATH = re.compile(r"(^|[^\w.~])/(home|root|work|Users)/")
+
+
+def test_no_path_of_this_machine():
+    """No absolute path of a machine in the product, the docs or the benchmark data the
+    docs are generated from (a benchmark's JSON records its command line as typed)."""
+    data = [p for p in _tracked("docs") if p.suffix in (".json", ".csv")]
+    found = [
+        f"{p.relative_to(ROOT)}:{i}"
+        for p in [*_text_files(), *data]
+        if p.relative_to(ROOT).parts[0] != "tests"
+        for i, line in enumerate(p.read_text(errors="replace").splitlines(), 1)
+        if MACHINE_PATH.search(line)
+    ]
+    assert found == []
+
+
 TRACKING = re.compile(r"\bissues? #?\d+\b|\b(work )?sessions? ago\b", re.IGNORECASE)
 
 

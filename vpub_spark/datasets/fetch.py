@@ -8,7 +8,8 @@ Decisions:
   `adult.test.csv` in the layout `vpub datasets adult --path` reads: a header line, no
   space after a comma, no comment line, no blank line, and the test split's class
   labels without their trailing `.` (`>50K.` is `>50K`), so both splits share labels.
-- The cache is `$VPUB_CACHE_DIR`, else `$XDG_CACHE_HOME/vpub`, else `~/.cache/vpub`; the
+- The cache is `storage.cache_root()` (`$VPUB_CACHE`, else `$XDG_CACHE_HOME/vpub`, else
+  `~/.cache/vpub`); the
   prepared directory is keyed by the digest and appears whole or not at all (written
   beside it, then renamed), so a second call reads it without the network.
 - Offline, the error names `--path`: download the archive elsewhere, unpack it, and
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import shutil
 import tempfile
 import urllib.error
@@ -28,6 +28,7 @@ import zipfile
 from pathlib import Path
 
 from ..errors import DataError
+from ..storage import cache_root
 
 ADULT_URL = "https://archive.ics.uci.edu/static/public/2/adult.zip"
 ADULT_SHA256 = "7537312dd56c2b98035880805ce99e68183a30ee468aa5329d6df0fbb3cc21bb"
@@ -36,14 +37,6 @@ ADULT_COLUMNS = (
     "race,sex,capital-gain,capital-loss,hours-per-week,native-country,class"
 )
 SPLITS = {"adult.data": "adult.data.csv", "adult.test": "adult.test.csv"}
-
-
-def cache_root() -> Path:
-    """Where downloads are cached (module docstring)."""
-    if os.environ.get("VPUB_CACHE_DIR"):
-        return Path(os.environ["VPUB_CACHE_DIR"]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "vpub"
 
 
 def adult_directory(

@@ -131,8 +131,6 @@ def bench_publish(bench: BenchPublish) -> dict:
     if "spark" in e and "inprocess" in e:
         results["spark_over_inprocess"] = e["spark"]["median_s"] / e["inprocess"]["median_s"]
         tables.append(_engine_ratio_table(bench, results["spark_over_inprocess"]))
-    for t in tables:
-        t.print()
     return write_results(results, out / "results.json", tables)
 
 
@@ -221,10 +219,7 @@ def bench_utility(bench: BenchUtility) -> dict:
         "estimate_median_s": statistics.median(est_s),
     }
     table = _utility_table(bench, results)
-    table.print()
-    out = Path(bench.out)
-    out.mkdir(parents=True, exist_ok=True)
-    return write_results(results, out / f"{Path(bench.release).name}.json", [table])
+    return write_results(results, Path(bench.out) / f"{Path(bench.release).name}.json", [table])
 
 
 def _utility_table(bench: BenchUtility, results: dict) -> BenchTable:
@@ -313,8 +308,6 @@ def bench_multi_sa(bench: BenchMultiSa) -> dict:
         _multi_sa_full_table(bench, results["full"]),
         _multi_sa_sample_table(bench, results["sample"]),
     ]
-    for t in tables:
-        t.print()
     return write_results(results, out / "multi_sa.json", tables, default=str)
 
 
@@ -467,7 +460,6 @@ def bench_marginals(bench: BenchMarginals) -> dict:
     )
     results["angel"] = _time_angel(data, qi, bench.m)
     table = _marginals_table(bench, results)
-    table.print()
     return write_results(results, out / "marginals.json", [table], default=str)
 
 
@@ -552,8 +544,6 @@ def bench_streamliner(bench: BenchStreamliner) -> dict:
     for name in bench.engines:
         results["runs"] += _streamliner_on_engine(bench, name, data)
     table = _streamliner_table(bench, results["runs"])
-    table.print()
-    out.mkdir(parents=True, exist_ok=True)
     return write_results(results, out / "streamliner.json", [table])
 
 

@@ -88,7 +88,6 @@ def bench_cold(bench: BenchCold) -> dict:
                         _publish_seconds(bench.config, engine, out / "releases", env)
                     )
     table = _cold_table(bench, runs)
-    table.print()
     results = {
         "config": bench.config,
         "archive_mib": round(archive.stat().st_size / 2**20),

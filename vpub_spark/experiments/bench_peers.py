@@ -245,7 +245,6 @@ def bench_peers(bench: BenchPeers) -> dict:
         },
     }
     table = _peers_table(bench, result)
-    table.print()
     out.mkdir(parents=True, exist_ok=True)
     peer["table"].to_csv(out / "anjana.csv", index=False)  # ANJANA's release, for checking
     return write_results(result, out / "results.json", [table])

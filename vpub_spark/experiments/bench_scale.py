@@ -218,8 +218,6 @@ def bench_scale(bench: BenchScale) -> dict:
         _model_table(bench, model, len(runs)),
         _prediction_table(bench, guess),
     ]
-    for t in tables:
-        t.print()
     written = write_results(results, Path(bench.out) / "scale.json", tables)
     plot(runs, model, bench, Path(bench.figure))
     console.print(f"plot in {bench.figure}")
@@ -365,10 +363,7 @@ def bench_kl(bench: BenchKl) -> dict:
     results |= _alternating(runs, bench.repeat)
     _check_agreement(results)
     table = _kl_table(bench, results)
-    table.print()
-    out = Path(bench.out)
-    out.mkdir(parents=True, exist_ok=True)
-    return write_results(results, out / f"{results['release']}.json", [table])
+    return write_results(results, Path(bench.out) / f"{results['release']}.json", [table])
 
 
 def _kl_table(bench: BenchKl, results: dict) -> BenchTable:

@@ -269,10 +269,7 @@ def _serve_command(bench: BenchServe) -> list[str]:
 def _write_store_results(results: dict, out_dir: str, table: BenchTable) -> dict:
     """Print a store benchmark's table and write it with its results to
     <out_dir>/<store>.json (`write_results`); the results as written."""
-    table.print()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    return write_results(results, out / f"{results['store']}.json", [table])
+    return write_results(results, Path(out_dir) / f"{results['store']}.json", [table])
 
 
 def _wait_for(url: str, server, seconds: float = 60) -> None:

@@ -10,6 +10,7 @@ import json
 import os
 import platform
 import shlex
+import statistics
 import sys
 import time
 from collections.abc import Callable, Container, Sequence
@@ -157,10 +158,32 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def reference_seconds() -> dict[str, float]:
+    """The machine's speed when the run ended: medians of 3 timings of two reference
+    kernels, a NumPy sort of 4M seeded random int64 and a pure-Python loop of 1M
+    additions, so that runs on a shared machine of varying speed can be told apart
+    (decision: compare a figure with another run's only together with these)."""
+    import numpy as np
+
+    values = np.random.default_rng(0).integers(0, 2**62, 4_000_000)
+
+    def python_loop() -> None:
+        total = 0
+        for i in range(1_000_000):
+            total += i
+
+    kernels = {"numpy_sort_4m_s": lambda: np.sort(values), "python_loop_1m_s": python_loop}
+    return {
+        name: round(statistics.median(timed(k)[1] for _ in range(3)), 3)
+        for name, k in kernels.items()
+    }
+
+
 def run_record() -> dict:
     """The benchmark run's record: its command line as typed after `vpub`, the date
-    (UTC), and the machine (cores, memory, CPU, OS, Python, this software's version).
-    No host name and no path of this machine beyond what the command line holds."""
+    (UTC), and the machine (cores, memory, CPU, OS, Python, this software's version,
+    `reference_seconds`). No host name and no path of this machine beyond what the
+    command line holds."""
     return {
         "command": "vpub " + shlex.join(sys.argv[1:]),
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -171,6 +194,7 @@ def run_record() -> dict:
             "os": f"{platform.system()} {platform.release()}",
             "python": platform.python_version(),
             "vpub": __version__,
+            "reference": reference_seconds(),
         },
     }
 
@@ -181,9 +205,13 @@ def write_results(
     tables: Sequence[BenchTable] = (),
     default: Callable[[Any], Any] | None = None,
 ) -> dict:
-    """Write a benchmark's results as JSON to `path`, with the run's record and its
-    tables, and say where; the results as written."""
+    """Print a benchmark's tables and write its results as JSON to `path` (its directory
+    made if missing), with the run's record and the tables; say where; the results as
+    written."""
+    for t in tables:
+        t.print()
     results = {"run": run_record(), **results, "tables": [t.as_dict() for t in tables]}
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=2, default=default) + "\n")
     console.print(f"results in {path}")
     return results

@@ -13,7 +13,7 @@ def distinct(values: np.ndarray) -> np.ndarray:
     """The sorted distinct values of a 1-D array, as `np.unique(values)` but by one
     sort. NumPy 2.3+ finds a plain `np.unique`'s values with a hash table: on this
     machine 1.06 s for 1M distinct int64 against 0.02 s by sorting (4M: 5.1 s against
-    0.1 s), as its hash table misses the cache at every insert (docs/benchmarks/performance.md)."""
+    0.1 s), as its hash table misses the cache at every insert (docs/explanation/performance.md)."""
     s = np.sort(np.asarray(values).ravel())
     if len(s) == 0:
         return s
@@ -31,7 +31,7 @@ def pack_counts(values: np.ndarray) -> bytes:
     the narrowest unsigned type that holds them, compressed by zstd. A workload task's
     cubes (1.1M cells, 42% non-zero at 1M `sal` rows) took 7.4 MB as int64 cell indexes
     and counts, and 0.83 MB so; moving those bytes from the task to the driver took
-    about half of its job (docs/benchmarks/performance.md)."""
+    about half of its job (docs/explanation/performance.md)."""
     v = np.asarray(values).ravel()
     if len(v) and int(v.min()) < 0:
         raise ValueError("pack_counts takes non-negative integers")
@@ -56,7 +56,7 @@ def unpack_counts(blob: bytes) -> np.ndarray:
 def pack_sorted(keys: np.ndarray) -> bytes:
     """Sorted non-negative integers as compact bytes (`unpack_sorted`): their gaps, by
     `pack_counts`. Half of the 1M `sal` source's distinct packed keys and their counts
-    took 8.0 MB as int64, 1.2 MB so (docs/benchmarks/performance.md)."""
+    took 8.0 MB as int64, 1.2 MB so (docs/explanation/performance.md)."""
     return pack_counts(np.diff(np.asarray(keys).ravel(), prepend=0))
 
 

@@ -219,7 +219,7 @@ def write_manifest(stage: Path, manifest: dict) -> None:
 
 # A local stage with at most this many bytes of parts is audited in the driver even on
 # Spark: its memory is bounded by that, and the audit takes ~0.05 s there against ~1 s for
-# a Spark job (Adult, docs/benchmarks/performance.md); the same checks either way (test_distributed_audit).
+# a Spark job (Adult, docs/explanation/performance.md); the same checks either way (test_distributed_audit).
 IN_DRIVER_BYTES = 2 << 20
 
 

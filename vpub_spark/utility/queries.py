@@ -137,7 +137,7 @@ class Estimator:
         table's factor comes from its estimate cube over the query's attributes
         (`_cube_count`), all of them summed down from fewer covering cubes (`covers`).
         1,000 queries on the 1M `sal` release: 11.0 s one `count` at a time, 2.7 s with
-        one cube per attribute set, 1.07 s with covering cubes (measured; docs/benchmarks/performance.md)."""
+        one cube per attribute set, 1.07 s with covering cubes (measured; docs/explanation/performance.md)."""
         factorize = not self.overlapping and not self.views  # `count`'s product branch
         for i, m in enumerate(self.models if factorize else []):
             if isinstance(m, AnatomyModel | ProjectionModel):
@@ -353,7 +353,7 @@ def cubes(
     """The contingency cube (`cube`) of each of `sets`: the rows are counted into
     `covers`' fewer, larger cubes, each then summed down to the sets it holds. On the
     10M `sal` source, 1,000 queries of 3 attributes need 56 cubes, held by 13 covers:
-    the in-process workload took 1.31 s against 3.64 s (measured; docs/benchmarks/performance.md)."""
+    the in-process workload took 1.31 s against 3.64 s (measured; docs/explanation/performance.md)."""
     return cover_cubes(partial(cube, frame, sizes=sizes), sets, sizes)
 
 

@@ -40,7 +40,7 @@ def _task_cubes(
     source rows a task's cubes took 7.4 MB as the int64 indexes and counts of their
     non-zero cells, and moving them to the driver took about half of the job (0.45 of
     0.87 s); packed, 0.83 MB. One row per cell moved a million rows back into the JVM;
-    one row per cube and chunk sent a 10M task's cells three times (measured; docs/benchmarks/performance.md)."""
+    one row per cube and chunk sent a 10M task's cells three times (measured; docs/explanation/performance.md)."""
 
     def run(batches):
         held = zero_cubes(sets, sizes)
@@ -80,7 +80,7 @@ def count_cubes(loaded, luts, sizes, sets, cubes: Cubes) -> dict[tuple[str, ...]
         # the cubes are bounded by the domains, not the rows: summed here rather than
         # by a Spark aggregation, which adds a shuffle and a stage; as Arrow, not as
         # pickled rows (0.10-0.16 s less at 1M rows,
-        # measured; docs/benchmarks/performance.md)
+        # measured; docs/explanation/performance.md)
         table = got.toArrow()
     for i, blob in zip(
         table.column("set").to_pylist(), table.column("counts").to_pylist(), strict=True

@@ -109,7 +109,7 @@ def item_frame(spark, items: list[tuple], names: tuple[str, ...], run: Callable,
     of plain values), `run` called with one Arrow batch of its item (`names` its
     columns). The tasks are `spark.range`'s, their items in the closure: a DataFrame
     made from a Python RDD converts its rows in a Python worker of its own, a second
-    one per task (an empty job: 0.27 s against 0.21 s, medians of 10; docs/benchmarks/performance.md)."""
+    one per task (an empty job: 0.27 s against 0.21 s, medians of 10; docs/explanation/performance.md)."""
     return spark.range(len(items), numPartitions=max(1, len(items))).mapInArrow(
         partial(_item_task, items=items, names=names, run=run), schema
     )

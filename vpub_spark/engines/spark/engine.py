@@ -441,7 +441,7 @@ class SparkEngine:
         """`run` per task over `frame` spread on `parts` tasks (`frame_tasks`); for small
         driver-side frames such as a query workload, never for the data. A frame made
         from a Python RDD started a second Python worker in every task (measured;
-        docs/benchmarks/performance.md)."""
+        docs/explanation/performance.md)."""
         from .direct import frame_tasks
 
         if frame.empty:

@@ -208,7 +208,7 @@ def broadcast_kl(engine, release: ReleaseFiles, loaded) -> float:
     every task, holding the whole release, sums both terms over its share of them. On the
     1M `sal` source (998,808 distinct rows of 1M): 4.55 s as two jobs (Spark's entropy,
     then a Python pass over all rows), 2.5 s grouped by Spark's aggregate, less by
-    `distinct_rows`' shuffle of packed keys (measured; docs/benchmarks/performance.md)."""
+    `distinct_rows`' shuffle of packed keys (measured; docs/explanation/performance.md)."""
     labels = {a: list(loaded.dictionaries[a].labels) for a in loaded.names}
     packing, names = packing_of(loaded), list(loaded.names)
     if loaded.direct is not None and packing is not None:
@@ -325,7 +325,7 @@ def direct_keys(engine, loaded, packing: Packing):
     reduce partition its keys and counts as a few binary rows (hash of the key, Spark's
     `partition_keys` so that partition p lands in task p). The shuffle moves a few rows
     of bytes, not a row per key: Spark turns rows into Arrow batches at about a million
-    rows a second (measured; docs/benchmarks/performance.md)."""
+    rows a second (measured; docs/explanation/performance.md)."""
     from .direct import direct_frame
 
     parts = max(engine.spark.sparkContext.defaultParallelism, -(-loaded.rows // KEYS_PER_TASK))

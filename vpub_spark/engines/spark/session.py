@@ -4,7 +4,7 @@ Local mode `local[*]` is the embedded default; the same code runs under spark-su
 on any master (settings given by spark-submit win over the defaults here). The driver
 memory is always set explicitly: the JVM default of 1 GiB can hang a job.
 
-The driver JVM's start-up (measured in docs/benchmarks/performance.md):
+The driver JVM's start-up (measured in docs/explanation/performance.md):
 - it maps Spark's classes from a class-data archive (JEP 350) when `vpub spark-archive`
   has built one for this Java and this Spark (`class_archive()`), instead of loading and
   verifying them from the jars (the session starts in 2.0 s instead of 5.0 s);
@@ -68,15 +68,19 @@ def require_java() -> None:
 
 def class_archive() -> Path:
     """Where the driver JVM's class-data archive for this Java and this Spark installation
-    lives (`$VPUB_CACHE`, default `~/.cache/vpub`). An archive that no longer matches (a
+    lives (`storage.cache_root`: `$VPUB_CACHE`, default `~/.cache/vpub`). An archive that no longer matches (a
     Java update, moved jars) is ignored by the JVM, silently (`-Xshare:auto`)."""
     import hashlib
 
     import pyspark
 
     key = f"{java_version_text()}|{Path(pyspark.__file__).parent}|{pyspark.__version__}"
-    root = Path(os.environ.get("VPUB_CACHE") or Path.home() / ".cache" / "vpub")
-    return root / f"spark-{pyspark.__version__}-{hashlib.sha256(key.encode()).hexdigest()[:12]}.jsa"
+    from ...storage import cache_root
+
+    return (
+        cache_root()
+        / f"spark-{pyspark.__version__}-{hashlib.sha256(key.encode()).hexdigest()[:12]}.jsa"
+    )
 
 
 def driver_java_options(settings: SparkSettings, dump_archive: Path | None = None) -> str:
