@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 PY      = $(BIN)/python
 
-.PHONY: demo test lint docs wheel-check bench-docs bench-scale bench-statdb compare-adult bench-generate bench-publish bench-publish-10m bench-texas bench-utility bench-multi-sa bench-marginals compare-marginals bench-bip-adult bench-cluster bench-cold spark-archive clean check-java
+.PHONY: demo test lint docs wheel-check bench-docs bench-scale bench-statdb compare-adult compare-texas bench-generate bench-publish bench-publish-10m bench-texas bench-utility bench-multi-sa bench-marginals compare-marginals bench-bip-adult bench-cluster bench-cold spark-archive clean check-java
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -57,8 +57,13 @@ bench-generate: check-java $(VENV)/.installed
 # machine) and copies it to $(DOCS_DATA), from which the pages' tables are generated.
 DOCS_DATA := docs/benchmarks/data
 
-# every benchmark the docs show, one after another (about 30 minutes on 2 cores)
-bench-docs: bench-publish bench-texas bench-cold bench-utility bench-marginals bench-scale bench-statdb compare-adult
+# every benchmark and comparison the docs show, one after another (hours on 2 cores)
+bench-docs: bench-publish bench-texas bench-cold bench-utility bench-marginals bench-scale bench-statdb compare-adult compare-texas bench-bip-adult compare-marginals
+
+# a comparison's means, run record and plots, into the docs (from OUT to FIGURES)
+define copy-comparison
+	cp $(1)/summary.csv $(1)/run.json $(1)/*.png $(2)/
+endef
 
 # publish benchmarks: medians per engine, ratio in one run
 bench-publish: check-java $(VENV)/.installed
@@ -74,7 +79,7 @@ bench-cold: check-java $(VENV)/.installed
 	$(BIN)/vpub bench cold --config conf/adult_uad.yaml --repeat 5 --out out/bench-cold
 	cp out/bench-cold/cold.json $(DOCS_DATA)/cold-adult.json
 
-# the Spark driver's class-data archive (~/.cache/vpub): Spark then starts 2-3 s faster
+# the Spark driver's class-data archive (in $VPUB_CACHE, else $XDG_CACHE_HOME/vpub, else ~/.cache/vpub)
 spark-archive: check-java $(VENV)/.installed
 	$(BIN)/vpub spark-archive
 
@@ -85,16 +90,16 @@ bench-texas: check-java $(VENV)/.installed
 # 000 Appendix B: partitioned multi-SA on 1M sal rows per engine; exact vs partitioned vs UAD on a 50k sample
 bench-multi-sa: check-java $(VENV)/.installed
 	$(BIN)/vpub bench multi-sa --rows 1000000 --out out/bench-1m
-	cp out/bench-1m/multi_sa.json $(DOCS_DATA)/multi-sa-1m.json
 
 # M1..M5 of 1M census rows at m = 6 (Spark and in-process) and ANGEL, one run
 bench-marginals: check-java $(VENV)/.installed
 	$(BIN)/vpub bench marginals --rows 1000000 --m 6 --out out/bench-1m
 	cp out/bench-1m/marginals.json $(DOCS_DATA)/marginals-1m.json
 
-# publish on Spark at 1M, 3M and 10M rows: time per step, driver memory, a fitted cost model
+# publish on Spark at 1M and 3M rows: time per step, driver memory, a fitted cost model
+# (add sizes, e.g. --rows 1e6,3e6,1e7,3e7, where the machine allows)
 bench-scale: check-java $(VENV)/.installed
-	$(BIN)/vpub bench scale --rows 1e6,3e6,1e7 --out out/bench-scale
+	$(BIN)/vpub bench scale --rows 1e6,3e6 --out out/bench-scale
 	cp out/bench-scale/scale.json $(DOCS_DATA)/scale.json
 
 # the statistical database (004): a 600k-row store, query times, and vpub serve under load
@@ -110,13 +115,21 @@ bench-statdb: check-java $(VENV)/.installed
 compare-adult: $(VENV)/.installed
 	test -f data/adult/adult.data.csv || $(BIN)/vpub datasets adult --download --raw data/adult --out out/adult
 	$(BIN)/vpub compare --config conf/compare_adult.yaml
-	cp out/compare/adult/summary.csv out/compare/adult/run.json out/compare/adult/*.png docs/figures/adult/
+	$(call copy-comparison,out/compare/adult,docs/figures/adult)
+
+# 000 Figures 5-10 on the texas-like table (177,148 rows)
+compare-texas: $(VENV)/.installed
+	test -f out/texas/table.yaml || $(BIN)/vpub datasets generate texas --rows 177148 --seed 7 --out out/texas
+	$(BIN)/vpub compare --config conf/compare_texas.yaml
+	$(call copy-comparison,out/compare/texas,docs/figures/texas)
 
 # 002 Figures 2-5 on census (200k rows) and on Adult
 compare-marginals: check-java $(VENV)/.installed
 	test -f out/census-200k/table.yaml || $(BIN)/vpub datasets generate census --rows 200000 --seed 1 --out out/census-200k
 	$(BIN)/vpub compare --config conf/compare_marginals.yaml
+	$(call copy-comparison,out/compare/census-marginals,docs/figures/marginals_census)
 	$(BIN)/vpub compare --config conf/compare_marginals_adult.yaml
+	$(call copy-comparison,out/compare/adult-marginals,docs/figures/marginals_adult)
 
 # 10M sal and 1M texas on a local standalone cluster, 1 vs 2 one-core workers
 bench-cluster: check-java $(VENV)/.installed
@@ -125,6 +138,7 @@ bench-cluster: check-java $(VENV)/.installed
 # 000 Figure 3: exact multi-SA vs UAD (and GD, single-attribute) on a 10,000-row Adult sample, c = 1..9
 bench-bip-adult: $(VENV)/.installed
 	$(BIN)/vpub compare --config conf/compare_adult_bip.yaml
+	$(call copy-comparison,out/compare/adult_bip,docs/figures/adult_bip)
 
 # needs the release and data of `make bench-publish`
 bench-utility: $(VENV)/.installed

@@ -218,7 +218,8 @@ def compare_reference(directory: str) -> str:
             f"{labels.get(m, 'time (s)')} {method}" for m, method in wide.columns
         ]
         rows = [
-            [str(value)] + ["" if pd.isna(x) else _mean(float(x)) for x in row]
+            [f"{value:g}" if isinstance(value, float) else str(value)]
+            + ["" if pd.isna(x) else _mean(float(x)) for x in row]
             for value, row in zip(wide.index, wide.to_numpy(), strict=True)
         ]
         parts.append(f"**Means, varying {sweep}**\n\n{_markdown_table(columns, rows)}\n")

@@ -45,6 +45,13 @@ def _cfg(**changes):
         ({"multi_sa": {"time_limit_s": 0}}, "multi_sa.time_limit_s must be positive"),
         ({"multi_sa": {"chunk_rows": 0}}, "multi_sa.chunk_rows must be a positive integer"),
         ({"multi_sa": {"threads": 2}}, "multi_sa has unknown keys threads"),
+        ({"multi_sa": {"chunk_rows": True}}, "multi_sa.chunk_rows must be a positive integer"),
+        ({"output": {"wait_s": "soon"}}, "output.wait_s must be a number >= 0, not 'soon'"),
+        ({"output": {"wait_s": -5}}, "output.wait_s must be a number >= 0"),
+        ({"gd": {"budget_s": float("nan")}}, "gd.budget_s must be a number >= 0"),
+        ({"gd": {"sample_rows": 0}}, "gd.sample_rows must be a whole number >= 1"),
+        ({"gd": {"sample_rows": 2.5}}, "gd.sample_rows must be a whole number >= 1"),
+        ({"rules": {"random": {"c": 0}}}, "rules.random.c must be a whole number >= 1"),
         ({"marginals": {"sensitive": "s", "schemas": [["a"]]}}, "marginals.state is required"),
         (
             {"marginals": {"sensitive": "s", "schemas": "a", "state": "x"}},

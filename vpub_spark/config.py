@@ -17,6 +17,7 @@ l-eligible attributes).
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -58,7 +59,11 @@ class MultiSaSettings:
             )
         if self.time_limit_s is not None and not self.time_limit_s > 0:
             raise SpecError(f"multi_sa.time_limit_s must be positive, not {self.time_limit_s!r}")
-        if not isinstance(self.chunk_rows, int) or self.chunk_rows < 1:
+        if (
+            not isinstance(self.chunk_rows, int)
+            or isinstance(self.chunk_rows, bool)
+            or self.chunk_rows < 1
+        ):
             raise SpecError(
                 f"multi_sa.chunk_rows must be a positive integer, not {self.chunk_rows!r}"
             )
@@ -77,16 +82,20 @@ class MultiSaSettings:
         )
 
 
-def number(value: Any, key: str, kind: type = float) -> Any:
-    """`value` as a `kind` (float or int), or None; anything else is a SpecError naming `key`."""
+def number(value: Any, key: str, kind: type = float, minimum: float = 0) -> Any:
+    """`value` as a finite `kind` (float or int) >= `minimum`, or None; anything else is
+    a SpecError naming `key`."""
     if value is None:
         return None
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
+        or not math.isfinite(value)
         or (kind is int and not float(value).is_integer())
+        or value < minimum
     ):
-        raise SpecError(f"{key} must be a {'whole ' if kind is int else ''}number, not {value!r}")
+        what = f"{'a whole' if kind is int else 'a'} number >= {minimum:g}"
+        raise SpecError(f"{key} must be {what}, not {value!r}")
     return kind(value)
 
 
@@ -278,7 +287,7 @@ class PublishConfig:
         None,
         doc="the release's directory name",
         key="output.release_id",
-        shown="`<table>-<method>-l<l>`",
+        shown="`<table>-<method>-l<l>` (`-m<m>` under m-invariance)",
     )
     family: str | None = option(
         None,
@@ -295,7 +304,7 @@ class PublishConfig:
     private_dir: str | None = option(
         None,
         doc="where the run record keeps the seed; never inside `output.path`",
-        shown="`$VPUB_PRIVATE_DIR` or `~/.local/state/vpub`",
+        shown="`$VPUB_PRIVATE_DIR`, else `$XDG_STATE_HOME/vpub`, else `~/.local/state/vpub`",
     )
     engine: str = option(
         "auto",
@@ -483,7 +492,7 @@ def _rules(v: Any) -> tuple[Any, ...] | RandomRules:
             raise SpecError(f"config: rules.random has unknown keys {', '.join(sorted(unknown))}")
         return RandomRules(
             *(
-                number(r.get(k, dflt), f"rules.random.{k}", int)
+                number(r.get(k, dflt), f"rules.random.{k}", int, 0 if k == "seed" else 1)
                 for k, dflt in zip("c lhs seed".split(), (5, 3, 1), strict=True)
             )
         )
@@ -529,7 +538,7 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
             spark=None if d.get("spark") is None else str(d["spark"]),
             partitions=None if parts == "auto" else parts,
             gd_budget_s=number(gdc.get("budget_s"), "gd.budget_s"),
-            gd_sample_rows=number(gdc.get("sample_rows", 100_000), "gd.sample_rows", int),
+            gd_sample_rows=number(gdc.get("sample_rows", 100_000), "gd.sample_rows", int, 1),
             multi_sa=MultiSaSettings.from_dict(_section(d, "multi_sa")),
             marginals=MarginalSettings.from_dict(_section(d, "marginals")),
             streamliner=StreamlinerSettings.from_dict(_section(d, "streamliner")),

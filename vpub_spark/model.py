@@ -146,7 +146,7 @@ class TableSpec:
     missing: MissingPolicy = option(
         "drop",
         doc="a row with a missing value: `drop` it (the release counts them) or `reject` "
-        "the input (an error naming the row)",
+        "the input (an error that counts them)",
     )
     missing_values: tuple[str, ...] = option(
         ("?", ""), doc="the values that mean missing, compared after trimming spaces"

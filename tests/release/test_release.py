@@ -321,11 +321,61 @@ def test_read_only_output(tmp_path):
     os.chmod(locked, 0o500)
     try:
         if os.access(locked, os.W_OK):
-            pytest.skip("running as a user who can write anywhere")
+            _read_only_output_as_nobody()  # root writes anywhere: check it as another user
+            return
         with pytest.raises(VpubError, match="permission denied"):
             publish_inprocess(full, locked, RULES_1_3)
+        assert list(locked.iterdir()) == []
     finally:
         os.chmod(locked, 0o700)
+
+
+def _read_only_output_as_nobody() -> None:
+    """`vpub publish` run as the unprivileged user `nobody` into a directory it may not
+    write: exit 2, the error says so, and nothing is written (CI runs as root, for
+    whom every directory is writable)."""
+    import shutil
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    import yaml
+    from release_helpers import vpub
+
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv (util-linux): cannot test as another user")
+    work = Path(tempfile.mkdtemp(prefix="vpub-nobody-", dir="/tmp"))  # reachable by nobody
+    try:
+        os.chmod(work, 0o777)
+        data = write_table(TABLE1, work / "table1")
+        locked = work / "locked"
+        locked.mkdir(mode=0o555)
+        os.chmod(locked, 0o555)
+        job = {
+            "engine": "inprocess",
+            "input": {"path": str(data)},
+            "privacy": {"l": 2},
+            "rules": RULES_1_3,
+            "output": {"path": str(locked)},
+            "private_dir": str(work / "private"),
+        }
+        (work / "job.yaml").write_text(yaml.safe_dump(job))
+        env = os.environ | {"HOME": str(work), "TMPDIR": str(work)}
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        done = subprocess.run(
+            [*nobody, *vpub("publish", "--config", str(work / "job.yaml"))],
+            env=env,
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "permission denied" in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr
+        assert list(locked.iterdir()) == []
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def test_publish_cli_with_config_and_overrides(tmp_path, capsys):

@@ -1,4 +1,5 @@
-"""A marginals store (1,500 rows, m = 4, two published marginals) the StatDB tests share."""
+"""A marginals store (1,500 rows, m = 4, two published marginals) the StatDB tests share:
+(the store, the release, the source table as written)."""
 
 from __future__ import annotations
 
@@ -43,4 +44,4 @@ def store(tmp_path_factory):
         }
     )
     r = publish(cfg, InProcessEngine())
-    return tmp / "private" / "store", r.path
+    return tmp / "private" / "store", r.path, frame

@@ -3,7 +3,8 @@ UCI Machine Learning Repository's archive, checked and cached.
 
 Decisions:
 - The archive is pinned by its SHA-256 (`ADULT_SHA256`); any other bytes are refused and
-  nothing is cached. (The pin is the published digest of the archive at `ADULT_URL`.)
+  nothing is cached. (The pin is the digest that independent public sources give for
+  the archive at `ADULT_URL`; UCI itself publishes none.)
 - The archive's `adult.data` and `adult.test` are written as `adult.data.csv` and
   `adult.test.csv` in the layout `vpub datasets adult --path` reads: a header line, no
   space after a comma, no comment line, no blank line, and the test split's class
@@ -19,6 +20,7 @@ Decisions:
 from __future__ import annotations
 
 import hashlib
+import http.client
 import io
 import shutil
 import tempfile
@@ -58,9 +60,12 @@ def adult_directory(
     stage = Path(tempfile.mkdtemp(prefix=".adult-", dir=target.parent))
     try:
         _prepare(archive, stage)
-        if target.exists():
-            shutil.rmtree(target)
+        if target.exists():  # a concurrent download finished first: keep its files
+            return target
         stage.rename(target)
+    except OSError:
+        if not target.exists():  # not lost to a concurrent download's rename
+            raise
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return target
@@ -70,7 +75,7 @@ def _download(url: str) -> bytes:
     try:
         with urllib.request.urlopen(url, timeout=60) as response:
             return response.read()
-    except (urllib.error.URLError, OSError) as e:
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
         reason = getattr(e, "reason", e)
         raise DataError(
             f"cannot download Adult from {url} ({reason}); download and unpack the archive "
@@ -102,4 +107,5 @@ def copy_raw(source: str | Path, target: str | Path) -> None:
     for name in SPLITS.values():
         if not (Path(source) / name).is_file():
             raise DataError(f"{source}: no {name}: expected the Adult directory")
-        shutil.copyfile(Path(source) / name, target / name)
+        if not (target / name).exists() or not (target / name).samefile(Path(source) / name):
+            shutil.copyfile(Path(source) / name, target / name)

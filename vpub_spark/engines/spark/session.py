@@ -68,7 +68,7 @@ def require_java() -> None:
 
 def class_archive() -> Path:
     """Where the driver JVM's class-data archive for this Java and this Spark installation
-    lives (`storage.cache_root`: `$VPUB_CACHE`, default `~/.cache/vpub`). An archive that no longer matches (a
+    lives (in `storage.cache_root()`). An archive that no longer matches (a
     Java update, moved jars) is ignored by the JVM, silently (`-Xshare:auto`)."""
     import hashlib
 
