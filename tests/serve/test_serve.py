@@ -1,6 +1,6 @@
 """`vpub serve`: a real uvicorn server on loopback over a store and a release
-directory. Answers equal the library's, under 1,000 concurrent requests too; bad
-requests get 4xx errors naming the field, and every error (an unknown path, a wrong
+directory. Answers equal the library's, under 1,000 requests from 100 concurrent
+clients too; bad requests get 4xx errors naming the field, and every error (an unknown path, a wrong
 method too) is JSON; no token, no answer; off loopback a token is required; the rate
 limit answers 429; the catalog summarizes, audits and estimates; no answer carries a
 row."""
@@ -49,7 +49,9 @@ def _texts(db: StatDB, count: int, seed: int) -> list[str]:
     ]
 
 
-def test_1000_concurrent_requests_none_lost_all_equal_to_the_library(server, store):
+def test_1000_requests_from_100_concurrent_clients_none_lost_all_equal_to_the_library(
+    server, store
+):
     db = StatDB.open(store[0])
     texts = _texts(db, 250, 1)
     jobs = [(t, m) for t in texts for m in METHODS]  # 1,000 requests
