@@ -1,7 +1,7 @@
 """`vpub serve`: a real uvicorn server on loopback over a store and a release
 directory. Answers equal the library's, under 1,000 requests from 100 concurrent
-clients too; bad requests get 4xx errors naming the field, and every error (an unknown path, a wrong
-method too) is JSON; no token, no answer; off loopback a token is required; the rate
+clients too; bad requests get 4xx errors naming the field, and every error (an unknown
+path, a wrong method too) is JSON; no token, no answer; off loopback a token is required; the rate
 limit answers 429; the catalog summarizes, audits and estimates; no answer carries a
 row."""
 
