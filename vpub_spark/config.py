@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import SpecError
-from .model import PrivacySpec, option, yaml_keys
+from .model import PrivacySpec, option, refuse_unknown, yaml_keys
 from .release.layout import PRIVATE, public_path
 from .tablespec import load_yaml
 
@@ -70,9 +70,7 @@ class MultiSaSettings:
 
     @classmethod
     def from_dict(cls, d: dict) -> MultiSaSettings:
-        unknown = set(d) - set(yaml_keys(cls))
-        if unknown:
-            raise SpecError(f"multi_sa has unknown keys {', '.join(sorted(unknown))}")
+        refuse_unknown(d, yaml_keys(cls), "multi_sa")
         t = d.get("time_limit_s", 60.0)
         return cls(
             str(d.get("mode", "exact")),
@@ -163,11 +161,7 @@ class MarginalSettings:
     def from_dict(cls, d: dict) -> MarginalSettings | None:
         if not d:
             return None
-        unknown = set(d) - set(yaml_keys(cls))
-        if unknown:
-            raise SpecError(
-                f"marginals has unknown keys {', '.join(sorted(unknown))}; known: {', '.join(yaml_keys(cls))}"
-            )
+        refuse_unknown(d, yaml_keys(cls), "marginals")
         for k in ("sensitive", "state"):
             if not d.get(k):
                 raise SpecError(f"marginals.{k} is required")
@@ -211,11 +205,7 @@ class StreamlinerSettings:
     def from_dict(cls, d: dict) -> StreamlinerSettings | None:
         if not d:
             return None
-        unknown = set(d) - set(yaml_keys(cls))
-        if unknown:
-            raise SpecError(
-                f"streamliner has unknown keys {', '.join(sorted(unknown))}; known: {', '.join(yaml_keys(cls))}"
-            )
+        refuse_unknown(d, yaml_keys(cls), "streamliner")
         if not d.get("sensitive"):
             raise SpecError("streamliner.sensitive is required")
         weights = d.get("weights")
@@ -459,15 +449,13 @@ def _section(d: dict, key: str) -> dict:
     return v
 
 
-def _keys_in(section: str) -> set[str]:
+def _keys_in(section: str) -> list[str]:
     """The YAML keys of a config's `section` (`input`, `output`, `gd`)."""
-    return {k.split(".")[1] for k in yaml_keys(PublishConfig) if k.startswith(f"{section}.")}
+    return [k.split(".")[1] for k in yaml_keys(PublishConfig) if k.startswith(f"{section}.")]
 
 
 def _privacy(d: dict) -> PrivacySpec:
-    unknown = set(d) - set(yaml_keys(PrivacySpec))
-    if unknown:
-        raise SpecError(f"config: privacy has unknown keys {', '.join(sorted(unknown))}")
+    refuse_unknown(d, yaml_keys(PrivacySpec), "config: privacy")
     also = d.get("also") or {}
     if not isinstance(also, dict):
         raise SpecError(
@@ -487,9 +475,7 @@ def _rules(v: Any) -> tuple[Any, ...] | RandomRules:
         if set(v) != {"random"} or not isinstance(v["random"], dict):
             raise SpecError("config: rules must be a list or {random: {c: 5, lhs: 3, seed: 1}}")
         r = v["random"]
-        unknown = set(r) - set(yaml_keys(RandomRules))
-        if unknown:
-            raise SpecError(f"config: rules.random has unknown keys {', '.join(sorted(unknown))}")
+        refuse_unknown(r, yaml_keys(RandomRules), "config: rules.random")
         return RandomRules(
             *(
                 number(r.get(k, dflt), f"rules.random.{k}", int, 0 if k == "seed" else 1)
@@ -504,17 +490,12 @@ def _rules(v: Any) -> tuple[Any, ...] | RandomRules:
 def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
     if not isinstance(d, dict):
         raise SpecError(f"{where}: expected a mapping")
-    known = {k.split(".")[0] for k in yaml_keys(PublishConfig)}
-    unknown = set(d) - known
-    if unknown:
-        raise SpecError(
-            f"{where}: unknown keys {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}"
-        )
+    refuse_unknown(
+        d, sorted({k.split(".")[0] for k in yaml_keys(PublishConfig)}), f"{where}: the config"
+    )
     inp, out, gdc = _section(d, "input"), _section(d, "output"), _section(d, "gd")
     for name, section in (("input", inp), ("output", out), ("gd", gdc)):
-        unknown = set(section) - _keys_in(name)
-        if unknown:
-            raise SpecError(f"{where}: {name} has unknown keys {', '.join(sorted(unknown))}")
+        refuse_unknown(section, _keys_in(name), f"{where}: {name}")
     if "path" not in inp:
         raise SpecError(f"{where}: input.path is required")
     parts = d.get("partitions", "auto")

@@ -9,6 +9,7 @@ values to coarser labels before encoding: numeric bins are closed intervals
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Literal
 
@@ -33,6 +34,17 @@ def option(
 def yaml_keys(cls: type) -> tuple[str, ...]:
     """The YAML keys of a dataclass's options (`option`), in declaration order."""
     return tuple(f.metadata.get("key") or f.name for f in fields(cls) if "doc" in f.metadata)
+
+
+def refuse_unknown(d: Mapping[str, Any], known: Iterable[str], what: str) -> None:
+    """A SpecError when the mapping `d` (`what`, e.g. `multi_sa`) has keys not `known`,
+    naming them and the known ones."""
+    known = list(known)
+    unknown = set(d) - set(known)
+    if unknown:
+        raise SpecError(
+            f"{what} has unknown keys {', '.join(sorted(unknown))}; known: {', '.join(known)}"
+        )
 
 
 def number_label(x: float) -> str:

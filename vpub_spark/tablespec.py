@@ -23,9 +23,15 @@ from typing import Any
 import yaml
 
 from .errors import SpecError
-from .model import Attribute, CategoryGroup, NumericBin, TableSpec, number_label, yaml_keys
-
-_ATTRIBUTE_KEYS = set(yaml_keys(Attribute))
+from .model import (
+    Attribute,
+    CategoryGroup,
+    NumericBin,
+    TableSpec,
+    number_label,
+    refuse_unknown,
+    yaml_keys,
+)
 
 
 def _bins(name: str, raw: Any) -> tuple[NumericBin, ...]:
@@ -49,9 +55,7 @@ def _bins(name: str, raw: Any) -> tuple[NumericBin, ...]:
 def attribute_from_dict(d: dict) -> Attribute:
     if not isinstance(d, dict) or "name" not in d:
         raise SpecError(f"an attribute needs at least a name: {d!r}")
-    unknown = set(d) - _ATTRIBUTE_KEYS
-    if unknown:
-        raise SpecError(f"attribute {d['name']}: unknown keys {', '.join(sorted(unknown))}")
+    refuse_unknown(d, yaml_keys(Attribute), f"attribute {d['name']}")
     groups = d.get("groups")
     return Attribute(
         name=str(d["name"]),
@@ -69,9 +73,7 @@ def attribute_from_dict(d: dict) -> Attribute:
 def table_spec_from_dict(d: dict) -> TableSpec:
     if not isinstance(d, dict) or "attributes" not in d:
         raise SpecError("a table spec needs an `attributes` list")
-    unknown = set(d) - set(yaml_keys(TableSpec))
-    if unknown:
-        raise SpecError(f"table spec: unknown keys {', '.join(sorted(unknown))}")
+    refuse_unknown(d, yaml_keys(TableSpec), "table spec")
     return TableSpec(
         attributes=tuple(attribute_from_dict(a) for a in d["attributes"]),
         name=str(d.get("name", "table")),

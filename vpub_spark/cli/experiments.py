@@ -5,19 +5,16 @@ from __future__ import annotations
 import argparse
 import time
 
-from ..experiments.bench import (
+from ..experiments.bench import BenchPublish, BenchUtility, bench_publish, bench_utility
+from ..experiments.bench_cold import BenchCold, bench_cold
+from ..experiments.bench_methods import (
     BenchMarginals,
     BenchMultiSa,
-    BenchPublish,
     BenchStreamliner,
-    BenchUtility,
     bench_marginals,
     bench_multi_sa,
-    bench_publish,
     bench_streamliner,
-    bench_utility,
 )
-from ..experiments.bench_cold import BenchCold, bench_cold
 from ..experiments.bench_peers import BenchPeers, bench_peers
 from ..experiments.bench_scale import BenchKl, BenchScale, bench_kl, bench_scale
 from ..experiments.bench_statdb import BenchServe, BenchStatdb, bench_serve, bench_statdb

@@ -10,9 +10,9 @@ Decisions:
   space after a comma, no comment line, no blank line, and the test split's class
   labels without their trailing `.` (`>50K.` is `>50K`), so both splits share labels.
 - The cache is `storage.cache_root()` (`$VPUB_CACHE`, else `$XDG_CACHE_HOME/vpub`, else
-  `~/.cache/vpub`); the
-  prepared directory is keyed by the digest and appears whole or not at all (written
-  beside it, then renamed), so a second call reads it without the network.
+  `~/.cache/vpub`); the prepared directory is keyed by the digest and appears whole or
+  not at all (written beside it, then renamed), so a second call reads it without the
+  network.
 - Offline, the error names `--path`: download the archive elsewhere, unpack it, and
   give the directory.
 """

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
-from ..model import option, yaml_keys
+from ..model import option, refuse_unknown, yaml_keys
 
 DEFAULT_CONF = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
@@ -47,9 +47,7 @@ class SparkSettings:
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> SparkSettings:
         d = dict(d or {})
-        unknown = set(d) - set(yaml_keys(cls))
-        if unknown:
-            raise SpecError(f"spark settings: unknown keys {', '.join(sorted(unknown))}")
+        refuse_unknown(d, yaml_keys(cls), "spark settings")
         conf = tuple(sorted((str(k), str(v)) for k, v in (d.pop("conf", None) or {}).items()))
         sp = d.get("shuffle_partitions")
         if sp not in (None, "auto") and (not isinstance(sp, int) or sp < 1):

@@ -27,6 +27,7 @@ from ..engines.base import Engine, LoadedTable
 from ..engines.inprocess import InProcessEngine
 from ..engines.settings import SparkSettings
 from ..errors import SpecError
+from ..model import refuse_unknown
 from ..report import console
 
 T = TypeVar("T")
@@ -83,11 +84,10 @@ def parse_sweeps(
 
 
 def check_keys(d: object, known: set[str], where: str) -> dict:
-    if not isinstance(d, dict) or set(d) - known:
-        extra = sorted(set(d) - known) if isinstance(d, dict) else []
-        raise SpecError(
-            f"{where}: unknown keys {', '.join(extra)}; known: {', '.join(sorted(known))}"
-        )
+    """A comparison's config `d`, its keys checked (`model.refuse_unknown`), with an input."""
+    if not isinstance(d, dict):
+        raise SpecError(f"{where}: expected a mapping")
+    refuse_unknown(d, sorted(known), f"{where}: the config")
     if "path" not in (d.get("input") or {}):
         raise SpecError(f"{where}: input.path is required")
     return d
