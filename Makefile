@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 PY      = $(BIN)/python
 
-.PHONY: demo test lint docs wheel-check bench-docs bench-scale bench-statdb compare-adult compare-texas bench-generate bench-publish bench-publish-10m bench-texas bench-utility bench-multi-sa bench-marginals compare-marginals bench-bip-adult bench-cluster bench-cold spark-archive clean check-java
+.PHONY: demo test lint docs wheel-check mutation-check bench-docs bench-scale bench-statdb compare-adult compare-texas bench-generate bench-publish bench-publish-10m bench-texas bench-utility bench-multi-sa bench-marginals compare-marginals bench-bip-adult bench-cluster bench-cold spark-archive clean check-java
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,10 @@ $(VENV)/.installed-docs: pyproject.toml | $(BIN)/activate
 # the documentation site (docs/, mkdocs.yml) into site/; --strict: a broken link fails
 docs: $(VENV)/.installed-docs
 	$(BIN)/mkdocs build --strict --site-dir site
+
+# the suite against three deliberate bugs, each in a copy of the checkout: every one must fail it
+mutation-check: check-java $(VENV)/.installed-dev
+	$(PY) scripts/mutation_check.py
 
 # the wheel installed into a new venv runs `vpub demo` in process (CI runs it)
 wheel-check:

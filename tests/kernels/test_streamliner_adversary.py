@@ -8,6 +8,8 @@ The adversary is shared with test_adversary.py (tests/adversary.py)."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -60,3 +62,37 @@ def test_l_diverse_mondrian_is_not_algorithm_safe():
         np.bincount(values[groups == g]).max() * 2 <= (groups == g).sum() for g in np.unique(groups)
     )
     assert worst_posterior(run, values, [None]) == 1.0  # every group 2-diverse, yet certain
+
+
+def _gda_nearest_leftover(codes: pd.DataFrame, sensitive, l: int, priority, distance) -> np.ndarray:
+    """GDA's steps on one segment (5 rows < the default segment of 8 l), except that the
+    leftover joins the compatible group nearest in weighted rank (003 Table 7 line 11)
+    instead of the one holding the least priority; `distance` reduces the leftover's
+    distances to a group's members to one number."""
+    from vpub_spark.kernels import streamliner as sl
+    from vpub_spark.kernels.minvariance import assign_buckets
+
+    wr = sl.weighted_rank(codes, {a: int(codes[a].max()) + 1 for a in codes.columns})
+    canon = sl._canonical(codes, sensitive)
+    canon = canon[np.argsort(wr[canon], kind="stable")]
+    s, w = sensitive[canon].astype(np.int64), wr[canon]
+    key = sl._priority(len(s), 0, priority, canon)
+    group = sl._groups_of_buckets(assign_buckets(s, l, 0, np.zeros_like(s), key), s, key)
+    cand, members = sl._cyclic_candidates(group, s, l)
+
+    def nearest(row: int, groups: np.ndarray) -> int:
+        return int(groups[np.argmin(distance(np.abs(w[members[groups]] - w[row]), axis=1))])
+
+    sl._append(group, s, cand, members, np.flatnonzero(group < 0), nearest)
+    return sl._restore(canon, group, cand).group
+
+
+@pytest.mark.parametrize("distance, leaked", [(np.min, Fraction(2, 3)), (np.mean, Fraction(1))])
+def test_gda_with_nearest_group_leftovers_would_leak(distance, leaked):
+    """The decision in kernels/streamliner.py: a leftover that joins the group nearest in
+    weighted rank (to its nearest member, or to the members' mean) lets the adversary
+    learn a value of 003 Table 1 beyond 1/2, where gda's least-priority choice keeps 1/2
+    (the first test of this module)."""
+    codes, values = TABLE_1
+    run = lambda t, p: _gda_nearest_leftover(codes, t, 2, p, distance)  # noqa: E731
+    assert worst_posterior(run, values, PRIORITIES) == leaked

@@ -96,6 +96,13 @@ def test_publish_add_and_both_audits(data, tmp_path):
         for r, t in [("r1", "age-job"), ("r2", "edu-marital-job"), ("r3", "marital-job")]
     ]
     assert sig[0] == sig[1] == sig[2]
+    # per tuple, not only as multisets, recounted from the store's group links and the
+    # published ST (no audit code): every tuple's group shows the same values everywhere
+    marginals = [(r, t["name"]) for r in ("r1", "r2", "r3") for t in _manifest(tmp_path, r)]
+    per_tuple = [_tuple_signatures(store, tmp_path / "out", r, t) for r, t in marginals]
+    assert len(marginals) == 5 and all(len(p) == 3000 for p in per_tuple)
+    assert all(p.equals(per_tuple[0]) for p in per_tuple[1:])
+    assert per_tuple[0].map(lambda sig: len(set(sig.split(",")))).min() >= 4  # m-unique
 
 
 def test_002_partitioning_publishes_too_and_mondrian_boxes_are_narrower(data, tmp_path):
@@ -110,6 +117,18 @@ def test_002_partitioning_publishes_too_and_mondrian_boxes_are_narrower(data, tm
     assert width["mondrian"] < width["ncp"]
     with pytest.raises(SpecError, match="marginals.partitioning must be one of"):
         _config(data, tmp_path, partitioning="kd-tree")
+
+
+def _manifest(tmp, release_id):
+    return json.loads((tmp / "out" / release_id / "manifest.json").read_text())["tables"]
+
+
+def _tuple_signatures(store, out, release_id, table) -> pd.Series:
+    """row -> the values of the published group holding it (its signature), sorted."""
+    links = pd.read_parquet(store / "groups" / release_id / table)
+    st = pd.read_parquet(out / release_id / "tables" / table / "st")
+    sig = st.sort_values("job").groupby("group_id")["job"].agg(",".join)
+    return links.set_index("row")["group_id"].map(sig).sort_index()
 
 
 def _signatures(table_dir):

@@ -1,8 +1,10 @@
 """Releases that prove their integrity: part checksums in the manifest, an
-optional Ed25519 signature, and 20 kinds of tampering, each refused."""
+optional Ed25519 signature, and kinds of tampering, each refused by the checks it
+breaks: as edited, and again once a forger recomputed the checksums and re-signed."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from collections.abc import Callable
@@ -21,7 +23,7 @@ from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.errors import SpecError
 from vpub_spark.publish.pipeline import publish
 from vpub_spark.release.audit import audit_release
-from vpub_spark.release.signing import generate_keys, verify
+from vpub_spark.release.signing import generate_keys, sign, verify
 
 pytestmark = pytest.mark.faults
 
@@ -113,100 +115,231 @@ def _manifest(path: Path, change: Callable[[dict], object]) -> None:
     (path / "manifest.json").write_text(json.dumps(m))
 
 
-def _anatomy_table(path: Path) -> str:
-    m = json.loads((path / "manifest.json").read_text())
-    return next(t["name"] for t in m["tables"] if t["kind"] == "anatomy")
-
-
 def _first_sha(m: dict) -> dict:
     return next(iter(m["tables"][0]["parts"].values()))["sha256"]
 
 
-ANATOMY_EDITS = {
-    "a group made to hold one sensitive value": lambda p, t: _rewrite(
-        p, t, "st", lambda f: f.assign(**{f.columns[1]: f.iloc[0, 1]})
+def _guarded_verdict(m: dict) -> dict:
+    return next(v for v in m["gnf"]["verdicts"] if v["status"] != "unreachable")
+
+
+def _recompute_checksums(path: Path) -> None:
+    def fresh(m: dict) -> None:
+        for t in m["tables"]:
+            for part in t["parts"].values():
+                files = sorted((path / part["path"]).glob("*.parquet"))
+                part["sha256"] = {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
+
+    _manifest(path, fresh)
+
+
+def _forge(path: Path, signing_key: Path) -> None:
+    """What a forger holding the owner's signing key does after an edit: every part's
+    checksums recomputed and the manifest signed again, so integrity passes and only the
+    semantic checks stand between the edit and a passing audit."""
+    _recompute_checksums(path)
+    sign(path, signing_key)
+
+
+# The anatomy release (000 Table 1, rules 1-3) has the anatomy table t1 (QIT and ST, l = 2)
+# and the projection t2 (race, counts). Each edit: what it does, the checks that fail as
+# it is, and the checks that fail once a forger recomputed every checksum and re-signed
+# (None where the edit is to the integrity data itself, which forging undoes).
+Edit = tuple[Callable[[Path], object], set[str], set[str] | None]
+SUM = "t1/st: checksums"
+QIT_SUM = "t1/qit: checksums"
+SIG = "signature"
+ANATOMY_EDITS: dict[str, Edit] = {
+    "a group made to hold one sensitive value": (
+        lambda p: _rewrite(p, "t1", "st", lambda f: f.assign(zipcode=f["zipcode"].iloc[0])),
+        {SUM, "t1: 2-diverse"},
+        {"t1: 2-diverse"},
     ),
-    "a QIT row dropped": lambda p, t: _rewrite(p, t, "qit", lambda f: f.iloc[1:]),
-    "the sensitive value copied into the QIT": lambda p, t: _rewrite(
-        p, t, "qit", lambda f: f.assign(leak="x")
+    "a QIT row dropped": (
+        lambda p: _rewrite(p, "t1", "qit", lambda f: f.iloc[1:]),
+        {QIT_SUM, "t1: covers every row", "t1: group sizes agree"},
+        {"t1: covers every row", "t1: group sizes agree"},
     ),
-    "an ST count raised": lambda p, t: _rewrite(
-        p, t, "st", lambda f: f.assign(count=f["count"] + 1)
+    "the sensitive value copied into the QIT": (
+        lambda p: _rewrite(p, "t1", "qit", lambda f: f.assign(zipcode="71000")),
+        {QIT_SUM, "t1/qit: columns"},
+        {"t1/qit: columns"},
     ),
-    "QIT rows moved to other groups": lambda p, t: _rewrite(
-        p, t, "qit", lambda f: f.assign(group_id=f["group_id"].to_numpy()[::-1])
+    "a QIT value made missing": (
+        lambda p: _rewrite(p, "t1", "qit", lambda f: f.assign(age=[None, *f["age"].iloc[1:]])),
+        {QIT_SUM, "t1/qit: no missing values"},
+        {"t1/qit: no missing values"},
     ),
-    "a stronger l claimed": lambda p, t: _manifest(p, lambda m: m["privacy"].update(l=3)),
-    "the row count edited": lambda p, t: _manifest(p, lambda m: m["source"].update(rows=7)),
-    "_SUCCESS removed": lambda p, t: (p / "_SUCCESS").unlink(),
-    "a part removed": lambda p, t: shutil.rmtree(p / "tables" / t / "st"),
-    "a foreign table added": lambda p, t: shutil.copytree(p / "tables" / t, p / "tables" / "extra"),
-    "an unlisted file in a part": lambda p, t: shutil.copy(
-        next((p / "tables" / t / "qit").glob("*.parquet")),
-        p / "tables" / t / "qit" / "part-09999.parquet",
+    "an ST count raised": (
+        lambda p: _rewrite(p, "t1", "st", lambda f: f.assign(count=f["count"] + 1)),
+        {SUM, "t1: group sizes agree"},
+        {"t1: group sizes agree"},
     ),
-    "a checksum edited to match nothing": lambda p, t: _manifest(
-        p, lambda m: _first_sha(m).update({k: "0" * 64 for k in _first_sha(m)})
+    "an ST count moved to zero within its group": (
+        lambda p: _rewrite(p, "t1", "st", lambda f: f.assign(count=[0, 2, *f["count"].iloc[2:]])),
+        {SUM, "t1: ST counts positive", "t1: 2-diverse"},
+        {"t1: ST counts positive", "t1: 2-diverse"},
     ),
-    "the format version changed": lambda p, t: _manifest(p, lambda m: m.update(format_version=1)),
-    "the GNF verdicts edited": lambda p, t: _manifest(
-        p, lambda m: m["gnf"]["verdicts"][0].update(status="unreachable")
+    "an ST group the QIT lacks": (
+        lambda p: _rewrite(p, "t1", "st", lambda f: pd.concat([f, f.iloc[:2].assign(group_id=99)])),
+        {SUM, "t1: same groups in QIT and ST"},
+        {"t1: same groups in QIT and ST"},
     ),
-    "a table's kind changed": lambda p, t: _manifest(
-        p, lambda m: next(x for x in m["tables"] if x["name"] == t).update(kind="projection")
+    "QIT rows moved to other groups": (
+        # re-signed, this is another 2-diverse anatomy of the same QI values: only the
+        # integrity data (checksums, signature) can tell it from the owner's release
+        lambda p: _rewrite(p, "t1", "qit", lambda f: f.assign(group_id=f["group_id"].iloc[::-1])),
+        {QIT_SUM},
+        set(),
     ),
-    "a local path recorded": lambda p, t: _manifest(
-        p, lambda m: m["config"].update(input_path="/home/owner/data.csv")
+    "a projection key counted twice": (
+        lambda p: _rewrite(
+            p, "t2", "counts", lambda f: pd.concat([f.iloc[:1], f.assign(count=[0, 2, 3])])
+        ),
+        {"t2/counts: checksums", "t2: aggregated"},
+        {"t2: aggregated"},
     ),
-    "a manifest edited after signing": lambda p, t: _manifest(
-        p, lambda m: m.update(created_at="2020-01-01T00:00:00+00:00")
+    "a stronger l claimed": (
+        lambda p: _manifest(p, lambda m: m["privacy"].update(l=3)),
+        {SIG, "t1: 3-diverse"},
+        {"t1: 3-diverse"},
+    ),
+    "the row count edited": (
+        lambda p: _manifest(p, lambda m: m["source"].update(rows=7)),
+        {SIG, "t1: rows", "t1: covers every row", "t2: rows", "t2: covers every row"},
+        {"t1: rows", "t1: covers every row", "t2: rows", "t2: covers every row"},
+    ),
+    "_SUCCESS removed": (lambda p: (p / "_SUCCESS").unlink(), {"committed"}, {"committed"}),
+    "a part removed": (
+        lambda p: shutil.rmtree(p / "tables" / "t1" / "st"),
+        {SUM, "t1: readable"},
+        {SUM, "t1: readable"},  # no file left to checksum
+    ),
+    "a foreign table added": (
+        lambda p: shutil.copytree(p / "tables" / "t1", p / "tables" / "extra"),
+        {"tables on disk"},
+        {"tables on disk"},
+    ),
+    "an unlisted file in a part": (
+        lambda p: shutil.copy(
+            p / "tables" / "t1" / "qit" / "part-00000.parquet",
+            p / "tables" / "t1" / "qit" / "part-09999.parquet",
+        ),
+        {
+            QIT_SUM,
+            "t1: covers every row",
+            "t1: group sizes agree",
+            "t1: groups within one file",
+        },
+        {"t1: covers every row", "t1: group sizes agree", "t1: groups within one file"},
+    ),
+    "a checksum edited to match nothing": (
+        lambda p: _manifest(
+            p, lambda m: _first_sha(m).update({k: "0" * 64 for k in _first_sha(m)})
+        ),
+        {SIG, QIT_SUM},
+        None,
+    ),
+    "the format version changed": (
+        lambda p: _manifest(p, lambda m: m.update(format_version=1)),
+        {SIG, "format version"},
+        {"format version"},
+    ),
+    "the GNF verdicts edited": (
+        lambda p: _manifest(p, lambda m: _guarded_verdict(m).update(status="unreachable")),
+        {SIG, "GNF verdicts as recorded"},
+        {"GNF verdicts as recorded"},
+    ),
+    "a table's kind changed": (
+        lambda p: _manifest(p, lambda m: m["tables"][0].update(kind="projection")),
+        {SIG, "t1: kind"},
+        {"t1: kind"},
+    ),
+    "a local path recorded": (
+        lambda p: _manifest(p, lambda m: m["config"].update(input_path="/home/owner/data.csv")),
+        {SIG, "no local paths"},
+        {"no local paths"},
+    ),
+    "a seed recorded": (
+        lambda p: _manifest(p, lambda m: m["config"].update(seed=7)),
+        {SIG, "secrecy: no seed in a public file"},
+        {"secrecy: no seed in a public file"},
+    ),
+    "a private store's path recorded": (
+        lambda p: _manifest(p, lambda m: m["config"].update(marginals={"state": "private/store"})),
+        {SIG, "private store unnamed"},
+        {"private store unnamed"},
+    ),
+    "a manifest edited after signing": (
+        lambda p: _manifest(p, lambda m: m.update(created_at="2020-01-01T00:00:00+00:00")),
+        {SIG},
+        None,
     ),
 }
+
+
+def _failed(path: Path, **kw) -> set[str]:
+    return {c.name for c in audit_release(path, **kw).failures}
 
 
 @pytest.mark.parametrize("edit", sorted(ANATOMY_EDITS))
-def test_an_edited_anatomy_release_is_refused(anatomy, keys, tmp_path, edit):
+def test_an_edited_anatomy_release_fails_the_checks_the_edit_breaks(anatomy, keys, tmp_path, edit):
     path = tmp_path / "r"
     shutil.copytree(anatomy[0], path)
-    ANATOMY_EDITS[edit](path, _anatomy_table(path))
-    assert not audit_release(path, verify_key=str(keys[1])).passed
+    change, failing, _ = ANATOMY_EDITS[edit]
+    change(path)
+    assert _failed(path, verify_key=str(keys[1])) == failing
 
 
+FORGED = sorted(e for e, (_, _, forged) in ANATOMY_EDITS.items() if forged is not None)
+
+
+@pytest.mark.parametrize("edit", FORGED)
+def test_a_forged_anatomy_release_fails_its_semantic_checks(anatomy, keys, tmp_path, edit):
+    """Checksums recomputed and the manifest re-signed: each semantic check alone
+    catches what it guards (deleting it from the auditor turns its case green)."""
+    path = tmp_path / "r"
+    shutil.copytree(anatomy[0], path)
+    change, _, forged = ANATOMY_EDITS[edit]
+    change(path)
+    if (path / "manifest.json").exists():
+        _forge(path, keys[0])
+    assert _failed(path, verify_key=str(keys[1])) == forged
+
+
+# the marginal age-job of the m = 3 store: each edit, the checks failing as it is and once
+# its checksums are recomputed (the release is unsigned)
+FIT = "age-job: source tuples fit the boxes"
 MARGINAL_EDITS = {
-    "a box narrowed": lambda f: f.assign(age_max=f["age_min"]),
-    "a group's size changed": lambda f: f.assign(size=f["size"] + 1),
-    "a group removed": lambda f: f.iloc[1:],
+    "a box narrowed": (
+        lambda f: f.assign(age_max=f["age_min"]),
+        {"age-job/groups: checksums", FIT},
+        {FIT},
+    ),
+    "a group's size changed": (
+        lambda f: f.assign(size=f["size"] + 1),
+        {"age-job/groups: checksums", "age-job: covers every row", "age-job: group sizes agree"},
+        {"age-job: covers every row", "age-job: group sizes agree"},
+    ),
+    "a group removed": (
+        lambda f: f.iloc[1:],
+        {"age-job/groups: checksums", "age-job: same groups in GROUPS and ST", FIT},
+        {"age-job: same groups in GROUPS and ST", FIT},
+    ),
 }
 
 
+@pytest.mark.parametrize("forged", [False, True], ids=["as-edited", "checksums-recomputed"])
 @pytest.mark.parametrize("edit", sorted(MARGINAL_EDITS))
-def test_an_edited_marginal_is_refused(marginals, tmp_path, edit):
-    path = tmp_path / "m"
-    shutil.copytree(marginals[0], path)
-    _rewrite(path, "age-job", "groups", MARGINAL_EDITS[edit])
-    assert not audit_release(path).passed
-
-
-def test_a_narrowed_box_is_refused_by_the_source_even_with_fresh_checksums(marginals, tmp_path):
-    """Without checksums to catch it (recomputed after the edit), the source does: its
-    tuples no longer fit the boxes (a maximum flow per sensitive value)."""
-    import hashlib
-
+def test_an_edited_marginal_fails_the_checks_the_edit_breaks(marginals, tmp_path, edit, forged):
     path = tmp_path / "m"
     shutil.copytree(marginals[0], path)
     audit = audit_release(path, source=str(marginals[1]))
-    assert audit.passed and any(
-        c.name == "age-job: source tuples fit the boxes" for c in audit.checks
-    )
-    _rewrite(path, "age-job", "groups", lambda f: f.assign(age_max=f["age_min"]))
-
-    def fresh(m):
-        for part in m["tables"][0]["parts"].values():
-            for name in part["sha256"]:
-                part["sha256"][name] = hashlib.sha256(
-                    (path / part["path"] / name).read_bytes()
-                ).hexdigest()
-
-    _manifest(path, fresh)
-    failed = [c.name for c in audit_release(path, source=str(marginals[1])).failures]
-    assert failed == ["age-job: source tuples fit the boxes"]
+    assert audit.passed and any(c.name == FIT for c in audit.checks)
+    change, failing, failing_forged = MARGINAL_EDITS[edit]
+    _rewrite(path, "age-job", "groups", change)
+    if forged:
+        m = json.loads((path / "manifest.json").read_text())
+        assert not m.get("signed_by")  # nothing to re-sign
+        _recompute_checksums(path)
+    assert _failed(path, source=str(marginals[1])) == (failing_forged if forged else failing)

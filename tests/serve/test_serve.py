@@ -268,9 +268,7 @@ def test_bench_serve_checks_every_answer(store, tmp_path):
     r = bench_serve(
         BenchServe(str(store[0]), clients=4, queries=40, rate=100, port=port, out=str(tmp_path))
     )
-    for phase in ("paced", "closed"):
-        got = r[phase]
-        assert (
-            got["equal_to_library"] == got["queries"] == 40 and 0 < got["p50_ms"] <= got["p99_ms"]
-        )
-    assert r["closed"]["queries_per_s"] > 0
+    for phase in ("paced", "closed"):  # every answer equal to the library's; no timing asserted
+        assert r[phase]["equal_to_library"] == r[phase]["queries"] == 40
+    written = json.loads((tmp_path / f"{store[0].name}.json").read_text())
+    assert {k: written[k] for k in ("paced", "closed")} == {k: r[k] for k in ("paced", "closed")}

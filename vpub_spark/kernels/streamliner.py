@@ -44,7 +44,8 @@ optimized among them without helping an adversary who knows the algorithm.
   the groups depend on which tuple holds which value, and the simulated adversary of
   003 §1, who knows the algorithm, then learns more than 1/l
   (tests/kernels/test_streamliner_adversary.py: wr-order dealing pins a value with
-  certainty on a 5-row table; nearest-group leftovers reach 2/3 on 003 Table 1). The
+  certainty on a 5-row table; leftovers joining the group nearest in wr reach 2/3 on
+  003 Table 1 when nearest means its nearest member, 1 when it means its mean wr). The
   segments keep some locality: mean Age span 29.3 against RDA's 40.7 at l = 6 on a
   20,000-row table like tests/experiments/test_compare_streamliner.py's. Default weights: 003 §4.2
   weighs Gender 10,000 and Age, Education, Birthplace 1; for any table we weigh the

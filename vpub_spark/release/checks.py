@@ -432,6 +432,7 @@ def placement_check(counts: SourceCounts, t: PublishedTable, check: Checker) -> 
     st[s] = st[s].astype(str)
     index = {g: i for i, g in enumerate(groups[GROUP])}
     short, worst = 0, ""
+    st = st[st[GROUP].isin(index)]  # an ST group without a box: "same groups" reports it
     for value, own in tuples.groupby(s, sort=True):
         held = st[st[s] == value]
         missing = _unplaced(
