@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 PY      = $(BIN)/python
 
-.PHONY: demo test lint docs wheel-check mutation-check bench-docs bench-scale bench-statdb compare-adult compare-texas bench-generate bench-publish bench-publish-10m bench-texas bench-utility bench-multi-sa bench-marginals compare-marginals bench-bip-adult bench-cluster bench-cold spark-archive clean check-java
+.PHONY: demo test lint docs wheel-check mutation-check bench-docs bench-scale bench-statdb compare-adult compare-texas bench-generate bench-publish bench-publish-10m bench-workers bench-texas bench-utility bench-multi-sa bench-marginals compare-marginals bench-bip-adult bench-cluster bench-cold spark-archive clean check-java
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -62,7 +62,7 @@ bench-generate: check-java $(VENV)/.installed
 DOCS_DATA := docs/benchmarks/data
 
 # every benchmark and comparison the docs show, one after another (hours on 2 cores)
-bench-docs: bench-publish bench-texas bench-cold bench-utility bench-marginals bench-scale bench-statdb compare-adult compare-texas bench-bip-adult compare-marginals
+bench-docs: bench-publish bench-workers bench-texas bench-cold bench-utility bench-marginals bench-scale bench-statdb compare-adult compare-texas bench-bip-adult compare-marginals
 
 # a comparison's means, run record and plots, into the docs (from OUT to FIGURES)
 define copy-comparison
@@ -73,6 +73,13 @@ endef
 bench-publish: check-java $(VENV)/.installed
 	$(BIN)/vpub bench publish --rows 1000000 --repeat 3 --out out/bench-1m
 	cp out/bench-1m/results.json $(DOCS_DATA)/publish-1m.json
+
+# in process on 1 and 2 workers at 1M, 3M and 10M rows: rows/s per step and the speed-up
+bench-workers: $(VENV)/.installed
+	for n in 1000000 3000000 10000000; do \
+	  $(BIN)/vpub bench publish --rows $$n --repeat 3 --engines inprocess --workers 1,2 --out out/bench-workers-$$n && \
+	  cp out/bench-workers-$$n/results.json $(DOCS_DATA)/publish-workers-$$n.json || exit 1; \
+	done
 
 bench-publish-10m: check-java $(VENV)/.installed
 	$(BIN)/vpub bench publish --rows 10000000 --repeat 2 --out out/bench-10m

@@ -303,6 +303,12 @@ class PublishConfig:
         "([choosing the engine](../how-to/choose-engine.md))",
     )
     spark: str | None = option(None, doc="a Spark settings file (below)")
+    workers: int | None = option(
+        None,
+        doc="the in-process engine's worker processes (forked; results identical for any "
+        "count); not recorded in the manifest",
+        shown="`$VPUB_WORKERS`, else every core",
+    )
     partitions: int | None = option(
         None,
         doc="how many partitions (Spark tasks) a rule-based release is cut into; each is "
@@ -391,10 +397,10 @@ class PublishConfig:
     def effective(self) -> dict:
         """The configuration as run, for the manifest: no path of the private store
         (named only by its id: docs/explanation/architecture.md, "Private state"), no
-        absolute path of this machine, and no seed, seed file or private directory
-        (release/secret.py)."""
+        absolute path of this machine, no seed, seed file or private directory
+        (release/secret.py), and not the worker count (the release is the same for any)."""
         d = asdict(self)
-        for key in ("seed", "seed_file", "private_dir"):
+        for key in ("seed", "seed_file", "private_dir", "workers"):
             d.pop(key)
         for key in ("input_path", "table", "output_path", "spark", "sign_key"):
             d[key] = public_path(d[key])
@@ -517,6 +523,7 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
             private_dir=None if d.get("private_dir") is None else str(d["private_dir"]),
             engine=str(d.get("engine", "auto")),
             spark=None if d.get("spark") is None else str(d["spark"]),
+            workers=number(d.get("workers"), "workers", int, 1),
             partitions=None if parts == "auto" else parts,
             gd_budget_s=number(gdc.get("budget_s"), "gd.budget_s"),
             gd_sample_rows=number(gdc.get("sample_rows", 100_000), "gd.sample_rows", int, 1),

@@ -306,6 +306,31 @@ def decode_batch(
     return pa.RecordBatch.from_arrays(arrays, names=names)
 
 
+def _labelled(table: pa.Table, dictionaries: Mapping[str, Dictionary]) -> pa.Table:
+    """Each coded column as a dictionary array of the labels it uses (no other label is
+    in the file); Parquet writes those dictionaries as they are, without hashing every
+    string again, and readers see plain string columns (`store_schema=False`). The
+    other columns as they are; no schema metadata."""
+    arrays = []
+    for n in table.column_names:
+        col = table.column(n).combine_chunks()
+        arrays.append(_dictionary_column(col, dictionaries[n].labels) if n in dictionaries else col)
+    return pa.Table.from_arrays(arrays, names=table.column_names)
+
+
+def _dictionary_column(col: pa.Array, labels: Sequence[str]) -> pa.DictionaryArray:
+    valid = np.asarray(col.is_valid())
+    codes = col.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    if len(codes) and (codes.min() < 0 or codes.max() >= len(labels)):
+        raise DataError(f"a code outside its domain of {len(labels)} labels")
+    used = np.zeros(len(labels), dtype=bool)
+    used[codes[valid]] = True
+    position = (np.cumsum(used) - 1).astype(np.int32)
+    indices = pa.array(position[codes], mask=None if valid.all() else ~valid)
+    words = pa.array(np.asarray(labels, dtype=object)[used], pa.string())
+    return pa.DictionaryArray.from_arrays(indices, words)
+
+
 def write_decoded(
     frame: pd.DataFrame,
     dictionaries: Mapping[str, Dictionary],
@@ -315,19 +340,19 @@ def write_decoded(
     """Decode `frame` and write it as `directory/name` atomically (temporary name, then
     rename): a retried task rewrites the same file, a killed one leaves only a hidden
     temporary file. An `s3://` directory gets one PUT of the whole file (atomic too)."""
-    batch = decode_batch(pa.Table.from_pandas(frame, preserve_index=False), dictionaries)
+    table = _labelled(pa.Table.from_pandas(frame, preserve_index=False), dictionaries)
     from .storage import is_remote, join, write_bytes
 
     if is_remote(directory):
         sink = pa.BufferOutputStream()
-        pq.write_table(pa.Table.from_batches([batch]), sink)
+        pq.write_table(table, sink, store_schema=False)
         write_bytes(join(directory, name), sink.getvalue().to_pybytes())
         return
     directory = Path(directory)
     tmp = directory / f".{name}.{uuid.uuid4().hex[:8]}.tmp"
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.Table.from_batches([batch]), tmp)
+        pq.write_table(table, tmp, store_schema=False)
         os.replace(tmp, directory / name)
     except OSError as e:  # a full disk, a file-size limit, a vanished directory
         tmp.unlink(missing_ok=True)

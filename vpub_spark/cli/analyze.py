@@ -172,7 +172,7 @@ def cmd_statdb_build(args: argparse.Namespace) -> int:
         sign_key=args.sign_key,
     )
     warn_explicit_seed(cfg.seed)
-    engine, why = engine_for(cfg.engine, SparkSettings.load(cfg.spark), cfg.input_path)
+    engine, why = engine_for(cfg.engine, SparkSettings.load(cfg.spark), cfg.input_path, cfg.workers)
     console.print(f"engine: {engine.name} ({why})")
     with progress_step(f"start the {engine.name} engine"):
         engine.start()

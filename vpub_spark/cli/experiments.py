@@ -51,6 +51,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def worker_counts(text: str) -> tuple[int, ...]:
+    """`--workers 1,2` as (1, 2); a one-line error for anything else."""
+    from ..errors import SpecError
+
+    try:
+        counts = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise SpecError(f"--workers takes whole numbers like 1,2, not {text!r}") from None
+    if any(c < 1 for c in counts):
+        raise SpecError(f"--workers must be at least 1 each, not {text!r}")
+    return counts
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     """Every benchmark: its typed config from the arguments, then the run."""
     kind, run = {
@@ -66,11 +79,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         "peers": (BenchPeers, bench_peers),
         "cold": (BenchCold, bench_cold),
     }[args.what]
-    given = {"engines": engines(args.engines)} if hasattr(args, "engines") else {}
+    given: dict[str, tuple] = {"engines": engines(args.engines)} if hasattr(args, "engines") else {}
     if args.what == "peers":
         given = {"qi": engines(args.qi)}
     if args.what == "kl":
         given["forms"] = engines(args.forms)
+    if args.what == "publish":
+        given["workers"] = worker_counts(args.workers)
     run(config_of(kind, args, **given))  # type: ignore[operator]
     return 0
 
@@ -90,6 +105,11 @@ def _bench_publish(bn) -> None:
     bp.add_argument("--partitions", type=int, default=None)
     bp.add_argument("--repeat", type=int, default=3)
     bp.add_argument("--engines", default="inprocess,spark")
+    bp.add_argument(
+        "--workers",
+        default="",
+        help="in-process worker counts to compare, e.g. 1,2 (default: every core)",
+    )
     bp.add_argument("--spark-conf", default=None)
     bp.add_argument("--out", default="out/bench")
 

@@ -50,7 +50,9 @@ def cmd_publish(args: argparse.Namespace) -> int:
         spark=args.spark_conf,
     )
     warn_explicit_seed(cfg.seed)
-    engine, why = engine_for(cfg.engine, SparkSettings.load(cfg.spark), _local(cfg.input_path))
+    engine, why = engine_for(
+        cfg.engine, SparkSettings.load(cfg.spark), _local(cfg.input_path), cfg.workers
+    )
     cfg = replace(cfg, engine=engine.name)
     letter = "m" if cfg.privacy.model == "m-invariance" else "l"
     console.print(

@@ -23,15 +23,17 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def make_engine(name: str, spark_conf: SparkSettings | None = None) -> Engine:
+def make_engine(
+    name: str, spark_conf: SparkSettings | None = None, workers: int | None = None
+) -> Engine:
     """The engine named in the config: `spark` or `inprocess` (`auto` is resolved first,
-    by `engine_for`)."""
+    by `engine_for`); `workers`: the in-process engine's worker processes (`pool.py`)."""
     from ..errors import SpecError
 
     if name == "inprocess":
         from .inprocess import InProcessEngine
 
-        return InProcessEngine()
+        return InProcessEngine(workers)
     if name == "spark":
         from .spark.engine import SparkEngine
 
@@ -59,10 +61,12 @@ def choose(
     return chosen, settings, why
 
 
-def engine_for(name: str, spark_conf: SparkSettings | None, input_path: str) -> tuple[Engine, str]:
+def engine_for(
+    name: str, spark_conf: SparkSettings | None, input_path: str, workers: int | None = None
+) -> tuple[Engine, str]:
     """The engine `choose` picks, made, and why."""
     chosen, settings, why = choose(name, spark_conf, input_path)
-    return make_engine(chosen, settings), why
+    return make_engine(chosen, settings, workers), why
 
 
 def start_early(settings: SparkSettings) -> None:

@@ -33,6 +33,7 @@ from .base import (
 )
 from .files import data_files, detect_format
 from .kl_sums import kl_sums
+from .pool import MIN_ROWS, SLICE_ROWS, default_workers, run_tasks
 
 
 def read_arrow(path: str, spec: TableSpec, fmt: str | None = None) -> pa.Table:
@@ -107,11 +108,31 @@ def _broken_parquet(files: list[str], error: Exception) -> DataError:
 
 
 class InProcessEngine:
-    """Rows in pandas; partitions run one after another, through the same jobs."""
+    """Rows in pandas; partitions and row slices run on every core in forked workers
+    (`pool.py`), through the same jobs as Spark's tasks, with the serial run's results.
+    `workers`: how many (default: `VPUB_WORKERS`, else every available core); work on
+    fewer than `min_rows` rows runs serially."""
 
     name = "inprocess"
     reads_object_stores = False
     audits_in_tasks = False
+
+    def __init__(self, workers: int | None = None, min_rows: int = MIN_ROWS) -> None:
+        self.workers = default_workers(workers)
+        self.min_rows = min_rows
+
+    def _workers_for(self, rows: int) -> int:
+        return self.workers if rows >= self.min_rows else 1
+
+    def _row_slices(self, frame, fn) -> list:
+        """`fn` over consecutive row slices of the frame, in order, on the workers: at
+        least one slice per worker and none over `SLICE_ROWS` rows (a slice's temporary
+        arrays stay small), for work whose result per row does not depend on the slice."""
+        workers = self._workers_for(len(frame))
+        count = max(workers, -(-len(frame) // SLICE_ROWS))
+        bounds = np.linspace(0, len(frame), count + 1).astype(np.int64)
+        spans = list(zip(bounds[:-1], bounds[1:], strict=True))
+        return run_tasks(lambda span: fn(frame.iloc[span[0] : span[1]]), spans, workers)
 
     def start(self) -> float:
         return 0.0  # nothing to start
@@ -211,9 +232,15 @@ class InProcessEngine:
         return self.sample(loaded, n, seed).data
 
     def shard_counts(self, loaded: LoadedTable, sensitive, sharding):
+        """Partial counts per row slice, on the workers (summed by `combine_counts`)."""
+        import pandas as pd
+
         from ..kernels.partitioning import shard_counts
 
-        return shard_counts(loaded.data, sensitive, sharding)
+        def count(frame):
+            return shard_counts(frame, sensitive, sharding)
+
+        return pd.concat(self._row_slices(loaded.data, count), ignore_index=True)
 
     def combination_counts(self, loaded: LoadedTable, columns):
         """Rows per distinct combination of `columns` (codes + `count`), sorted."""
@@ -258,31 +285,35 @@ class InProcessEngine:
         raise SpecError("SQL queries need the Spark engine")
 
     def map_rows(self, frame, run, schema, parts):
-        """`run` over the frame in `parts` slices, one after another."""
+        """`run` over the frame in `parts` slices (at least one per worker), in order."""
         import numpy as np
         import pandas as pd
 
-        cuts = np.array_split(np.arange(len(frame)), max(1, parts))
-        return pd.concat(
-            [run(frame.iloc[c].reset_index(drop=True)) for c in cuts], ignore_index=True
-        )
+        workers = self._workers_for(len(frame))
+        cuts = np.array_split(np.arange(len(frame)), max(1, parts, workers))
+
+        def one(cut):
+            return run(frame.iloc[cut].reset_index(drop=True))
+
+        return pd.concat(run_tasks(one, cuts, workers), ignore_index=True)
 
     def run_partitions(self, loaded: LoadedTable, plan, job):
-        """Every partition in turn, through the same function the Spark tasks run."""
+        """Every partition through the same function the Spark tasks run, on the
+        workers; the summary rows in partition order."""
         import numpy as np
         import pandas as pd
 
         df = loaded.data
-        part = plan.part_of(job.shards(df))
-        order = np.argsort(part, kind="stable")
+        part = plan.part_of(np.concatenate(self._row_slices(df, job.shards)))
+        # a stable radix sort of 16-bit partition numbers: linear in the rows
+        order = np.argsort(part.astype(np.int16 if plan.parts < 2**15 else np.int64), kind="stable")
         bounds = np.searchsorted(part[order], np.arange(plan.parts + 1))
-        return pd.concat(
-            [
-                job.run(df.iloc[order[bounds[p] : bounds[p + 1]]].reset_index(drop=True), p)
-                for p in range(plan.parts)
-            ],
-            ignore_index=True,
-        )
+
+        def one(p: int):
+            return job.run(df.iloc[order[bounds[p] : bounds[p + 1]]].reset_index(drop=True), p)
+
+        parts = range(plan.parts)
+        return pd.concat(run_tasks(one, parts, self._workers_for(len(df))), ignore_index=True)
 
     def write_projection(self, loaded: LoadedTable, attributes, directory: str | Path) -> None:
         """A duplicate-preserving projection, aggregated (`count`)."""

@@ -40,6 +40,7 @@ class BenchPublish:
     partitions: int | None = None
     repeat: int = 3
     engines: tuple[str, ...] = ENGINES
+    workers: tuple[int, ...] = ()  # the in-process worker counts to run (default: all cores)
     spark_conf: str | None = None
     out: str = "out/bench"
 
@@ -89,37 +90,98 @@ def bench_publish(bench: BenchPublish) -> dict:
         "repeat": bench.repeat,
         "engines": {},
     }
-    for name in bench.engines:
-        results["engines"][name] = _publish_repeatedly(bench, base, name)
-    tables = [_publish_table(bench, results["engines"])]
+    results["engines"] = _publish_rounds(bench, base)
+    tables = [_publish_table(bench, results["engines"]), _steps_table(bench, results["engines"])]
     e = results["engines"]
     if "spark" in e and "inprocess" in e:
         results["spark_over_inprocess"] = e["spark"]["median_s"] / e["inprocess"]["median_s"]
         tables.append(_engine_ratio_table(bench, results["spark_over_inprocess"]))
+    if len(bench.workers) > 1:
+        results["speed_up"] = _speed_ups(e, bench.workers)
+        tables.append(_speed_up_table(bench, results["speed_up"]))
     return write_results(results, out / "results.json", tables)
 
 
-def _publish_repeatedly(bench: BenchPublish, base: PublishConfig, name: str) -> dict:
-    """Start one engine and publish `repeat` times on it: the runs, their median, the
-    start-up, the step medians and the release's partitions and tables."""
-    engine, startup = started_engine(name, bench.spark_conf)
-    runs, steps, manifest = [], [], None
+def _variants(bench: BenchPublish) -> dict[str, tuple[str, int | None]]:
+    """label -> (engine, in-process workers): one per engine, one per worker count."""
+    out: dict[str, tuple[str, int | None]] = {}
+    for name in bench.engines:
+        counts: tuple[int, ...] = bench.workers if name == "inprocess" else ()
+        if len(counts) <= 1:
+            out[name] = (name, counts[0] if counts else None)
+        else:
+            out |= {f"inprocess, {w} workers": (name, w) for w in counts}
+    return out
+
+
+def _publish_rounds(bench: BenchPublish, base: PublishConfig) -> dict:
+    """Every variant started once, then `repeat` rounds, each publishing once with every
+    variant in turn (a noisy spell hits all alike): per variant its runs, median,
+    start-up, step medians, workers, partitions and tables."""
+    variants = _variants(bench)
+    started = {
+        label: started_engine(name, bench.spark_conf, workers)
+        for label, (name, workers) in variants.items()
+    }
+    runs: dict[str, list] = {label: [] for label in variants}
     for i in range(bench.repeat):
-        cfg = replace(base, engine=name, release_id=f"bench-{name}")
-        with console.status(f"{name}: run {i + 1} of {bench.repeat} ..."):
-            r, took = timed(partial(publish, cfg, engine))
-        runs.append(took)
-        steps.append(r.timings)
-        manifest = r.manifest
-    assert manifest is not None
+        for label, (name, _) in variants.items():
+            cfg = replace(base, engine=name, release_id=f"bench-{name}")
+            with console.status(f"{label}: run {i + 1} of {bench.repeat} ..."):
+                r, took = timed(partial(publish, cfg, started[label][0]))
+            runs[label].append((took, r.timings, r.manifest))
+    return {label: _summary(runs[label], *started[label]) for label in variants}
+
+
+def _summary(runs: list, engine, startup: float) -> dict:
+    manifest = runs[-1][2]
+    steps = [t for _, t, _ in runs]
     return {
-        "median_s": statistics.median(runs),
-        "runs_s": runs,
+        "median_s": statistics.median(took for took, _, _ in runs),
+        "runs_s": [took for took, _, _ in runs],
         "startup_s": startup,
+        "workers": getattr(engine, "workers", None),
         "steps_median_s": {k: statistics.median(s[k] for s in steps) for k in steps[0]},
         "partitions": manifest["partitions"],
         "tables": [(t["name"], t["kind"], len(t["attributes"])) for t in manifest["tables"]],
     }
+
+
+def _speed_ups(engines: dict, workers: tuple[int, ...]) -> dict:
+    """Per worker count, in all and per step: the fewest workers' median over its own."""
+    base = engines[f"inprocess, {min(workers)} workers"]
+    out = {}
+    for w in workers:
+        e = engines[f"inprocess, {w} workers"]
+        steps = {k: base["steps_median_s"][k] / v for k, v in e["steps_median_s"].items() if v}
+        out[str(w)] = {"total": base["median_s"] / e["median_s"], "steps": steps}
+    return out
+
+
+def _steps_table(bench: BenchPublish, engines: dict) -> BenchTable:
+    """Rows per second of every step, per engine (and worker count)."""
+    steps = [k for k in next(iter(engines.values()))["steps_median_s"] if k != "rules and schema"]
+    t = BenchTable(
+        f"rows/s per step, {bench.rows:,} rows of {bench.name} (medians of {bench.repeat})",
+        ("engine", *steps),
+        left=("engine",),
+    )
+    for label, e in engines.items():
+        t.add_row(label, *(f"{bench.rows / max(e['steps_median_s'][k], 1e-9):,.0f}" for k in steps))
+    return t
+
+
+def _speed_up_table(bench: BenchPublish, speed_up: dict) -> BenchTable:
+    """The speed-up of the whole publish and of each step over the fewest workers."""
+    first = next(iter(speed_up.values()))["steps"]
+    t = BenchTable(
+        f"speed-up over {min(bench.workers)} worker(s), in process, {bench.rows:,} rows (ratios of medians, same run)",
+        ("workers", "total", *first),
+        left=("workers",),
+    )
+    for w, r in speed_up.items():
+        t.add_row(w, f"{r['total']:.2f}x", *(f"{r['steps'].get(k, 0):.2f}x" for k in first))
+    return t
 
 
 def _publish_table(bench: BenchPublish, engines: dict) -> BenchTable:

@@ -106,9 +106,12 @@ def load_input(
     return engine, loaded
 
 
-def started_engine(name: str, spark_conf: str | None) -> tuple[Engine, float]:
-    """An engine, and its start-up time (a Spark session), timed apart from the runs."""
-    engine = make_engine(name, SparkSettings.load(spark_conf))
+def started_engine(
+    name: str, spark_conf: str | None, workers: int | None = None
+) -> tuple[Engine, float]:
+    """An engine (in process: with `workers`), and its start-up time (a Spark session),
+    timed apart from the runs."""
+    engine = make_engine(name, SparkSettings.load(spark_conf), workers)
     return engine, engine.start()
 
 

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PrivacyError
+from .arrays import lex_order
 
 GROUP = "group_id"
 COUNT = "count"
@@ -43,31 +44,47 @@ def anatomize(
     if n == 0:
         return pd.DataFrame(columns=[GROUP, *qi]), pd.DataFrame(columns=[GROUP, sensitive, COUNT])
     s = chunk[sensitive].to_numpy()
-    values, counts = np.unique(s, return_counts=True)
-    if counts.max() * l > n:
-        top = values[np.argmax(counts)]
+    freq = np.bincount(s)
+    if freq.max() * l > n:
         raise PrivacyError(
-            f"chunk of {n} rows is not {l}-eligible: {sensitive} = {top} covers {counts.max() / n:.1%}"
+            f"chunk of {n} rows is not {l}-eligible: {sensitive} = {int(np.argmax(freq))} covers {freq.max() / n:.1%}"
         )
-    canon = chunk.sort_values([sensitive, *qi], kind="stable").reset_index(drop=True)
+    cols = [chunk[c].to_numpy() for c in qi]
+    canon = lex_order([s, *cols])  # the canonical order: by S, then the QI codes
     rng = np.random.default_rng(seed)
-    codes = canon[sensitive].to_numpy()
-    freq = np.zeros(int(values.max()) + 1, dtype=np.int64)
-    freq[values] = counts
-    order = np.lexsort((rng.random(n), codes, -freq[codes]))
-    dealt = canon.iloc[order].reset_index(drop=True)
+    codes = s[canon]
+    dealt = canon[_deal(codes, freq, rng.random(n))]  # chunk rows, in dealing order
     groups = n // l
-    gid = np.arange(n) % groups + first_group
-    qit = dealt[qi].assign(**{GROUP: gid})[[GROUP, *qi]]
-    qit = qit.sort_values([GROUP, *qi], kind="stable").reset_index(drop=True)
-    st = (
-        pd.DataFrame({GROUP: gid, sensitive: dealt[sensitive].to_numpy()})
-        .groupby([GROUP, sensitive], sort=True)
-        .size()
-        .rename(COUNT)
-        .reset_index()
+    slot = np.arange(n) % groups  # the group of the i-th dealt tuple, less first_group
+    by_group = lex_order([slot, *(c[dealt] for c in cols)])
+    rows = dealt[by_group]
+    qit = pd.DataFrame(
+        {GROUP: slot[by_group] + first_group, **{a: c[rows] for a, c in zip(qi, cols, strict=True)}}
+    )
+    values = s[dealt]
+    cells = lex_order([slot, values])
+    g, v = slot[cells], values[cells]
+    starts = np.flatnonzero(np.r_[True, (g[1:] != g[:-1]) | (v[1:] != v[:-1])])
+    st = pd.DataFrame(
+        {
+            GROUP: g[starts] + first_group,
+            sensitive: v[starts],
+            COUNT: np.diff(np.r_[starts, n]).astype(np.int64),
+        }
     )
     return qit, st
+
+
+def _deal(codes: np.ndarray, freq: np.ndarray, noise: np.ndarray) -> np.ndarray:
+    """`np.lexsort((noise, codes, -freq[codes]))` in two linear-ish passes: the noise
+    sorted (stable), then a stable radix sort by each value's rank in (decreasing
+    frequency, code) order."""
+    values = np.flatnonzero(freq)
+    rank = np.zeros(len(freq), dtype=np.int64)
+    rank[values[np.lexsort((values, -freq[values]))]] = np.arange(len(values))
+    by_noise = np.argsort(noise, kind="stable")
+    small = np.int16 if len(values) < 2**15 else np.int64
+    return by_noise[np.argsort(rank[codes[by_noise]].astype(small), kind="stable")]
 
 
 def max_share(st: pd.DataFrame, sensitive: str) -> pd.Series:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import struct
 from collections.abc import Sequence
 
@@ -72,3 +73,14 @@ def pack_codes(codes: Sequence[np.ndarray], radix: Sequence[int], rows: int) -> 
         key *= r  # in place: no new array per column
         key += c
     return key
+
+
+def lex_order(columns: Sequence[np.ndarray]) -> np.ndarray:
+    """The stable lexicographic order of the rows of non-negative integer columns (the
+    first column primary), as pandas' stable multi-column sort gives it: one stable
+    argsort of the codes packed into an int64 where their ranges fit, else np.lexsort."""
+    n = len(columns[0])
+    radix = [int(c.max()) + 1 if len(c) else 1 for c in columns]
+    if all(len(c) == 0 or c.min() >= 0 for c in columns) and math.prod(radix) < 2**62:
+        return np.argsort(pack_codes(columns, radix, n), kind="stable")
+    return np.lexsort(tuple(columns[::-1]))

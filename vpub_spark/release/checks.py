@@ -95,23 +95,18 @@ def anatomy_checks(
         qit.num_rows == rows,
         f"QIT has {qit.num_rows} rows of {rows}",
     )
-    sizes = qit.group_by(GROUP).aggregate([([], "count_all")]).rename_columns([GROUP, "qit_size"])
-    cells = st.group_by([GROUP, s]).aggregate([(COUNT, "sum")])
-    per_group = cells.group_by(GROUP).aggregate(
-        [(f"{COUNT}_sum", "sum"), (f"{COUNT}_sum", "max"), (f"{COUNT}_sum", "min")]
-    )
-    per_group = per_group.rename_columns([GROUP, "st_size", "top", "least"])
-    joined = sizes.join(per_group, GROUP, join_type="full outer")
-    both = joined.num_rows == sizes.num_rows == per_group.num_rows
+    qit_groups, size = key_sums(_ints(qit[GROUP]))
+    per_group = _per_group_cells(st, s)
+    both = per_group is not None and np.array_equal(qit_groups, per_group[0])
     check(
         f"{t.name}: same groups in QIT and ST",
         both,
-        f"{sizes.num_rows} groups in QIT, {per_group.num_rows} in ST",
+        f"{len(qit_groups)} groups in QIT, "
+        + ("ST group ids out of range" if per_group is None else f"{len(per_group[0])} in ST"),
     )
-    if not both:
+    if not both or per_group is None:
         return
-    size, st_size = joined["qit_size"].to_numpy(), joined["st_size"].to_numpy()
-    top, least = joined["top"].to_numpy(), joined["least"].to_numpy()
+    groups, st_size, top, least = per_group
     check(
         f"{t.name}: group sizes agree",
         (size == st_size).all(),
@@ -123,7 +118,53 @@ def anatomy_checks(
     check(
         f"{t.name}: {l}-diverse",
         (top * l <= st_size).all(),
-        f"{sizes.num_rows} groups; largest share {share[worst]:.3f} (group {joined[GROUP][worst].as_py()}), limit 1/{l} = {1 / l:.3f}",
+        f"{len(groups)} groups; largest share {share[worst]:.3f} (group {groups[worst]}), limit 1/{l} = {1 / l:.3f}",
+    )
+
+
+def _ints(column: pa.ChunkedArray) -> np.ndarray:
+    return column.combine_chunks().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def key_sums(key: np.ndarray, weight: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct keys ascending, the count of each, or the sum of its `weight`): by
+    counting when the keys are dense (group ids) and only counted, else by a stable sort
+    (near-linear on the ordered files a writer leaves; integer sums, exact); correct on
+    any order."""
+    if not len(key):
+        return key, np.zeros(0, np.int64)
+    low, high = int(key.min()), int(key.max())
+    if weight is None and high - low <= 2 * len(key) + 1024:  # dense: by counting
+        counts = np.bincount(key - low, minlength=high - low + 1)
+        present = np.flatnonzero(counts)
+        return present + low, counts[present].astype(np.int64)
+    order = np.argsort(key, kind="stable")
+    k = key[order]
+    w = np.ones(len(k), np.int64) if weight is None else weight[order]
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+    return k[starts], np.add.reduceat(w, starts)
+
+
+def _per_group_cells(st: pa.Table, s: str):
+    """Per ST group (ascending): its id, size, largest and smallest (group, value) count
+    (rows of one value in one group summed); None if the ids are too large to combine
+    with the values in 64 bits."""
+    group = _ints(st[GROUP])
+    codes = pc.dictionary_encode(st[s].combine_chunks())
+    width = len(codes.dictionary) + 1
+    value = codes.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64) + 1
+    if len(group) and np.abs(group).max() >= 2**62 // width:
+        return None
+    cells, counts = key_sums(group * width + value, _ints(st[COUNT]))
+    cell_group = cells // width
+    if not len(cells):
+        return cell_group, counts, counts, counts
+    starts = np.flatnonzero(np.r_[True, cell_group[1:] != cell_group[:-1]])
+    return (
+        cell_group[starts],
+        np.add.reduceat(counts, starts),
+        np.maximum.reduceat(counts, starts),
+        np.minimum.reduceat(counts, starts),
     )
 
 
