@@ -123,7 +123,12 @@ def anatomy_checks(
 
 
 def _ints(column: pa.ChunkedArray) -> np.ndarray:
-    return column.combine_chunks().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    """An integer column as int64 (nulls as 0: the column checks report them), copied
+    only where a chunk or a type asks for it."""
+    array = column.combine_chunks()
+    if array.null_count:
+        array = array.fill_null(0)
+    return array.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
 
 
 def key_sums(key: np.ndarray, weight: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -135,7 +140,7 @@ def key_sums(key: np.ndarray, weight: np.ndarray | None = None) -> tuple[np.ndar
         return key, np.zeros(0, np.int64)
     low, high = int(key.min()), int(key.max())
     if weight is None and high - low <= 2 * len(key) + 1024:  # dense: by counting
-        counts = np.bincount(key - low, minlength=high - low + 1)
+        counts = np.bincount(key if low == 0 else key - low, minlength=high - low + 1)
         present = np.flatnonzero(counts)
         return present + low, counts[present].astype(np.int64)
     order = np.argsort(key, kind="stable")
@@ -143,6 +148,21 @@ def key_sums(key: np.ndarray, weight: np.ndarray | None = None) -> tuple[np.ndar
     w = np.ones(len(k), np.int64) if weight is None else weight[order]
     starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
     return k[starts], np.add.reduceat(w, starts)
+
+
+def _one_row_per_cell(group: np.ndarray, value: np.ndarray, width: int) -> bool:
+    """Whether the ST rows come in non-decreasing group order with no (group, value)
+    cell twice (then a cell's sum is its row's count): linear, by a bitmap over the
+    cells of the groups present when that is small (at most 64 bytes a row)."""
+    if not (group[1:] >= group[:-1]).all():
+        return False
+    low, high = int(group[0]), int(group[-1])
+    cells = (high - low + 1) * width
+    if low < 0 or cells > 64 * len(group) + 4096:
+        return False
+    seen = np.zeros(cells, dtype=bool)
+    seen[(group - low) * width + value] = True
+    return int(np.count_nonzero(seen)) == len(group)
 
 
 def _per_group_cells(st: pa.Table, s: str):
@@ -153,9 +173,18 @@ def _per_group_cells(st: pa.Table, s: str):
     codes = pc.dictionary_encode(st[s].combine_chunks())
     width = len(codes.dictionary) + 1
     value = codes.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64) + 1
+    count = _ints(st[COUNT])
+    if len(group) and _one_row_per_cell(group, value, width):  # as the writer leaves it
+        starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+        return (
+            group[starts],
+            np.add.reduceat(count, starts),
+            np.maximum.reduceat(count, starts),
+            np.minimum.reduceat(count, starts),
+        )
     if len(group) and np.abs(group).max() >= 2**62 // width:
         return None
-    cells, counts = key_sums(group * width + value, _ints(st[COUNT]))
+    cells, counts = key_sums(group * width + value, count)
     cell_group = cells // width
     if not len(cells):
         return cell_group, counts, counts, counts
