@@ -140,3 +140,37 @@ def test_a_publish_on_spark_started_early_commits(table, tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     assert "on the spark engine (as configured" in " ".join(run.stdout.split())
     assert audit_release(tmp_path / "out" / "r").passed
+
+
+def test_the_time_model_prefers_spark_only_for_many_rows_on_many_cores(monkeypatch):
+    """On C cores in process takes s n + p n / C, Spark f + q n / C (q = 9p): below
+    (q - p) / s cores in process is faster at any size; on 64 cores Spark wins above
+    f / (s - (q - p) / 64) rows."""
+    rows_beyond = auto.SPARK_FIXED_S / (
+        auto.INPROCESS_SERIAL_S - (auto.SPARK_CORE_S - auto.INPROCESS_CORE_S) / 64
+    )
+    assert 20e6 < rows_beyond < 40e6
+    here, spark = auto.predicted_seconds(10**9, 2)
+    assert here < spark  # 2 cores: in process however large
+    monkeypatch.setattr(auto, "available_memory", lambda: 2**50)  # memory is no limit here
+    for rows, engine in [(int(rows_beyond * 0.9), "inprocess"), (int(rows_beyond * 1.1), "spark")]:
+        monkeypatch.setattr(auto, "input_size", lambda _p, r=rows: (r, BASE_BYTES, "n rows"))
+        monkeypatch.setattr("vpub_spark.engines.pool.available_cores", lambda: 64)
+        choice = choose_engine("input", "local[*]", workers=64)
+        assert choice.engine == engine, choice.reason
+        assert "with 64 cores" in choice.reason and "on 64 worker(s)" in choice.reason
+
+
+def test_each_worker_adds_its_working_memory(table, monkeypatch):
+    alone = auto.estimated_peak(table / "data")[0]
+    assert auto.estimated_peak(table / "data", 3)[0] == alone + 3 * auto.WORKER_BYTES
+    # room for the table and one worker, not for eight
+    monkeypatch.setattr(auto, "available_memory", lambda: 2 * (alone + 2 * auto.WORKER_BYTES))
+    assert choose_engine(str(table / "data"), "local[*]", workers=1).engine == "inprocess"
+    choice = choose_engine(str(table / "data"), "local[*]", workers=8)
+    assert choice.engine == "spark" and "on 8 worker(s), does not fit" in choice.reason
+
+
+def test_csv_rows_are_estimated_from_the_first_lines(table):
+    rows, _, _ = auto.input_size(table / "data")
+    assert rows == 401  # 400 rows and the header, all within the first MiB

@@ -39,7 +39,9 @@ def start_spark_early(argv: list[str]) -> None:
         )
         if is_remote(cfg.input_path):  # downloaded first by the command
             return
-        name, settings, _ = choose(cfg.engine, SparkSettings.load(cfg.spark), cfg.input_path)
+        name, settings, _ = choose(
+            cfg.engine, SparkSettings.load(cfg.spark), cfg.input_path, cfg.workers
+        )
     except (VpubError, OSError, ValueError, SystemExit):
         return
     if name == "spark":

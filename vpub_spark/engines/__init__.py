@@ -42,11 +42,11 @@ def make_engine(
 
 
 def choose(
-    name: str, spark_conf: SparkSettings | None, input_path: str
+    name: str, spark_conf: SparkSettings | None, input_path: str, workers: int | None = None
 ) -> tuple[str, SparkSettings, str]:
     """The engine's name for a run on `input_path`, its Spark settings, and why it was
-    chosen (`auto` decides by the input's size and the Spark master; a named engine is
-    taken as named). A Spark run on a small input gets the small-input JVM settings
+    chosen (`auto` decides by the input's size, this machine's memory and cores, and
+    the Spark master; a named engine is taken as named). A Spark run on a small input gets the small-input JVM settings
     (`auto.small_input`)."""
     from dataclasses import replace
 
@@ -54,7 +54,7 @@ def choose(
     from .settings import SparkSettings
 
     settings = spark_conf or SparkSettings()
-    choice = choose_engine(input_path, settings.master) if name == "auto" else None
+    choice = choose_engine(input_path, settings.master, workers) if name == "auto" else None
     chosen, why = (choice.engine, choice.reason) if choice else (name, "as configured")
     if chosen == "spark" and small_input(input_path, choice.peak if choice else None):
         settings = replace(settings, small_input=True)
@@ -65,7 +65,7 @@ def engine_for(
     name: str, spark_conf: SparkSettings | None, input_path: str, workers: int | None = None
 ) -> tuple[Engine, str]:
     """The engine `choose` picks, made, and why."""
-    chosen, settings, why = choose(name, spark_conf, input_path)
+    chosen, settings, why = choose(name, spark_conf, input_path, workers)
     return make_engine(chosen, settings, workers), why
 
 

@@ -1,14 +1,25 @@
-"""`engine: auto`: in process when the input fits this machine's memory and
-no cluster is configured, Spark otherwise; the choice is returned with its reason.
+"""`engine: auto`: in process when the input fits this machine's memory, no cluster is
+configured and the time model does not predict Spark faster on this machine's cores;
+Spark otherwise. The choice is returned with its reason.
 
-Decision, from measurements (docs/how-to/choose-engine.md): the in-process engine's
-peak memory is about `BASE_BYTES` plus `BYTES_PER_CELL` bytes per cell (row x column)
-read from Parquet, or plus `CSV_FACTOR` times the file size for CSV. It is chosen when
-that estimate stays under `SHARE` of the memory available now (MemAvailable, or the
-container's limit if lower). Below that size in process is also the faster engine here
-(Spark's start-up alone is 5-6 s), so there is no separate speed rule. A configured
-cluster master (`spark.master` not `local[...]`) or a run under spark-submit always
-means Spark.
+Decisions, from measurements (docs/how-to/choose-engine.md):
+- Memory: the in-process engine's peak is about `BASE_BYTES` plus `BYTES_PER_CELL`
+  bytes per cell (row x column) read from Parquet, or plus `CSV_FACTOR` times the file
+  size for CSV, plus `WORKER_BYTES` per worker process (a partition's working set). It
+  must stay under `SHARE` of the memory available now (MemAvailable, or the container's
+  limit if lower).
+- Time, on C cores with the in-process engine on C workers and Spark on `local[C]`:
+  in process takes `INPROCESS_SERIAL_S` n + `INPROCESS_CORE_S` n / C seconds for n
+  rows (reading, encoding and the audit run in the calling process; the partitions on
+  the workers), Spark `SPARK_FIXED_S` + `SPARK_CORE_S` n / C. Spark's core-seconds per
+  row are about nine times the in-process engine's, so in process is faster whatever
+  the rows below (SPARK_CORE_S - INPROCESS_CORE_S) / INPROCESS_SERIAL_S cores (13 with
+  the constants below) and, above that, up to n = SPARK_FIXED_S / (INPROCESS_SERIAL_S -
+  (SPARK_CORE_S - INPROCESS_CORE_S) / C) rows (about 30M on 64 cores). The constants
+  were fitted on this project's 2-core machine at 1M, 3M and 10M rows with 1 and 2
+  workers; the larger machines are predicted on paper.
+- A configured cluster master (`spark.master` not `local[...]`) or a run under
+  spark-submit always means Spark.
 """
 
 from __future__ import annotations
@@ -25,6 +36,11 @@ BYTES_PER_CELL = (
 )
 CSV_FACTOR = 15.0  # measured peak RSS per CSV byte, in process (docs/how-to/choose-engine.md)
 SHARE = 0.5  # of the available memory
+WORKER_BYTES = 120 * 2**20  # measured private memory of one worker (131k-row partitions)
+INPROCESS_SERIAL_S = 0.45e-6  # seconds per row in the calling process
+INPROCESS_CORE_S = 0.7e-6  # core-seconds per row on the workers
+SPARK_FIXED_S = 11.0  # a local session's start-up and a publish's fixed cost
+SPARK_CORE_S = 6.5e-6  # core-seconds per row in Spark's tasks
 # A Spark run on an input whose in-process estimate, less the interpreter, is at most this
 # is "small" (C1-only JIT in the driver, `spark/session.py`): measured faster with C1 at
 # Adult (an estimated 80 MB) and at 100k `sal` rows (24 MB), slower at 1M rows (240 MB).
@@ -35,7 +51,7 @@ SMALL_BYTES = 100 * 2**20
 class Choice:
     engine: str  # "inprocess" | "spark"
     reason: str
-    peak: int | None = None  # the in-process estimate, when the choice needed it
+    peak: int | None = None  # the in-process estimate without workers, when it was needed
 
 
 def available_memory() -> int:
@@ -59,20 +75,51 @@ def available_memory() -> int:
     return max(avail, 0)
 
 
-def estimated_peak(path: str | Path) -> tuple[int, str]:
-    """The in-process engine's estimated peak memory for this input, and how it was read."""
+def input_size(path: str | Path) -> tuple[int, int, str]:
+    """(rows, bytes of in-process peak memory before workers, how it was read): Parquet
+    from its footers; CSV from its size, its rows estimated from its first MiB's lines."""
     import pyarrow.parquet as pq
 
     kind = detect_format(path)
     files = data_files(path, kind)
     if kind == "parquet":
-        cells = 0
+        cells = rows = 0
         for f in files:
             meta = pq.read_metadata(f)
             cells += meta.num_rows * meta.num_columns
-        return BASE_BYTES + int(cells * BYTES_PER_CELL), f"{cells:,} Parquet cells"
+            rows += meta.num_rows
+        return rows, BASE_BYTES + int(cells * BYTES_PER_CELL), f"{cells:,} Parquet cells"
     size = sum(Path(f).stat().st_size for f in files)
-    return BASE_BYTES + int(size * CSV_FACTOR), f"{size / 1e6:,.0f} MB of CSV"
+    return (
+        _csv_rows(files, size),
+        BASE_BYTES + int(size * CSV_FACTOR),
+        f"{size / 1e6:,.0f} MB of CSV",
+    )
+
+
+def _csv_rows(files: list[str], size: int) -> int:
+    head = b""
+    for f in files:
+        with open(f, "rb") as stream:
+            head += stream.read(2**20 - len(head))
+        if len(head) >= 2**20:
+            break
+    lines = head.count(b"\n")
+    return int(size * lines / len(head)) if head and lines else 0
+
+
+def estimated_peak(path: str | Path, workers: int = 0) -> tuple[int, str]:
+    """The in-process engine's estimated peak memory for this input on `workers`
+    workers, and how the input was read."""
+    _, peak, what = input_size(path)
+    return peak + workers * WORKER_BYTES, what
+
+
+def predicted_seconds(rows: int, cores: int) -> tuple[float, float]:
+    """(in process on `cores` workers, Spark on local[`cores`]) for `rows` rows, by the
+    time model of the module docstring."""
+    inprocess = INPROCESS_SERIAL_S * rows + INPROCESS_CORE_S * rows / cores
+    return inprocess, SPARK_FIXED_S + SPARK_CORE_S * rows / cores
 
 
 def small_input(path: str | Path, peak: int | None = None) -> bool:
@@ -92,15 +139,23 @@ def _cluster(master: str) -> bool:
     return bool(master) and not master.startswith("local")
 
 
-def choose_engine(input_path: str, master: str) -> Choice:
-    """The engine for this input (see the module docstring)."""
+def choose_engine(input_path: str, master: str, workers: int | None = None) -> Choice:
+    """The engine for this input (see the module docstring); `workers`: the in-process
+    engine's (default: `VPUB_WORKERS`, else every core)."""
+    from .pool import available_cores, default_workers
+
     if os.environ.get("PYSPARK_GATEWAY_PORT"):
         return Choice("spark", "auto: running under spark-submit")
     if _cluster(master):
         return Choice("spark", f"auto: a cluster master is configured ({master})")
-    peak, what = estimated_peak(input_path)
+    workers, cores = default_workers(workers), available_cores()
+    rows, alone, what = input_size(input_path)
+    peak = alone + workers * WORKER_BYTES
     avail = available_memory()
     fits = peak <= SHARE * avail
-    verdict = "fits" if fits else "does not fit"
-    reason = f"auto: {what}, an estimated {peak / 2**30:,.1f} GiB in process, {verdict} in {SHARE:.0%} of the {avail / 2**30:,.1f} GiB available"
-    return Choice("inprocess" if fits else "spark", reason, peak)
+    here, spark = predicted_seconds(rows, cores)
+    faster = here <= spark
+    memory = f"an estimated {peak / 2**30:,.1f} GiB in process on {workers} worker(s), {'fits' if fits else 'does not fit'} in {SHARE:.0%} of the {avail / 2**30:,.1f} GiB available"
+    speed = f"predicted {here:,.1f} s in process against {spark:,.1f} s on Spark with {cores} cores"
+    engine = "inprocess" if fits and faster else "spark"
+    return Choice(engine, f"auto: {what}, {memory}; {speed}", alone)
