@@ -79,9 +79,28 @@ def check_m_eligible_counts(
 
 
 def top_counts(key: np.ndarray, sensitive: np.ndarray, keys: int) -> np.ndarray:
-    """Per key in [0, keys): how often its most frequent sensitive value occurs."""
-    top = pd.DataFrame({"k": key, "v": sensitive}).groupby(["k", "v"]).size().groupby(level=0).max()
-    return top.reindex(range(keys), fill_value=0).to_numpy()
+    """Per key in [0, keys): how often its most frequent sensitive value occurs. By
+    counting (key, value) cells when there are few of them, else by one sort."""
+    key = np.asarray(key, dtype=np.int64)
+    sensitive = np.asarray(sensitive)
+    if len(sensitive) and sensitive.min() >= 0 and sensitive.max() < 65536:  # codes
+        width, index = int(sensitive.max()) + 1, sensitive.astype(np.int64)
+    else:
+        values = distinct(sensitive)
+        width, index = max(len(values), 1), np.searchsorted(values, sensitive)
+    cell = key * width + index
+    if keys * width <= 4 * len(key) + 65536:
+        counts = np.bincount(cell, minlength=keys * width).reshape(keys, width)
+        return counts.max(axis=1, initial=0)
+    cell = np.sort(cell)
+    top = np.zeros(keys, dtype=np.int64)
+    if len(cell):
+        starts = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
+        per_cell = np.diff(np.r_[starts, len(cell)])
+        owner = cell[starts] // width
+        first = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+        top[owner[first]] = np.maximum.reduceat(per_cell, first)
+    return top
 
 
 def group_ncp(codes: pd.DataFrame, group: np.ndarray, extents: Mapping[str, int]) -> pd.Series:

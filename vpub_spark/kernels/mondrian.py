@@ -19,6 +19,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from .arrays import distinct
 from .minvariance import next_level, top_counts
 
 
@@ -51,13 +52,14 @@ def _nearest_cut(node: np.ndarray, value: np.ndarray, sensitive: np.ndarray, l: 
     sn, sv = node[order], value[order]
     sizes = np.bincount(node)
     start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    codes = np.unique(sensitive[order], return_inverse=True)[1].reshape(-1)
-    onehot = np.zeros((n, int(codes.max()) + 1), dtype=np.int32)
+    ranked = sensitive[order]
+    codes = np.searchsorted(distinct(ranked), ranked)
+    width = int(codes.max()) + 1
+    onehot = np.zeros((n, width), dtype=np.int32)
     onehot[np.arange(n), codes] = 1
     before = np.cumsum(onehot, axis=0) - onehot  # counts of the rows before each one
     left = before - before[start[sn]]  # ... within its node
-    total = np.zeros((len(sizes), onehot.shape[1]), dtype=np.int64)
-    np.add.at(total, sn, onehot)
+    total = np.bincount(sn * width + codes, minlength=len(sizes) * width).reshape(-1, width)
     pos = np.arange(n) - start[sn]  # rows left of a cut placed before this row
     boundary = (pos > 0) & np.concatenate([[False], sv[1:] != sv[:-1]])
     ok = (
@@ -67,11 +69,9 @@ def _nearest_cut(node: np.ndarray, value: np.ndarray, sensitive: np.ndarray, l: 
     )
     far = np.iinfo(np.int64).max
     dist = np.where(ok, np.abs(2 * pos - sizes[sn]), far)
-    best = np.full(len(sizes), far)
-    np.minimum.at(best, sn, dist)
-    chosen = np.full(len(sizes), -1)
+    best = np.minimum.reduceat(dist, start)  # rows sorted by node, every node non-empty
     hit = ok & (dist == best[sn])
-    np.maximum.at(chosen, sn[hit], pos[hit])  # ties: the later cut
+    chosen = np.maximum.reduceat(np.where(hit, pos, -1), start)  # ties: the later cut
     side = np.zeros(n, dtype=bool)
     side[order] = pos < chosen[sn]
     return side, best < far

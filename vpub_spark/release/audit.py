@@ -42,6 +42,7 @@ from .distributed import (
     sha256_of,
     summaries,
 )
+from .invariance import invariance_checks
 from .kinds import table_kind
 from .layout import FORMAT_VERSION, GROUP, MANIFEST, PRIVATE
 from .reader import Release, open_release
@@ -94,7 +95,7 @@ def audit_release(
     _path_checks(m, check)
     _signature_checks(rel, m, verify_key, report)
     if m["privacy"].get("model") == "m-invariance":
-        _invariance_checks(rel, tables, check)
+        invariance_checks(rel, tables, check)
     else:
         _schema_checks(m, tables, rules, check)
     on_disk = rel.table_names()
@@ -409,45 +410,6 @@ def _path_checks(m: dict, check: Checker) -> None:
         "private store unnamed",
         private,
         "named only by store.store_id" if private else "the manifest records the store's path",
-    )
-
-
-def _invariance_checks(rel: Release, tables: list[PublishedTable], check: Checker) -> None:
-    """m-invariant marginals (002 Theorems 3-4) are not judged by GNF (000), which would
-    flag any two tables sharing the sensitive attribute: they are safe together because
-    every tuple keeps its signature. From the files: every table is a generalized
-    marginal of one sensitive attribute, and every marginal shows the same multiset of
-    group signatures (a bucket with c tuples per value becomes c groups with its
-    signature in every marginal). Which tuple has which signature is checked by the
-    private audit (`vpub audit --state`)."""
-    kinds = {t.kind for t in tables}
-    sens = {t.sensitive for t in tables}
-    check(
-        "m-invariance: one sensitive attribute, generalized marginals",
-        kinds == {"generalized"} and len(sens) == 1,
-        f"kinds {sorted(kinds)}, sensitive {sorted(map(str, sens))}",
-    )
-    if kinds != {"generalized"} or len(sens) != 1:
-        return
-    s = str(next(iter(sens)))
-    multisets = {}
-    for t in tables:
-        st = rel.read(t.name, "st", [GROUP, s]).to_pandas()
-        sig = (
-            st.assign(**{s: st[s].astype(str)})
-            .sort_values([GROUP, s])
-            .groupby(GROUP)[s]
-            .agg("\x1f".join)
-        )
-        multisets[t.name] = sig.value_counts().sort_index()
-    first = next(iter(multisets.values()))
-    differ = [n for n, v in multisets.items() if not v.equals(first)]
-    check(
-        "m-invariance: the same signatures in every marginal",
-        not differ,
-        f"{len(first)} distinct signatures in {len(tables)} marginals"
-        if not differ
-        else f"{', '.join(differ)} differ from {tables[0].name}",
     )
 
 
