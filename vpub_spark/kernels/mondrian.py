@@ -77,6 +77,16 @@ def _nearest_cut(node: np.ndarray, value: np.ndarray, sensitive: np.ndarray, l: 
     return side, best < far
 
 
+def _widths(x: np.ndarray, node: np.ndarray, nodes: int) -> np.ndarray:
+    """Per node, max - min of every column of x (rows of a node sorted together, one
+    `reduceat` each), as a pandas group-by of the non-empty nodes gives it."""
+    order = np.argsort(node, kind="stable")
+    sizes = np.bincount(node, minlength=nodes)
+    starts = (np.cumsum(sizes) - sizes)[sizes > 0]
+    rows = x[order]
+    return np.maximum.reduceat(rows, starts, axis=0) - np.minimum.reduceat(rows, starts, axis=0)
+
+
 def mondrian(
     codes: pd.DataFrame,
     extents: Mapping[str, int],
@@ -98,8 +108,7 @@ def mondrian(
     final = np.zeros(int(node.max()) + 1 if n else 1, dtype=bool)
     while not final.all():
         nodes = len(final)
-        frame = pd.DataFrame(x).assign(__n=node).groupby("__n")
-        width = (frame.max() - frame.min()).to_numpy() / ext  # [nodes, d], normalized
+        width = _widths(x, node, nodes) / ext  # [nodes, d], normalized
         rank_attr = np.argsort(
             -width, axis=1, kind="stable"
         )  # per node: attributes by decreasing width, ties lower index
