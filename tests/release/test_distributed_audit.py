@@ -10,7 +10,7 @@ import shutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from release_helpers import config, job_table, write_table
+from release_helpers import config, job_table, rehash, write_table
 
 from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.publish.pipeline import publish
@@ -85,24 +85,12 @@ def _rewrite(f, change):
     )
 
 
-def _rehash(path) -> None:
-    """Recompute the manifest's checksums, as a careful forger would."""
-    import hashlib
-
-    m = json.loads((path / "manifest.json").read_text())
-    for t in m["tables"]:
-        for meta in t["parts"].values():
-            files = sorted((path / meta["path"]).glob("*.parquet"))
-            meta["sha256"] = {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
-    (path / "manifest.json").write_text(json.dumps(m))
-
-
-def _tampered(releases, tmp_path, name, edit, rehash=True):
+def _tampered(releases, tmp_path, name, edit, forge=True):
     p = tmp_path / name
     shutil.copytree(releases[name], p)
     edit(p)
-    if rehash:
-        _rehash(p)
+    if forge:  # the manifest's checksums recomputed, as a careful forger would
+        rehash(p)
     return p
 
 
@@ -140,7 +128,7 @@ def test_tampered_releases_fail_both(releases, tmp_path, case, expected):
             for f in (qit[1], st[1]):
                 _rewrite(f, lambda x: x.assign(group_id=x["group_id"] - x["group_id"].min() + low))
 
-    p = _tampered(releases, tmp_path, "uad", edit, rehash=case != "bytes changed, checksums left")
+    p = _tampered(releases, tmp_path, "uad", edit, forge=case != "bytes changed, checksums left")
     driver, spread = _both(p)
     assert not driver.passed and not spread.passed, (driver.as_dict(), spread.as_dict())
     if expected:

@@ -4,7 +4,6 @@ breaks: as edited, and again once a forger recomputed the checksums and re-signe
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from collections.abc import Callable
@@ -15,7 +14,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from release_helpers import RULES_1_3, TABLE1, publish_inprocess, write_table
+from release_helpers import RULES_1_3, TABLE1, publish_inprocess, rehash, write_table
 
 from vpub_spark.cli import main
 from vpub_spark.config import config_from_dict
@@ -123,21 +122,11 @@ def _guarded_verdict(m: dict) -> dict:
     return next(v for v in m["gnf"]["verdicts"] if v["status"] != "unreachable")
 
 
-def _recompute_checksums(path: Path) -> None:
-    def fresh(m: dict) -> None:
-        for t in m["tables"]:
-            for part in t["parts"].values():
-                files = sorted((path / part["path"]).glob("*.parquet"))
-                part["sha256"] = {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
-
-    _manifest(path, fresh)
-
-
 def _forge(path: Path, signing_key: Path) -> None:
     """What a forger holding the owner's signing key does after an edit: every part's
     checksums recomputed and the manifest signed again, so integrity passes and only the
     semantic checks stand between the edit and a passing audit."""
-    _recompute_checksums(path)
+    rehash(path)
     sign(path, signing_key)
 
 
@@ -341,5 +330,5 @@ def test_an_edited_marginal_fails_the_checks_the_edit_breaks(marginals, tmp_path
     if forged:
         m = json.loads((path / "manifest.json").read_text())
         assert not m.get("signed_by")  # nothing to re-sign
-        _recompute_checksums(path)
+        rehash(path)
     assert _failed(path, source=str(marginals[1])) == (failing_forged if forged else failing)

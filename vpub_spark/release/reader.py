@@ -103,11 +103,18 @@ class Release:
         strings = [
             f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
         ]
-        tables = [pq.read_table(f, columns=columns, read_dictionary=strings) for f in files]
         try:
+            tables = [pq.read_table(f, columns=columns, read_dictionary=strings) for f in files]
             return pa.concat_tables(tables).unify_dictionaries()
-        except pa.ArrowInvalid as e:
+        except (pa.ArrowInvalid, KeyError) as e:  # a column one file lacks, or of another type
             raise DataError(f"{where}: files disagree on their columns ({e})") from None
+
+    def column_names(self, table: str, part: str) -> list[str]:
+        """The columns of one part (its first file's schema)."""
+        names = self.part_files(table, part)
+        if not names:
+            raise DataError(f"tables/{table}/{part}: missing or no Parquet files")
+        return pq.read_schema(str(self.local_file(table, part, names[0]))).names
 
 
 def open_release(path: str | Path, in_place: bool = False) -> Release:
