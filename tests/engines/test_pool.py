@@ -161,3 +161,27 @@ def test_the_worker_count(monkeypatch, tmp_path):
         config_from_dict({"input": {"path": str(tmp_path)}, "workers": 0})
     cfg = config_from_dict({"input": {"path": str(tmp_path)}, "workers": 2})
     assert cfg.workers == 2 and "workers" not in cfg.effective()  # not in the manifest
+
+
+def test_a_parquet_source_loads_the_same_on_the_workers(tmp_path):
+    """Row groups of several files counted and encoded on the workers, each into its
+    rows of one shared array: the serial load's frame, dictionaries and counts."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from vpub_spark.model import Attribute, TableSpec
+
+    frame = job_table(5, 3000).astype(str)
+    frame.loc[frame.index % 37 == 0, "zip"] = "?"  # rows with a missing value are dropped
+    (tmp_path / "data").mkdir()
+    for i, part in enumerate(np.array_split(frame, 3)):
+        table = pa.Table.from_pandas(part, preserve_index=False)
+        pq.write_table(table, tmp_path / "data" / f"part-{i}.parquet", row_group_size=170)
+    spec = TableSpec(tuple(Attribute(c) for c in frame.columns), missing_values=("?",))
+    one = SERIAL.load(str(tmp_path / "data"), spec)
+    assert one.rows_dropped == (frame["zip"] == "?").sum() > 0
+    for workers in (2, 3):
+        many = _pooled(workers).load(str(tmp_path / "data"), spec)
+        assert many.data.equals(one.data) and many.dictionaries == one.dictionaries
+        assert all((many.counts[a] == one.counts[a]).all() for a in one.counts)
+        assert (many.rows_read, many.rows_dropped) == (one.rows_read, one.rows_dropped)

@@ -35,8 +35,6 @@ from .files import data_files, detect_format
 from .kl_sums import kl_sums
 from .pool import MIN_ROWS, SLICE_ROWS, default_workers, run_tasks
 
-BATCH_ROWS = 1 << 20  # rows per batch of a Parquet source read in process
-
 
 def read_arrow(path: str, spec: TableSpec, fmt: str | None = None) -> pa.Table:
     """The spec's source columns; CSV (RFC 4180: `"` quotes, `""` inside them, the
@@ -109,39 +107,85 @@ def _broken_parquet(files: list[str], error: Exception) -> DataError:
     return unreadable(files[0] if len(files) == 1 else Path(files[0]).parent, error)
 
 
-def _load_parquet(path: str, spec: TableSpec) -> LoadedTable:
-    """Parquet in batches, twice: the raw value counts, then the codes, written straight
-    into one int32 array that becomes the frame's block (no copy): the peak holds the
-    codes and one batch, not the whole source as read (80 bytes a row of `sal`)."""
+def _load_parquet(path: str, spec: TableSpec, workers_for) -> LoadedTable:
+    """Parquet by row groups, twice: the raw value counts, then the codes, each row group
+    written straight into its rows of one int32 array that becomes the frame's block
+    (no copy); both passes on the workers (`workers_for(rows)`), the array shared with
+    them (an anonymous shared mapping). The peak holds the codes and a row group per
+    worker, not the whole source as read (80 bytes a row of `sal`)."""
     import pandas as pd
+    import pyarrow.parquet as pq
 
     files = data_files(path, "parquet")
     cols = sorted({a.column for a in spec.attributes})
     try:
-        dataset = ds.dataset(files, format="parquet")
-        check_columns(dataset.schema.names, spec, path)
-        raw: dict[str, dict[str, int]] = {a.name: {} for a in spec.attributes}
-        rows = missing = 0
-        for batch in dataset.to_batches(columns=cols, batch_size=BATCH_ROWS):
-            counts, n, m = raw_value_counts(pa.Table.from_batches([batch]), spec)
-            rows, missing = rows + n, missing + m
-            for name, values in counts.items():
-                into = raw[name]
-                for value, c in values.items():
-                    into[value] = into.get(value, 0) + c
+        check_columns(ds.dataset(files, format="parquet").schema.names, spec, path)
+        metas = [pq.read_metadata(f) for f in files]
+        units = [(f, g) for f, m in zip(files, metas, strict=True) for g in range(m.num_row_groups)]
+        workers = workers_for(sum(m.num_rows for m in metas))
+        tasks = [units[i :: max(1, workers)] for i in range(max(1, workers))]
+
+        def count(task):
+            return [raw_value_counts(_row_group(f, g, cols), spec) for f, g in task]
+
+        counted = dict(zip(units, _by_unit(tasks, run_tasks(count, tasks, workers)), strict=True))
+        raw, rows, missing = _merged([counted[u] for u in units], spec)
         plan, dictionaries, per_code = plan_encoding(spec, raw, rows, missing)
-        codes = np.empty((len(plan.schema), rows - missing), dtype=np.int32)
-        at = 0
-        for batch in dataset.to_batches(columns=cols, batch_size=BATCH_ROWS):
-            encoded = encode_batch(batch, plan)
-            for j in range(encoded.num_columns):
-                codes[j, at : at + encoded.num_rows] = encoded.column(j).to_numpy()
-            at += encoded.num_rows
+        kept = np.cumsum([0] + [n - m for _, n, m in (counted[u] for u in units)])
+        at = dict(zip(units, kept[:-1], strict=False))
+        codes = _shared_int32((len(plan.schema), rows - missing), workers > 1)
+
+        def encode(task):
+            for f, g in task:
+                encoded = encode_batch(_row_group(f, g, cols), plan)
+                start = at[(f, g)]
+                for j in range(encoded.num_columns):
+                    codes[j, start : start + encoded.num_rows] = encoded.column(j).to_numpy()
+
+        run_tasks(encode, tasks, workers)
     except (pa.ArrowException, OSError) as e:
         raise _broken_parquet(files, e) from None
-    pa.default_memory_pool().release_unused()  # the batches' buffers, back to the system
+    pa.default_memory_pool().release_unused()  # the row groups' buffers, back to the system
     frame = pd.DataFrame(codes.T, columns=plan.schema.names)
     return LoadedTable(spec, dictionaries, per_code, rows, missing, frame, source=str(path))
+
+
+def _row_group(file: str, group: int, cols: list[str]) -> pa.Table:
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(file).read_row_group(group, columns=cols)
+
+
+def _by_unit(tasks: list[list], results: list[list]) -> list:
+    """Results per task, back in the order of the units (task i holds units i, i + w, ...)."""
+    out: list = [None] * sum(len(t) for t in tasks)
+    for i, done in enumerate(results):
+        out[i :: len(tasks)] = done
+    return out
+
+
+def _merged(parts: list, spec: TableSpec) -> tuple[dict[str, dict[str, int]], int, int]:
+    """Raw value counts of several row groups summed."""
+    raw: dict[str, dict[str, int]] = {a.name: {} for a in spec.attributes}
+    rows = missing = 0
+    for counts, n, m in parts:
+        rows, missing = rows + n, missing + m
+        for name, values in counts.items():
+            into = raw[name]
+            for value, c in values.items():
+                into[value] = into.get(value, 0) + c
+    return raw, rows, missing
+
+
+def _shared_int32(shape: tuple[int, int], shared: bool) -> np.ndarray:
+    """An int32 array; with `shared`, in an anonymous shared mapping, so that forked
+    workers write into the caller's array."""
+    size = int(np.prod(shape)) * 4
+    if not shared or size == 0:
+        return np.empty(shape, dtype=np.int32)
+    import mmap
+
+    return np.frombuffer(mmap.mmap(-1, size), dtype=np.int32).reshape(shape)
 
 
 class InProcessEngine:
@@ -176,7 +220,7 @@ class InProcessEngine:
 
     def load(self, path: str, spec: TableSpec, fmt: str | None = None) -> LoadedTable:
         if detect_format(path, fmt) == "parquet":
-            return _load_parquet(path, spec)
+            return _load_parquet(path, spec, self._workers_for)
         table = read_arrow(path, spec, fmt)
         raw, rows, missing = raw_value_counts(table, spec)
         plan, dictionaries, counts = plan_encoding(spec, raw, rows, missing)
