@@ -205,12 +205,13 @@ class InProcessEngine:
     def _workers_for(self, rows: int) -> int:
         return self.workers if rows >= self.min_rows else 1
 
-    def _row_slices(self, frame, fn) -> list:
+    def _row_slices(self, frame, fn, least: int = 1) -> list:
         """`fn` over consecutive row slices of the frame, in order, on the workers: at
-        least one slice per worker and none over `SLICE_ROWS` rows (a slice's temporary
-        arrays stay small), for work whose result per row does not depend on the slice."""
+        least `least` slices and one per worker, none over `SLICE_ROWS` rows (a slice's
+        temporary arrays stay small), for work whose result per row does not depend on
+        the slice."""
         workers = self._workers_for(len(frame))
-        count = max(workers, -(-len(frame) // SLICE_ROWS))
+        count = max(workers, least, -(-len(frame) // SLICE_ROWS))
         bounds = np.linspace(0, len(frame), count + 1).astype(np.int64)
         spans = list(zip(bounds[:-1], bounds[1:], strict=True))
         return run_tasks(lambda span: fn(frame.iloc[span[0] : span[1]]), spans, workers)
@@ -368,17 +369,13 @@ class InProcessEngine:
         raise SpecError("SQL queries need the Spark engine")
 
     def map_rows(self, frame, run, schema, parts):
-        """`run` over the frame in `parts` slices (at least one per worker), in order."""
-        import numpy as np
+        """`run` over the frame in at least `parts` slices (`_row_slices`), in order."""
         import pandas as pd
 
-        workers = self._workers_for(len(frame))
-        cuts = np.array_split(np.arange(len(frame)), max(1, parts, workers))
+        def one(rows):
+            return run(rows.reset_index(drop=True))
 
-        def one(cut):
-            return run(frame.iloc[cut].reset_index(drop=True))
-
-        return pd.concat(run_tasks(one, cuts, workers), ignore_index=True)
+        return pd.concat(self._row_slices(frame, one, parts), ignore_index=True)
 
     def run_partitions(self, loaded: LoadedTable, plan, job):
         """Every partition through the same function the Spark tasks run, on the
