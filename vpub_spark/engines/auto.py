@@ -12,10 +12,10 @@ Decisions, from measurements (docs/how-to/choose-engine.md):
   in process takes `INPROCESS_SERIAL_S` n + `INPROCESS_CORE_S` n / C seconds for n
   rows (reading, encoding and the audit run in the calling process; the partitions on
   the workers), Spark `SPARK_FIXED_S` + `SPARK_CORE_S` n / C. Spark's core-seconds per
-  row are about nine times the in-process engine's, so in process is faster whatever
-  the rows below (SPARK_CORE_S - INPROCESS_CORE_S) / INPROCESS_SERIAL_S cores (13 with
+  row are about eight times the in-process engine's, so in process is faster whatever
+  the rows below (SPARK_CORE_S - INPROCESS_CORE_S) / INPROCESS_SERIAL_S cores (12 with
   the constants below) and, above that, up to n = SPARK_FIXED_S / (INPROCESS_SERIAL_S -
-  (SPARK_CORE_S - INPROCESS_CORE_S) / C) rows (about 30M on 64 cores). The constants
+  (SPARK_CORE_S - INPROCESS_CORE_S) / C) rows (about 20M on 64 cores). The constants
   were fitted on this project's 2-core machine at 1M, 3M and 10M rows with 1 and 2
   workers; the larger machines are predicted on paper.
 - A configured cluster master (`spark.master` not `local[...]`) or a run under
@@ -39,8 +39,8 @@ SHARE = 0.5  # of the available memory
 WORKER_BYTES = 120 * 2**20  # measured private memory of one worker (131k-row partitions)
 INPROCESS_SERIAL_S = 0.45e-6  # seconds per row in the calling process
 INPROCESS_CORE_S = 0.7e-6  # core-seconds per row on the workers
-SPARK_FIXED_S = 11.0  # a local session's start-up and a publish's fixed cost
-SPARK_CORE_S = 6.5e-6  # core-seconds per row in Spark's tasks
+SPARK_FIXED_S = 7.5  # a local session's start-up and a publish's fixed cost
+SPARK_CORE_S = 6.0e-6  # core-seconds per row in Spark's tasks
 # A Spark run on an input whose in-process estimate, less the interpreter, is at most this
 # is "small" (C1-only JIT in the driver, `spark/session.py`): measured faster with C1 at
 # Adult (an estimated 80 MB) and at 100k `sal` rows (24 MB), slower at 1M rows (240 MB).
