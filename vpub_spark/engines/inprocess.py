@@ -119,8 +119,8 @@ def _load_parquet(path: str, spec: TableSpec, workers_for) -> LoadedTable:
     files = data_files(path, "parquet")
     cols = sorted({a.column for a in spec.attributes})
     try:
-        check_columns(ds.dataset(files, format="parquet").schema.names, spec, path)
-        metas = [pq.read_metadata(f) for f in files]
+        metas = [pq.read_metadata(f) for f in files]  # each footer read once
+        check_columns(metas[0].schema.to_arrow_schema().names, spec, path)
         units = [(f, g) for f, m in zip(files, metas, strict=True) for g in range(m.num_row_groups)]
         workers = workers_for(sum(m.num_rows for m in metas))
         tasks = [units[i :: max(1, workers)] for i in range(max(1, workers))]
