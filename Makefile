@@ -75,10 +75,18 @@ bench-publish: check-java $(VENV)/.installed
 	cp out/bench-1m/results.json $(DOCS_DATA)/publish-1m.json
 
 # in process on 1 and 2 workers at 1M, 3M and 10M rows: rows/s per step and the speed-up
+# of the publish, the KL and workload of its release, and the marginals (1M and 3M)
 bench-workers: $(VENV)/.installed
 	for n in 1000000 3000000 10000000; do \
 	  $(BIN)/vpub bench publish --rows $$n --repeat 3 --engines inprocess --workers 1,2 --out out/bench-workers-$$n && \
-	  cp out/bench-workers-$$n/results.json $(DOCS_DATA)/publish-workers-$$n.json || exit 1; \
+	  cp out/bench-workers-$$n/results.json $(DOCS_DATA)/publish-workers-$$n.json && \
+	  $(BIN)/vpub bench kl out/bench-workers-$$n/releases/bench-inprocess --source out/bench-workers-$$n/sal-$$n/data \
+	    --engines inprocess --workers 1,2 --repeat 3 --out out/bench-workers-$$n/kl && \
+	  cp out/bench-workers-$$n/kl/bench-inprocess.json $(DOCS_DATA)/kl-workers-$$n.json || exit 1; \
+	done
+	for n in 1000000 3000000; do \
+	  $(BIN)/vpub bench marginals --rows $$n --m 6 --engines inprocess --workers 1,2 --out out/bench-marginals-$$n && \
+	  cp out/bench-marginals-$$n/marginals.json $(DOCS_DATA)/marginals-workers-$$n.json || exit 1; \
 	done
 
 bench-publish-10m: check-java $(VENV)/.installed

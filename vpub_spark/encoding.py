@@ -341,18 +341,21 @@ def write_decoded(
     rename): a retried task rewrites the same file, a killed one leaves only a hidden
     temporary file. An `s3://` directory gets one PUT of the whole file (atomic too)."""
     table = _labelled(pa.Table.from_pandas(frame, preserve_index=False), dictionaries)
+    # min/max statistics for the numeric columns (readers skip row groups by group id),
+    # not for the labels: string statistics took 35% of a QIT part's write time
+    stats = [n for n in table.column_names if n not in dictionaries]
     from .storage import is_remote, join, write_bytes
 
     if is_remote(directory):
         sink = pa.BufferOutputStream()
-        pq.write_table(table, sink, store_schema=False)
+        pq.write_table(table, sink, store_schema=False, write_statistics=stats)
         write_bytes(join(directory, name), sink.getvalue().to_pybytes())
         return
     directory = Path(directory)
     tmp = directory / f".{name}.{uuid.uuid4().hex[:8]}.tmp"
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, tmp, store_schema=False)
+        pq.write_table(table, tmp, store_schema=False, write_statistics=stats)
         os.replace(tmp, directory / name)
     except OSError as e:  # a full disk, a file-size limit, a vanished directory
         tmp.unlink(missing_ok=True)

@@ -5,6 +5,7 @@ formula, the KL computations and the workload answers agree. No timing is assert
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -57,12 +58,27 @@ def test_bench_kl_agrees_across_engines(tmp_path, spark_engine):
     )
     rel, src = str(tmp_path / "releases" / "sal-20000"), str(tmp_path / "sal-20000" / "data")
     r = bench_kl(BenchKl(rel, src, repeat=1, queries=200, out=str(tmp_path / "kl")))
+    env = os.environ.get("VPUB_WORKERS")
     only = bench_kl(
-        BenchKl(rel, src, repeat=1, queries=200, engines=("inprocess",), out=str(tmp_path / "kl"))
+        BenchKl(
+            rel,
+            src,
+            repeat=1,
+            queries=200,
+            engines=("inprocess",),
+            workers=(1, 2),
+            out=str(tmp_path / "kl"),
+        )
     )
-    assert not any("spark" in k for k in only) and only["kl in process"]["value"] == pytest.approx(
-        r["kl in process"]["value"]
-    )
+    assert not any("spark" in k for k in only)
+    for w in (1, 2):  # every in-process run once per worker count, the same values
+        assert only[f"kl in process ({w} workers)"]["value"] == pytest.approx(
+            r["kl in process"]["value"]
+        )
+        assert (
+            only[f"workload in process ({w} workers)"]["value"] == r["workload in process"]["value"]
+        )
+    assert os.environ.get("VPUB_WORKERS") == env  # as it was
     kls = [r[k]["value"] for k in r if k.startswith("kl")]
     assert len(kls) == 6 and kls == pytest.approx([kls[0]] * 6, rel=1e-9)
     # the same 200 queries with the same exact answers, drawn and counted on either engine,

@@ -1,4 +1,5 @@
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -6,8 +7,10 @@ from hypothesis.extra import numpy as hnp
 
 from vpub_spark.kernels.arrays import (
     distinct,
+    lex_order,
     pack_counts,
     pack_sorted,
+    stable_order,
     unpack_counts,
     unpack_sorted,
 )
@@ -65,3 +68,24 @@ def test_packing_is_compact_and_refuses_what_it_cannot_hold():
         pack_counts(np.array([3, -1]))
     with pytest.raises(ValueError, match="non-negative"):
         pack_sorted(np.array([5, 2]))  # not sorted: a negative gap
+
+
+@given(st.data(), st.sampled_from([1, 8, 9, 16, 17, 31, 33, 48, 49, 62]))
+def test_stable_order_is_numpys_stable_argsort(data, bits):
+    """The radix order equals the comparison sort's for every key width, ties in input
+    order (the one-pass, multi-pass and fallback branches)."""
+    n = data.draw(st.integers(0, 300))
+    top = data.draw(st.sampled_from([2**bits - 1, 2 ** max(bits - 1, 0), 3]))
+    keys = data.draw(hnp.arrays(np.int64, n, elements=st.integers(0, top)))
+    np.testing.assert_array_equal(stable_order(keys), np.argsort(keys, kind="stable"))
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, 2**60), st.integers(0, 3)), max_size=100)
+)
+def test_lex_order_is_pandas_stable_sort(rows):
+    """Packed (narrow values) and np.lexsort (wide) branches alike."""
+    cols = [np.array([r[i] for r in rows], dtype=np.int64) for i in range(3)]
+    frame = pd.DataFrame({str(i): c for i, c in enumerate(cols)})
+    expected = frame.sort_values(["0", "1", "2"], kind="stable").index.to_numpy()
+    np.testing.assert_array_equal(lex_order(cols), expected)

@@ -84,7 +84,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         given = {"qi": engines(args.qi)}
     if args.what == "kl":
         given["forms"] = engines(args.forms)
-    if args.what == "publish":
+    if hasattr(args, "workers") and args.what != "serve":  # in-process worker counts
         given["workers"] = worker_counts(args.workers)
     run(config_of(kind, args, **given))  # type: ignore[operator]
     return 0
@@ -105,13 +105,17 @@ def _bench_publish(bn) -> None:
     bp.add_argument("--partitions", type=int, default=None)
     bp.add_argument("--repeat", type=int, default=3)
     bp.add_argument("--engines", default="inprocess,spark")
-    bp.add_argument(
+    _workers_option(bp)
+    bp.add_argument("--spark-conf", default=None)
+    bp.add_argument("--out", default="out/bench")
+
+
+def _workers_option(parser) -> None:
+    parser.add_argument(
         "--workers",
         default="",
         help="in-process worker counts to compare, e.g. 1,2 (default: every core)",
     )
-    bp.add_argument("--spark-conf", default=None)
-    bp.add_argument("--out", default="out/bench")
 
 
 def _bench_multi_sa(bn) -> None:
@@ -133,6 +137,7 @@ def _bench_multi_sa(bn) -> None:
     bm.add_argument("--qd", type=int, default=3)
     bm.add_argument("--p", type=float, default=0.4)
     bm.add_argument("--engines", default="inprocess,spark")
+    _workers_option(bm)
     bm.add_argument("--spark-conf", default=None)
     bm.add_argument("--out", default="out/bench-1m")
 
@@ -146,6 +151,7 @@ def _bench_others(bn) -> None:
     bg.add_argument("--seed", type=int, default=7)
     bg.add_argument("--chunk-rows", type=int, default=50_000)
     bg.add_argument("--engines", default="spark,inprocess")
+    _workers_option(bg)
     bg.add_argument("--spark-conf", default=None)
     bg.add_argument("--out", default="out/bench-1m")
     bu = bn.add_parser("utility", help="KL and query-workload time on a release")
@@ -242,6 +248,7 @@ def _bench_scale(bn) -> None:
     bk.add_argument("--source", required=True)
     bk.add_argument("--repeat", type=int, default=3)
     bk.add_argument("--engines", default="inprocess,spark")
+    _workers_option(bk)
     bk.add_argument(
         "--forms",
         default="every-task,one-shuffle,per-term",

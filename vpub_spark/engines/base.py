@@ -116,14 +116,17 @@ class Engine(Protocol):
     """The seam between the library and where the rows live: every member
     the publishers, data sets, experiments and the CLI use. `spark` keeps the rows in
     Spark and runs partitions as tasks; `inprocess` keeps them in pandas and runs the same
-    jobs one partition after another. Only small aggregates reach the caller."""
+    jobs on a pool of forked workers. Only small aggregates reach the caller."""
 
     name: str
     reads_object_stores: bool
     """Its tasks read an input on an object store themselves (else it is copied here)."""
-    audits_in_tasks: bool
-    """A release's tables are audited in its tasks (release/distributed.py), only their
-    summaries reaching this process."""
+
+    @property
+    def audits_in_tasks(self) -> bool:
+        """A release's tables are audited in its tasks (release/distributed.py), only their
+        summaries reaching this process."""
+        ...
 
     def start(self) -> float:
         """Start the engine's runtime (a Spark session); its start-up time in seconds."""
@@ -203,7 +206,8 @@ class Engine(Protocol):
     ) -> dict[tuple[str, ...], np.ndarray]:
         """The contingency cube of each attribute set of `sets` over the source recoded
         by `luts` (a code -> the release's code), shaped by `sizes`; `cubes(codes,
-        sets, sizes)` is the counting kernel, run where the rows are."""
+        sets, sizes[, workers])` is the counting kernel, run where the rows are (in
+        process on the engine's workers)."""
         ...
 
     def count_matching(self, loaded: LoadedTable, codes: Mapping[str, Sequence[int]]) -> int:

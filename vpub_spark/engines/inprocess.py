@@ -196,21 +196,26 @@ class InProcessEngine:
 
     name = "inprocess"
     reads_object_stores = False
-    audits_in_tasks = False
 
     def __init__(self, workers: int | None = None, min_rows: int = MIN_ROWS) -> None:
         self.workers = default_workers(workers)
         self.min_rows = min_rows
 
+    @property
+    def audits_in_tasks(self) -> bool:
+        """On several workers, a release's files are audited on them
+        (`release/distributed.py`), as Spark's tasks do."""
+        return self.workers > 1
+
     def _workers_for(self, rows: int) -> int:
         return self.workers if rows >= self.min_rows else 1
 
-    def _row_slices(self, frame, fn, least: int = 1) -> list:
-        """`fn` over consecutive row slices of the frame, in order, on the workers: at
-        least `least` slices and one per worker, none over `SLICE_ROWS` rows (a slice's
-        temporary arrays stay small), for work whose result per row does not depend on
-        the slice."""
-        workers = self._workers_for(len(frame))
+    def _row_slices(self, frame, fn, least: int = 1, workers: int | None = None) -> list:
+        """`fn` over consecutive row slices of the frame, in order, on the workers (by
+        default as many as its rows call for): at least `least` slices and one per
+        worker, none over `SLICE_ROWS` rows (a slice's temporary arrays stay small), for
+        work whose result per row does not depend on the slice."""
+        workers = min(workers or self._workers_for(len(frame)), max(len(frame), 1))
         count = max(workers, least, -(-len(frame) // SLICE_ROWS))
         bounds = np.linspace(0, len(frame), count + 1).astype(np.int64)
         spans = list(zip(bounds[:-1], bounds[1:], strict=True))
@@ -354,7 +359,7 @@ class InProcessEngine:
 
     def count_cubes(self, loaded: LoadedTable, luts, sizes, sets, cubes):
         recoded = {a: np.asarray(lut)[loaded.data[a].to_numpy()] for a, lut in luts.items()}
-        return cubes(recoded, list(sets), sizes)
+        return cubes(recoded, list(sets), sizes, self._workers_for(loaded.rows))
 
     def count_matching(self, loaded: LoadedTable, codes) -> int:
         ok = np.ones(loaded.rows, dtype=bool)
@@ -369,13 +374,14 @@ class InProcessEngine:
         raise SpecError("SQL queries need the Spark engine")
 
     def map_rows(self, frame, run, schema, parts):
-        """`run` over the frame in at least `parts` slices (`_row_slices`), in order."""
+        """`run` over the frame in at least `parts` slices (`_row_slices`), in order, on
+        every worker: its rows are work items (queries, files to audit), not data rows."""
         import pandas as pd
 
         def one(rows):
             return run(rows.reset_index(drop=True))
 
-        return pd.concat(self._row_slices(frame, one, parts), ignore_index=True)
+        return pd.concat(self._row_slices(frame, one, parts, self.workers), ignore_index=True)
 
     def run_partitions(self, loaded: LoadedTable, plan, job):
         """Every partition through the same function the Spark tasks run, on the

@@ -102,11 +102,14 @@ def bench_publish(bench: BenchPublish) -> dict:
     return write_results(results, out / "results.json", tables)
 
 
-def _variants(bench: BenchPublish) -> dict[str, tuple[str, int | None]]:
-    """label -> (engine, in-process workers): one per engine, one per worker count."""
+def variants(
+    engines: tuple[str, ...], workers: tuple[int, ...]
+) -> dict[str, tuple[str, int | None]]:
+    """label -> (engine, in-process workers): one per engine, one per worker count of
+    the in-process engine when there are several."""
     out: dict[str, tuple[str, int | None]] = {}
-    for name in bench.engines:
-        counts: tuple[int, ...] = bench.workers if name == "inprocess" else ()
+    for name in engines:
+        counts: tuple[int, ...] = workers if name == "inprocess" else ()
         if len(counts) <= 1:
             out[name] = (name, counts[0] if counts else None)
         else:
@@ -118,19 +121,19 @@ def _publish_rounds(bench: BenchPublish, base: PublishConfig) -> dict:
     """Every variant started once, then `repeat` rounds, each publishing once with every
     variant in turn (a noisy spell hits all alike): per variant its runs, median,
     start-up, step medians, workers, partitions and tables."""
-    variants = _variants(bench)
+    todo = variants(bench.engines, bench.workers)
     started = {
         label: started_engine(name, bench.spark_conf, workers)
-        for label, (name, workers) in variants.items()
+        for label, (name, workers) in todo.items()
     }
-    runs: dict[str, list] = {label: [] for label in variants}
+    runs: dict[str, list] = {label: [] for label in todo}
     for i in range(bench.repeat):
-        for label, (name, _) in variants.items():
+        for label, (name, _) in todo.items():
             cfg = replace(base, engine=name, release_id=f"bench-{name}")
             with console.status(f"{label}: run {i + 1} of {bench.repeat} ..."):
                 r, took = timed(partial(publish, cfg, started[label][0]))
             runs[label].append((took, r.timings, r.manifest))
-    return {label: _summary(runs[label], *started[label]) for label in variants}
+    return {label: _summary(runs[label], *started[label]) for label in todo}
 
 
 def _summary(runs: list, engine, startup: float) -> dict:
@@ -159,15 +162,19 @@ def _speed_ups(engines: dict, workers: tuple[int, ...]) -> dict:
 
 
 def _steps_table(bench: BenchPublish, engines: dict) -> BenchTable:
-    """Rows per second of every step, per engine (and worker count)."""
-    steps = [k for k in next(iter(engines.values()))["steps_median_s"] if k != "rules and schema"]
-    t = BenchTable(
+    return rows_per_step(
         f"rows/s per step, {bench.rows:,} rows of {bench.name} (medians of {bench.repeat})",
-        ("engine", *steps),
-        left=("engine",),
+        bench.rows,
+        {label: e["steps_median_s"] for label, e in engines.items()},
     )
-    for label, e in engines.items():
-        t.add_row(label, *(f"{bench.rows / max(e['steps_median_s'][k], 1e-9):,.0f}" for k in steps))
+
+
+def rows_per_step(title: str, rows: int, steps: dict[str, dict[str, float]]) -> BenchTable:
+    """Rows per second of every step (but the rules'), per engine (and worker count)."""
+    names = [k for k in next(iter(steps.values())) if k != "rules and schema"]
+    t = BenchTable(title, ("engine", *names), left=("engine",))
+    for label, took in steps.items():
+        t.add_row(label, *(f"{rows / max(took[k], 1e-9):,.0f}" for k in names))
     return t
 
 

@@ -18,7 +18,7 @@ from ..engines import make_engine
 from ..model import PrivacySpec
 from ..publish.pipeline import publish
 from ..report import console
-from .bench import ENGINES, generated
+from .bench import ENGINES, generated, rows_per_step, variants
 from .common import BenchTable, started_engine, timed, write_results
 
 
@@ -41,6 +41,7 @@ class BenchMultiSa:
     qd: int = 3
     p: float = 0.4
     engines: tuple[str, ...] = ENGINES
+    workers: tuple[int, ...] = ()  # the in-process worker counts to run (default: all cores)
     spark_conf: str | None = None
     out: str = "out/bench-1m"
 
@@ -54,6 +55,7 @@ class BenchMarginals:
     seed: int = 7
     chunk_rows: int = 50_000
     engines: tuple[str, ...] = ("spark", "inprocess")
+    workers: tuple[int, ...] = ()  # the in-process worker counts to run (default: all cores)
     spark_conf: str | None = None
     out: str = "out/bench-1m"
 
@@ -134,21 +136,25 @@ def _publish_per_engine(
     before: Callable[[], object] | None = None,
     omit: Container[str] = (),
 ) -> dict:
-    """Publish `base` once per engine (each started apart, `before` run after the start),
-    timed from reading to the committed release: per engine the seconds, start-up,
-    steps and the method's cost but its `omit` keys."""
+    """Publish `base` once per engine and in-process worker count (`variants`; each
+    started apart, `before` run after the start), timed from reading to the committed
+    release: per variant the seconds, start-up, workers, steps and the method's cost but
+    its `omit` keys."""
     found: dict = {}
-    for name in bench.engines:
-        engine, startup = started_engine(name, bench.spark_conf)
+    for label, (name, workers) in variants(bench.engines, bench.workers).items():
+        engine, startup = started_engine(name, bench.spark_conf, workers)
         if before is not None:
             before()
         cfg = replace(base, engine=name, release_id=f"{release}-{name}")
-        with console.status(f"{name}: {doing} on {bench.rows:,} rows ..."):
+        with console.status(f"{label}: {doing} on {bench.rows:,} rows ..."):
             r, took = timed(partial(publish, cfg, engine))
         cost = r.manifest["method_cost"]
-        found[name] = {"s": took, "startup_s": startup, "steps_s": r.timings} | {
-            k: v for k, v in cost.items() if k not in omit
-        }
+        found[label] = {
+            "s": took,
+            "startup_s": startup,
+            "workers": getattr(engine, "workers", None),
+            "steps_s": r.timings,
+        } | {k: v for k, v in cost.items() if k not in omit}
     return found
 
 
@@ -273,8 +279,13 @@ def bench_marginals(bench: BenchMarginals) -> dict:
         before=partial(shutil.rmtree, state, ignore_errors=True),
     )
     results["angel"] = _time_angel(data, qi, bench.m)
-    table = _marginals_table(bench, results)
-    return write_results(results, out / "marginals.json", [table], default=str)
+    steps = rows_per_step(
+        f"rows/s per step, {bench.rows:,} census rows, m = {bench.m} (one run each)",
+        bench.rows,
+        {label: e["steps_s"] for label, e in results["engines"].items()},
+    )
+    tables = [_marginals_table(bench, results), steps]
+    return write_results(results, out / "marginals.json", tables, default=str)
 
 
 def _time_angel(data: Path, qi: tuple[str, ...], m: int) -> dict:

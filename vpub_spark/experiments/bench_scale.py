@@ -14,6 +14,7 @@ rows as measured.
 
 from __future__ import annotations
 
+import os
 import statistics
 import threading
 import time
@@ -292,6 +293,7 @@ class BenchKl:
     source: str
     repeat: int = 3
     engines: tuple[str, ...] = ("inprocess", "spark")
+    workers: tuple[int, ...] = ()  # in-process worker counts (default: all cores)
     forms: tuple[str, ...] = ("every-task", "one-shuffle", "per-term")
     queries: int = 1000
     qd: int = 3
@@ -317,6 +319,32 @@ def _alternating(runs: dict[str, Callable[[], object]], repeat: int) -> dict:
             "runs_s": times,
         }
     return out
+
+
+def _per_worker_count(
+    runs: dict[str, Callable[[], object]], workers: tuple[int, ...]
+) -> dict[str, Callable[[], object]]:
+    """Each in-process run once per worker count (`VPUB_WORKERS` set around it, as a user
+    sets it), labelled with the count; as they are without counts."""
+    if not workers:
+        return runs
+    return {
+        f"{name} ({w} workers)": partial(_with_workers, w, run)
+        for w in workers
+        for name, run in runs.items()
+    }
+
+
+def _with_workers(count: int, run: Callable[[], object]) -> object:
+    before = os.environ.get("VPUB_WORKERS")
+    os.environ["VPUB_WORKERS"] = str(count)
+    try:
+        return run()
+    finally:
+        if before is None:
+            del os.environ["VPUB_WORKERS"]
+        else:
+            os.environ["VPUB_WORKERS"] = before
 
 
 def bench_kl(bench: BenchKl) -> dict:
@@ -351,13 +379,14 @@ def bench_kl(bench: BenchKl) -> dict:
 
     runs: dict[str, Callable[[], object]] = {}
     if "inprocess" in bench.engines:
-        runs |= {
+        held = {
             "kl in process": lambda: kl_divergence(models, src, domains),
             "kl in process, release read too": kl_reading_the_release,
             "kl in process, release and source read too": kl_reading_both,
             "workload in process": lambda: answers(src),
             "workload in process, source read too": lambda: answers(read_source()),
         }
+        runs |= _per_worker_count(held, bench.workers)
     if "spark" in bench.engines:
         runs |= _spark_kl_runs(bench)
     results |= _alternating(runs, bench.repeat)
@@ -370,7 +399,7 @@ def _kl_table(bench: BenchKl, results: dict) -> BenchTable:
     """`bench kl`'s table: each run's value and median time."""
     t = BenchTable(
         f"KL divergence and {bench.queries:,} queries' exact answers (qd = {bench.qd}, p = {bench.p}) of release {results['release']} on its {results['rows']:,} source rows (median of {bench.repeat}, runs alternating round by round)",
-        ("run", "result", "median (s)"),
+        ("run", "result", "median (s)", "source rows/s"),
         left=("run", "result"),
     )
     for name in [k for k in results if k.startswith(("kl", "workload"))]:
@@ -380,7 +409,8 @@ def _kl_table(bench: BenchKl, results: dict) -> BenchTable:
             if name.startswith("kl")
             else f"{len(value):,} answers summing to {sum(value):,}"
         )
-        t.add_row(name, shown, f"{results[name]['median_s']:.2f}")
+        took = results[name]["median_s"]
+        t.add_row(name, shown, f"{took:.2f}", f"{results['rows'] / max(took, 1e-9):,.0f}")
     return t
 
 

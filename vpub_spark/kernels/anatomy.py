@@ -16,13 +16,14 @@ the chunk's content and the seed, never on the order rows arrived in.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
 from ..errors import PrivacyError
-from .arrays import lex_order
+from .arrays import lex_order, pack_codes, stable_order
 
 GROUP = "group_id"
 COUNT = "count"
@@ -50,13 +51,14 @@ def anatomize(
             f"chunk of {n} rows is not {l}-eligible: {sensitive} = {int(np.argmax(freq))} covers {freq.max() / n:.1%}"
         )
     cols = [chunk[c].to_numpy() for c in qi]
-    canon = lex_order([s, *cols])  # the canonical order: by S, then the QI codes
+    keys = _qi_keys(cols)
+    canon = lex_order([s, *keys])  # the canonical order: by S, then the QI codes
     rng = np.random.default_rng(seed)
     codes = s[canon]
-    dealt = canon[_deal(codes, freq, rng.random(n))]  # chunk rows, in dealing order
+    dealt = canon[_deal(codes, freq, rng)]  # chunk rows, in dealing order
     groups = n // l
     slot = np.arange(n) % groups  # the group of the i-th dealt tuple, less first_group
-    by_group = lex_order([slot, *(c[dealt] for c in cols)])
+    by_group = lex_order([slot, *(k[dealt] for k in keys)])
     rows = dealt[by_group]
     qit = pd.DataFrame(
         {GROUP: slot[by_group] + first_group, **{a: c[rows] for a, c in zip(qi, cols, strict=True)}}
@@ -75,16 +77,23 @@ def anatomize(
     return qit, st
 
 
-def _deal(codes: np.ndarray, freq: np.ndarray, noise: np.ndarray) -> np.ndarray:
-    """`np.lexsort((noise, codes, -freq[codes]))` in two linear-ish passes: the noise
-    sorted (stable), then a stable radix sort by each value's rank in (decreasing
-    frequency, code) order."""
+def _qi_keys(cols: list[np.ndarray]) -> list[np.ndarray]:
+    """The QI codes as one packed column where their ranges fit in an int64 (one gather
+    per reordering instead of one per attribute), else the columns themselves."""
+    radix = [int(c.max()) + 1 for c in cols]
+    fits = cols and math.prod(radix) < 2**62 and min(int(c.min()) for c in cols) >= 0
+    return [pack_codes(cols, radix, len(cols[0]))] if fits else cols
+
+
+def _deal(codes: np.ndarray, freq: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The dealing order of sorted `codes`: values by decreasing frequency (ties by code),
+    a value's tuples in a seeded random order. A random permutation, then a stable radix
+    sort by each value's rank: linear, where sorting random floats cost n log n."""
     values = np.flatnonzero(freq)
     rank = np.zeros(len(freq), dtype=np.int64)
     rank[values[np.lexsort((values, -freq[values]))]] = np.arange(len(values))
-    by_noise = np.argsort(noise, kind="stable")
-    small = np.int16 if len(values) < 2**15 else np.int64
-    return by_noise[np.argsort(rank[codes[by_noise]].astype(small), kind="stable")]
+    shuffled = rng.permutation(len(codes))
+    return shuffled[stable_order(rank[codes[shuffled]])]
 
 
 def max_share(st: pd.DataFrame, sensitive: str) -> pd.Series:

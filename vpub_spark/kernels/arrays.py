@@ -77,10 +77,33 @@ def pack_codes(codes: Sequence[np.ndarray], radix: Sequence[int], rows: int) -> 
 
 def lex_order(columns: Sequence[np.ndarray]) -> np.ndarray:
     """The stable lexicographic order of the rows of non-negative integer columns (the
-    first column primary), as pandas' stable multi-column sort gives it: one stable
-    argsort of the codes packed into an int64 where their ranges fit, else np.lexsort."""
+    first column primary), as pandas' stable multi-column sort gives it: the codes packed
+    into an int64 where their ranges fit and sorted by `stable_order`, else np.lexsort."""
     n = len(columns[0])
     radix = [int(c.max()) + 1 if len(c) else 1 for c in columns]
     if all(len(c) == 0 or c.min() >= 0 for c in columns) and math.prod(radix) < 2**62:
-        return np.argsort(pack_codes(columns, radix, n), kind="stable")
+        return stable_order(pack_codes(columns, radix, n))
     return np.lexsort(tuple(columns[::-1]))
+
+
+def stable_order(key: np.ndarray) -> np.ndarray:
+    """`np.argsort(key, kind="stable")` for non-negative integers, in linear time: a
+    least-significant-digit radix sort, 16 bits per pass, each pass NumPy's own radix
+    sort of a uint16 (or uint8) digit. On 1M rows of a 25-bit key, 48 ms against 87 ms
+    for the comparison sort, and the gap widens with the rows
+    (docs/explanation/performance.md)."""
+    key = np.asarray(key)
+    top = int(key.max()).bit_length() if len(key) else 0
+    if top <= 16:
+        return np.argsort(key.astype(np.uint8 if top <= 8 else np.uint16), kind="stable")
+    if top > 48:  # four passes cost as much as the comparison sort
+        return np.argsort(key, kind="stable")
+    wide = key.astype(np.uint64, copy=False)
+    digits = [
+        ((wide >> np.uint64(shift)) & np.uint64(0xFFFF)).astype(np.uint16)
+        for shift in range(0, top, 16)
+    ]
+    order = np.argsort(digits[0], kind="stable")
+    for digit in digits[1:]:
+        order = order[np.argsort(digit[order], kind="stable")]
+    return order

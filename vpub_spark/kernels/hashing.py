@@ -1,12 +1,48 @@
-"""Content hashes of encoded rows, identical on both engines (pandas' stable row hash)."""
+"""Content hashes of encoded rows, identical on both engines.
+
+Decision: a row's hash is the splitmix64 finalizer chained over its integer codes, two
+codes per 64-bit word (each code's low 32 bits, so int32 and int64 columns of the same
+codes hash alike), seeded by the salt. It depends on the values and the column order
+only, never on row order or batching. Vectorized over the rows: 1M rows of 8 columns
+hash in 18 ms, against 46 ms for pandas' `hash_pandas_object`
+(docs/explanation/performance.md).
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_LOW = np.uint64(0xFFFFFFFF)
+
 
 def content_hash(frame: pd.DataFrame, seed: int) -> np.ndarray:
-    """uint64 hash of each row's values and `seed`; depends on content, never on row order."""
-    salted = frame.assign(__seed=np.int64(seed))
-    return pd.util.hash_pandas_object(salted, index=False).to_numpy(np.uint64)
+    """uint64 hash of each row's integer codes and `seed`; depends on content, never on
+    row order."""
+    columns = [frame[c].to_numpy() for c in frame.columns]
+    for name, c in zip(frame.columns, columns, strict=True):
+        if not np.issubdtype(c.dtype, np.integer):
+            raise TypeError(f"content_hash takes integer codes; {name} is {c.dtype}")
+    salt = _mix(np.array([seed & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64))[0]
+    h = np.full(len(frame), salt, dtype=np.uint64)
+    for i in range(0, len(columns), 2):
+        word = columns[i].astype(np.uint64) & _LOW
+        if i + 1 < len(columns):
+            word |= (columns[i + 1].astype(np.uint64) & _LOW) << np.uint64(32)
+        h += _GOLDEN
+        h ^= word
+        _mix(h)
+    return h
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer, in place."""
+    x ^= x >> np.uint64(30)
+    x *= _M1
+    x ^= x >> np.uint64(27)
+    x *= _M2
+    x ^= x >> np.uint64(31)
+    return x

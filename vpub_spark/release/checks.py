@@ -19,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..errors import DataError
 from ..model import PublishedTable
 from .layout import COUNT, GROUP
 from .reader import Release
@@ -87,7 +88,7 @@ def anatomy_checks(
     has a share above 1/l (Xiao & Tao's anatomy; 004 Definition 4)."""
     s = str(t.sensitive)
     qi = [a for a in t.attributes if a != s]
-    group_ids = column_by_column(rel, check, t.name, "qit", [GROUP, *qi], GROUP)
+    group_ids = file_by_file(rel, check, t.name, "qit", [GROUP, *qi], GROUP)
     st = rel.read(t.name, "st")
     columns(check, t.name, "st", st, [GROUP, s, COUNT])
     if group_ids is None:
@@ -469,22 +470,28 @@ def _column_checks(
     )
 
 
-def column_by_column(
+def file_by_file(
     rel: Release, check: Checker, table: str, part: str, expected: list[str], keep: str
 ) -> pa.ChunkedArray | None:
-    """`columns`' checks of a large part, one column in memory at a time (a QIT of 10M
-    rows is read whole only by 8 column-sized reads); the column `keep`, if present."""
+    """`columns`' checks of a large part, one file (one partition) in memory at a time;
+    the column `keep`, if present."""
     names = rel.column_names(table, part)
     _column_checks(check, table, part, names, expected)
-    kept, nulls = None, []
-    for name in names:
-        column = rel.read(table, part, [name]).column(0)
-        if column.null_count:
-            nulls.append(name)
-        if name == keep:
-            kept = column
-    check(f"{table}/{part}: no missing values", not nulls, f"nulls in {nulls}" if nulls else "none")
-    return kept
+    kept: list[pa.Array] = []
+    nulls: set[str] = set()
+    try:
+        for data in rel.read_files(table, part, names):
+            nulls.update(n for n in names if data[n].null_count)
+            if keep in names:
+                kept.extend(data[keep].chunks)
+        column = pa.chunked_array(kept) if kept else pa.chunked_array([], pa.int64())
+    except (pa.ArrowInvalid, KeyError) as e:  # a column one file lacks, or of another type
+        raise DataError(f"tables/{table}/{part}: files disagree on their columns ({e})") from None
+    missing = sorted(nulls, key=names.index)
+    check(
+        f"{table}/{part}: no missing values", not nulls, f"nulls in {missing}" if nulls else "none"
+    )
+    return column if keep in names else None
 
 
 def labels(frame: pd.DataFrame) -> pd.DataFrame:

@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..errors import DataError
 from ..model import PublishedTable
 from .checks import AuditReport, Checker
 from .kinds import table_kind
@@ -48,8 +49,8 @@ class _FileView(Release):
 
     file: str = ""
 
-    def read(self, table: str, part: str, columns: list[str] | None = None) -> pa.Table:
-        return pq.read_table(self.local_file(table, part, self.file), columns=columns)
+    def part_files(self, table: str, part: str) -> list[str]:
+        return [self.file]
 
 
 def units(rel: Release) -> pd.DataFrame:
@@ -91,7 +92,7 @@ def _unit(rel: Release, entry: dict, file: str, l: int) -> dict:
     try:
         table_kind(t.kind).check(view, entry, t, l, -1, report.check)
         groups = view.read(t.name, first, columns=[GROUP])[GROUP]
-    except (pa.ArrowException, KeyError, OSError) as e:
+    except (pa.ArrowException, KeyError, OSError, DataError) as e:
         return {"error": f"{t.name}/{file}: unreadable ({e})", "sha256": sha}
     rows = _rows(view, t, entry)
     checks = [(c.name, c.ok, c.detail) for c in report.checks if not c.name.endswith(COVERS)]

@@ -4,6 +4,7 @@ from the files alone."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,19 +96,28 @@ class Release:
     def read(self, table: str, part: str, columns: list[str] | None = None) -> pa.Table:
         """One part of one table; string columns come back dictionary-encoded (compact)."""
         where = f"tables/{table}/{part}"
+        try:
+            return pa.concat_tables(
+                list(self.read_files(table, part, columns))
+            ).unify_dictionaries()
+        except (pa.ArrowInvalid, KeyError) as e:  # a column one file lacks, or of another type
+            raise DataError(f"{where}: files disagree on their columns ({e})") from None
+
+    def read_files(
+        self, table: str, part: str, columns: list[str] | None = None
+    ) -> Iterator[pa.Table]:
+        """One part of one table, file by file (one partition's rows in memory at a time);
+        string columns dictionary-encoded."""
         names = self.part_files(table, part)
         if not names:
-            raise DataError(f"{where}: missing or no Parquet files")
+            raise DataError(f"tables/{table}/{part}: missing or no Parquet files")
         files = [str(self.local_file(table, part, n)) for n in names]
         schema = pq.read_schema(files[0])
         strings = [
             f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
         ]
-        try:
-            tables = [pq.read_table(f, columns=columns, read_dictionary=strings) for f in files]
-            return pa.concat_tables(tables).unify_dictionaries()
-        except (pa.ArrowInvalid, KeyError) as e:  # a column one file lacks, or of another type
-            raise DataError(f"{where}: files disagree on their columns ({e})") from None
+        for f in files:
+            yield pq.read_table(f, columns=columns, read_dictionary=strings)
 
     def column_names(self, table: str, part: str) -> list[str]:
         """The columns of one part (its first file's schema)."""
