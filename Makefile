@@ -62,7 +62,7 @@ bench-generate: check-java $(VENV)/.installed
 DOCS_DATA := docs/benchmarks/data
 
 # every benchmark and comparison the docs show, one after another (hours on 2 cores)
-bench-docs: bench-publish bench-workers bench-texas bench-cold bench-utility bench-marginals bench-scale bench-statdb compare-adult compare-texas bench-bip-adult compare-marginals
+bench-docs: bench-publish bench-publish-10m bench-workers bench-texas bench-cold bench-utility bench-marginals bench-scale bench-statdb compare-adult compare-texas bench-bip-adult compare-marginals
 
 # a comparison's means, run record and plots, into the docs (from OUT to FIGURES)
 define copy-comparison
@@ -91,6 +91,7 @@ bench-workers: $(VENV)/.installed
 
 bench-publish-10m: check-java $(VENV)/.installed
 	$(BIN)/vpub bench publish --rows 10000000 --repeat 2 --out out/bench-10m
+	cp out/bench-10m/results.json $(DOCS_DATA)/publish-10m.json
 
 # A cold Spark publish of Adult (a new process each), with and without the
 # driver's class-data archive, and in process; paired rounds, medians

@@ -125,20 +125,6 @@ def test_row_slices_and_partial_counts_agree_with_one_pass():
     pd.testing.assert_frame_equal(_pooled(2).map_rows(frame, double, None, 3), serial)
 
 
-def test_cubes_on_the_workers_equal_the_serial_cubes():
-    """The workload's contingency cubes, their covers counted on 1, 2 or 3 workers."""
-    from vpub_spark.utility.queries import cubes
-
-    frame = job_table(3, 5000).apply(lambda c: pd.factorize(c)[0].astype(np.int32))
-    sizes = {a: int(frame[a].max()) + 1 for a in frame.columns}
-    sets = [("age",), ("age", "zip"), ("job", "sex"), ("zip", "job"), ("age", "sex", "job")]
-    serial = cubes(frame, sets, sizes)
-    assert set(serial) == set(sets) and all(c.sum() == len(frame) for c in serial.values())
-    for workers in (2, 3):
-        pooled = cubes(frame, sets, sizes, workers)
-        assert all(np.array_equal(pooled[s], serial[s]) for s in sets)
-
-
 def _fails(i: int) -> int:
     if i == 3:
         raise PrivacyError(f"task {i} cannot be published")

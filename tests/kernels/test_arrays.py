@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from vpub_spark.kernels.arrays import (
+    dense_ids,
     distinct,
     lex_order,
     pack_counts,
@@ -89,3 +90,12 @@ def test_lex_order_is_pandas_stable_sort(rows):
     frame = pd.DataFrame({str(i): c for i, c in enumerate(cols)})
     expected = frame.sort_values(["0", "1", "2"], kind="stable").index.to_numpy()
     np.testing.assert_array_equal(lex_order(cols), expected)
+
+
+@given(hnp.arrays(np.int64, st.integers(0, 200), elements=st.integers(0, 10**5)))
+def test_dense_ids_are_numpys_unique_with_inverse(values):
+    """Counting (a narrow range) and np.unique (a wide one) alike."""
+    ids, inverse = dense_ids(values)
+    expected, where = np.unique(values, return_inverse=True)
+    np.testing.assert_array_equal(ids, expected)
+    np.testing.assert_array_equal(inverse, where.reshape(-1))

@@ -215,3 +215,21 @@ def test_flexible_mondrian_groups_are_m_eligible(table):
     group = mondrian(codes, {"a": 39, "b": 4, "c": 11}, s, l=m, flexible=True)
     per = pd.DataFrame({"g": group, "s": s}).groupby(["g", "s"]).size()
     assert (per.groupby(level=0).max() * m <= per.groupby(level=0).sum()).all()
+
+
+@given(st.data())
+def test_nearest_cut_side_counts_are_the_running_counts(data):
+    """`_side_tops` (running maxima of occurrence numbers) equals the definition: per row
+    of nodes sorted together, the largest count of one code among the node's rows before
+    it, and among its rows from it on."""
+    from vpub_spark.kernels.mondrian import _side_tops
+
+    sizes = data.draw(st.lists(st.integers(1, 12), min_size=1, max_size=5))
+    node = np.repeat(np.arange(len(sizes)), sizes)
+    codes = np.array(data.draw(st.lists(st.integers(0, 4), min_size=len(node), max_size=len(node))))
+    before, after = _side_tops(node, codes)
+    for i in range(len(node)):
+        mine = np.flatnonzero(node == node[i])
+        earlier, later = mine[mine < i], mine[mine >= i]
+        assert before[i] == (np.bincount(codes[earlier]).max() if len(earlier) else 0)
+        assert after[i] == np.bincount(codes[later]).max()

@@ -10,12 +10,13 @@ Decisions, from measurements (docs/how-to/choose-engine.md):
   limit if lower).
 - Time, on C cores with the in-process engine on C workers and Spark on `local[C]`:
   in process takes `INPROCESS_SERIAL_S` n + `INPROCESS_CORE_S` n / C seconds for n
-  rows (reading, encoding and the audit run in the calling process; the partitions on
-  the workers), Spark `SPARK_FIXED_S` + `SPARK_CORE_S` n / C. Spark's core-seconds per
-  row are about eight times the in-process engine's, so in process is faster whatever
-  the rows below (SPARK_CORE_S - INPROCESS_CORE_S) / INPROCESS_SERIAL_S cores (12 with
-  the constants below) and, above that, up to n = SPARK_FIXED_S / (INPROCESS_SERIAL_S -
-  (SPARK_CORE_S - INPROCESS_CORE_S) / C) rows (about 20M on 64 cores). The constants
+  rows (the part that does not shrink with more workers: the rules, merging the
+  workers' counts, starting pools; the rest on the workers), Spark `SPARK_FIXED_S` +
+  `SPARK_CORE_S` n / C. Spark's core-seconds per row are about eight times the
+  in-process engine's, so in process is faster whatever the rows below (SPARK_CORE_S -
+  INPROCESS_CORE_S) / INPROCESS_SERIAL_S cores (22 with the constants below) and, above
+  that, up to n = SPARK_FIXED_S / (INPROCESS_SERIAL_S - (SPARK_CORE_S -
+  INPROCESS_CORE_S) / C) rows (about 48M on 64 cores). The constants
   were fitted on this project's 2-core machine at 1M, 3M and 10M rows with 1 and 2
   workers; the larger machines are predicted on paper.
 - A configured cluster master (`spark.master` not `local[...]`) or a run under
@@ -37,7 +38,7 @@ BYTES_PER_CELL = (
 CSV_FACTOR = 15.0  # measured peak RSS per CSV byte, in process (docs/how-to/choose-engine.md)
 SHARE = 0.5  # of the available memory
 WORKER_BYTES = 120 * 2**20  # measured private memory of one worker (131k-row partitions)
-INPROCESS_SERIAL_S = 0.45e-6  # seconds per row in the calling process
+INPROCESS_SERIAL_S = 0.24e-6  # seconds per row that do not shrink with more workers
 INPROCESS_CORE_S = 0.7e-6  # core-seconds per row on the workers
 SPARK_FIXED_S = 7.5  # a local session's start-up and a publish's fixed cost
 SPARK_CORE_S = 6.0e-6  # core-seconds per row in Spark's tasks

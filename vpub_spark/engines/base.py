@@ -206,8 +206,7 @@ class Engine(Protocol):
     ) -> dict[tuple[str, ...], np.ndarray]:
         """The contingency cube of each attribute set of `sets` over the source recoded
         by `luts` (a code -> the release's code), shaped by `sizes`; `cubes(codes,
-        sets, sizes[, workers])` is the counting kernel, run where the rows are (in
-        process on the engine's workers)."""
+        sets, sizes)` is the counting kernel, run where the rows are."""
         ...
 
     def count_matching(self, loaded: LoadedTable, codes: Mapping[str, Sequence[int]]) -> int:

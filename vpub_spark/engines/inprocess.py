@@ -359,7 +359,7 @@ class InProcessEngine:
 
     def count_cubes(self, loaded: LoadedTable, luts, sizes, sets, cubes):
         recoded = {a: np.asarray(lut)[loaded.data[a].to_numpy()] for a, lut in luts.items()}
-        return cubes(recoded, list(sets), sizes, self._workers_for(loaded.rows))
+        return cubes(recoded, list(sets), sizes)
 
     def count_matching(self, loaded: LoadedTable, codes) -> int:
         ok = np.ones(loaded.rows, dtype=bool)

@@ -24,6 +24,19 @@ def distinct(values: np.ndarray) -> np.ndarray:
     return s[keep]
 
 
+def dense_ids(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(values, return_inverse=True)` for non-negative integers: by counting
+    when their range is at most a few times their number (node and group ids), else by
+    `np.unique`. The ids, ascending, and each value's index among them."""
+    v = np.asarray(values).ravel()
+    if len(v) and int(v.min()) >= 0 and int(v.max()) <= 4 * len(v) + 65536:
+        present = np.bincount(v, minlength=int(v.max()) + 1) > 0
+        index = np.cumsum(present) - 1
+        return np.flatnonzero(present).astype(v.dtype, copy=False), index[v]
+    ids, inverse = np.unique(v, return_inverse=True)
+    return ids, inverse.reshape(-1)
+
+
 _HEADER = struct.Struct("<3sQ")  # the values' NumPy type (e.g. "<u2") and their number
 
 

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PrivacyError
-from .arrays import distinct
+from .arrays import dense_ids, distinct, lex_order
 
 
 def check_m_eligible(
@@ -350,9 +350,7 @@ def decompose(
     attrs = list(codes.columns)
     cols = codes.to_numpy(dtype=np.int64) if attrs else np.zeros((n, 0), dtype=np.int64)
     while True:
-        per = pd.DataFrame({"n": node, "s": sensitive}).groupby(["n", "s"]).size()
-        c = per.groupby(level=0).max()  # every value of a bucket appears c times
-        c_row = c.reindex(node).to_numpy()
+        c_row = _top_per_node(node, sensitive)  # every value of a bucket appears c times
         act = np.flatnonzero(c_row > 1)  # only nodes still to split do any work
         if len(act) == 0:
             break
@@ -361,8 +359,17 @@ def decompose(
         )
         new = node * 2
         new[act] += side
-        node = np.unique(new, return_inverse=True)[1].reshape(-1)
-    return np.unique(node, return_inverse=True)[1].reshape(-1)
+        node = dense_ids(new)[1]
+    return dense_ids(node)[1]
+
+
+def _top_per_node(node: np.ndarray, sensitive: np.ndarray) -> np.ndarray:
+    """Per row, the largest count of one sensitive value in its node (by counting)."""
+    s = sensitive.astype(np.int64) - min(int(sensitive.min(initial=0)), 0)
+    width = int(s.max(initial=0)) + 1
+    ids, dense = dense_ids(node)
+    cells = np.bincount(dense * width + s, minlength=len(ids) * width)
+    return cells.reshape(len(ids), width).max(axis=1)[dense]
 
 
 def _halve(
@@ -381,7 +388,7 @@ def _halve(
     best_cost = np.full(n, np.inf)
     for j in range(max(len(attrs), 1)):
         key = cols[:, j] if attrs else np.zeros(n, dtype=np.int64)
-        order = np.lexsort((np.arange(n), key, sensitive, node))
+        order = lex_order([node, sensitive, key])  # stable: ties in row order
         grp = np.stack([node[order], sensitive[order]], axis=1)
         first = np.concatenate([[True], (grp[1:] != grp[:-1]).any(axis=1)])
         start = np.maximum.accumulate(np.where(first, np.arange(n), 0))
@@ -464,8 +471,7 @@ def next_level(
     its child `side` (0/1), other nodes stay whole and become final. Returns the rows'
     new dense node ids and which new nodes are final."""
     child = np.where(split[node], node * 2 + side, node * 2)
-    ids, new = np.unique(child, return_inverse=True)
-    new = new.reshape(-1)
+    ids, new = dense_ids(child)
     final = np.zeros(len(ids), dtype=bool)
     final[new[~split[node]]] = True
     return new, final

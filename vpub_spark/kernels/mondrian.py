@@ -19,7 +19,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from .arrays import distinct
+from .arrays import dense_ids, distinct, lex_order
 from .minvariance import next_level, top_counts
 
 
@@ -46,27 +46,20 @@ def _allowed(
 def _nearest_cut(node: np.ndarray, value: np.ndarray, sensitive: np.ndarray, l: int):
     """Per node (dense ids), the cut between two distinct values nearest the node's middle
     whose two sides are both l-diverse (c(v) <= size / l): (left side per row, found per
-    node). One pass over the rows sorted by (node, value) with running counts per value."""
+    node). One pass over the rows sorted by (node, value): a side's largest count of one
+    sensitive value is a running maximum of the rows' occurrence numbers (`_side_tops`),
+    linear in the rows, not in rows times values."""
     n = len(node)
-    order = np.lexsort((value, node))
+    order = lex_order([node, value])
     sn, sv = node[order], value[order]
     sizes = np.bincount(node)
     start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     ranked = sensitive[order]
     codes = np.searchsorted(distinct(ranked), ranked)
-    width = int(codes.max()) + 1
-    onehot = np.zeros((n, width), dtype=np.int32)
-    onehot[np.arange(n), codes] = 1
-    before = np.cumsum(onehot, axis=0) - onehot  # counts of the rows before each one
-    left = before - before[start[sn]]  # ... within its node
-    total = np.bincount(sn * width + codes, minlength=len(sizes) * width).reshape(-1, width)
+    before, after = _side_tops(sn, codes)
     pos = np.arange(n) - start[sn]  # rows left of a cut placed before this row
     boundary = (pos > 0) & np.concatenate([[False], sv[1:] != sv[:-1]])
-    ok = (
-        boundary
-        & (left.max(axis=1) * l <= pos)
-        & ((total[sn] - left).max(axis=1) * l <= sizes[sn] - pos)
-    )
+    ok = boundary & (before * l <= pos) & (after * l <= sizes[sn] - pos)
     far = np.iinfo(np.int64).max
     dist = np.where(ok, np.abs(2 * pos - sizes[sn]), far)
     best = np.minimum.reduceat(dist, start)  # rows sorted by node, every node non-empty
@@ -75,6 +68,31 @@ def _nearest_cut(node: np.ndarray, value: np.ndarray, sensitive: np.ndarray, l: 
     side = np.zeros(n, dtype=bool)
     side[order] = pos < chosen[sn]
     return side, best < far
+
+
+def _side_tops(node: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For rows sorted by node: per row, the largest count of one code among the node's
+    rows before it, and among the node's rows from it on. The k-th row of a code in its
+    node has occurrence k; the largest count before row i is the running maximum of the
+    occurrences before i, and from i on the running maximum (from the end) of the
+    occurrences counted from the end. Node offsets keep the maxima within a node."""
+    n = len(node)
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    by_code = lex_order([node, codes])  # stable: a code's rows in row order
+    key = node[by_code] * (int(codes.max()) + 1) + codes[by_code]
+    runs = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    length = np.diff(np.r_[runs, n])
+    k = np.arange(n) - np.repeat(runs, length)  # 0-based occurrence in the run
+    occ, from_end = np.empty(n, np.int64), np.empty(n, np.int64)
+    occ[by_code], from_end[by_code] = k + 1, np.repeat(length, length) - k
+    big = n + 1
+    upto = np.maximum.accumulate(occ + node * big) - node * big  # through row i
+    before = np.r_[0, upto[:-1]]
+    before[np.r_[True, node[1:] != node[:-1]]] = 0  # a node's first row has none before
+    back = (int(node[-1]) - node[::-1]) * big
+    after = (np.maximum.accumulate(from_end[::-1] + back) - back)[::-1]
+    return before, after
 
 
 def _widths(x: np.ndarray, node: np.ndarray, nodes: int) -> np.ndarray:
@@ -117,7 +135,7 @@ def mondrian(
         for r in range(len(attrs)):
             attr = rank_attr[node, r]
             value = x[np.arange(n), attr]
-            order = np.lexsort((value, node))
+            order = lex_order([node, value])
             sizes = np.bincount(node, minlength=nodes)
             start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
             median = value[order][start + (sizes - 1) // 2]
@@ -125,9 +143,9 @@ def mondrian(
             ok = _allowed(node, trial, sensitive, l, k, nodes) & ~decided
             if flexible and (need := ~ok & ~decided).any():
                 rows = np.flatnonzero(need[node])
-                ids, local = np.unique(node[rows], return_inverse=True)
+                ids, local = dense_ids(node[rows])
                 side, found = _nearest_cut(
-                    local.reshape(-1), value[rows], np.asarray(sensitive)[rows], int(l or 1)
+                    local, value[rows], np.asarray(sensitive)[rows], int(l or 1)
                 )
                 trial[rows] = side
                 ok[ids[found]] = True

@@ -109,7 +109,7 @@ def anatomy_checks(
     )
     if not both or per_group is None:
         return
-    groups, st_size, top, least = per_group
+    groups, st_size, top, least, _ = per_group
     check(
         f"{t.name}: group sizes agree",
         (size == st_size).all(),
@@ -173,8 +173,8 @@ def _one_row_per_cell(group: np.ndarray, value: np.ndarray, width: int) -> bool:
 
 def _per_group_cells(st: pa.Table, s: str):
     """Per ST group (ascending): its id, size, largest and smallest (group, value) count
-    (rows of one value in one group summed); None if the ids are too large to combine
-    with the values in 64 bits."""
+    (rows of one value in one group summed) and number of values; None if the ids are
+    too large to combine with the values in 64 bits."""
     group = _ints(st[GROUP])
     codes = pc.dictionary_encode(st[s].combine_chunks())
     width = len(codes.dictionary) + 1
@@ -190,15 +190,17 @@ def _per_group_cells(st: pa.Table, s: str):
 
 
 def _group_runs(group: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, ...]:
-    """For cells sorted by group: each group, the sum, largest and smallest of its counts."""
+    """For cells sorted by group: each group, the sum, largest and smallest of its
+    counts, and its number of cells."""
     if not len(group):
-        return group, count, count, count
+        return group, count, count, count, count
     starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
     return (
         group[starts],
         np.add.reduceat(count, starts),
         np.maximum.reduceat(count, starts),
         np.minimum.reduceat(count, starts),
+        np.diff(np.r_[starts, len(group)]),
     )
 
 
@@ -221,14 +223,12 @@ def generalized_checks(
     )
     columns(check, t.name, "st", st, [GROUP, s, COUNT])
     g = groups.to_pandas()
-    per = (
-        st.group_by(GROUP)
-        .aggregate([(COUNT, "sum"), (COUNT, "max"), (s, "count_distinct")])
-        .to_pandas()
-    )
-    per = per.rename(
-        columns={f"{COUNT}_sum": "st_size", f"{COUNT}_max": "top", f"{s}_count_distinct": "values"}
-    )
+    cells = _per_group_cells(st, s)  # counting, not a hash aggregation (0.17 s a 1M-row table)
+    if cells is None:
+        check(f"{t.name}: same groups in GROUPS and ST", False, "ST group ids out of range")
+        return
+    names = (GROUP, "st_size", "top", "least", "values")
+    per = pd.DataFrame(dict(zip(names, cells, strict=True))).drop(columns="least")
     joined = g.merge(per, on=GROUP, how="outer")
     both = len(joined) == len(g) == len(per) and g[GROUP].is_unique
     check(

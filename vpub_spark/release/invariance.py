@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..kernels.arrays import lex_order
 from ..model import PublishedTable
 from .checks import Checker
 from .layout import GROUP
@@ -62,7 +63,7 @@ def signature_counts(st: pa.Table, s: str, rank: dict[str, int]) -> tuple[np.nda
     index = encoded.indices.fill_null(len(ranks) - 1).to_numpy(zero_copy_only=False)
     value = ranks[index.astype(np.int64)]
     group = st[GROUP].combine_chunks().fill_null(-1).to_numpy(zero_copy_only=False)
-    order = np.lexsort((value, group))
+    order = lex_order([group.astype(np.int64) + 1, value + 2])  # ids >= -1, ranks >= -2
     group, value = group[order], value[order]
     if not len(group):
         return np.zeros((0, 0), np.int64), np.zeros(0, np.int64)
@@ -79,7 +80,7 @@ def signature_counts(st: pa.Table, s: str, rank: dict[str, int]) -> tuple[np.nda
         for column in (matrix[:, at : at + per_word] + 2).T:
             word = word * radix + column
         words.append(word)
-    order = np.lexsort(words[::-1])
+    order = lex_order(words) if len(words) == 1 else np.lexsort(words[::-1])
     packed = np.stack([w[order] for w in words], axis=1)
     new = np.r_[True, (packed[1:] != packed[:-1]).any(axis=1)]
     first = np.flatnonzero(new)

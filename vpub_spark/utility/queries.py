@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..engines.pool import MIN_ROWS, default_workers, run_tasks
 from ..errors import SpecError
 from ..estimate.codes import EST, Query, mask
 from ..estimate.models import AnatomyModel, EstimateModel, ProjectionModel
@@ -225,9 +224,7 @@ def workload(
     """`size` random queries with a non-zero exact answer (see the module's decision),
     answered on `source` by contingency cubes (`CubeCounts`)."""
     sizes = {a: len(domains[a]) for a in source.columns}
-    workers = default_workers() if len(source) >= MIN_ROWS else 1
-    count = partial(cubes, source, sizes=sizes, workers=workers)
-    counts = CubeCounts(sizes, count, partial(exact_count, source))
+    counts = CubeCounts(sizes, partial(cubes, source, sizes=sizes), partial(exact_count, source))
     return draw_workload(list(source.columns), domains, qd, p, size, seed, counts, max_draws)
 
 
@@ -352,31 +349,25 @@ def cubes(
     frame: pd.DataFrame | Mapping[str, np.ndarray],
     sets: Sequence[tuple[str, ...]],
     sizes: Mapping[str, int],
-    workers: int = 1,
 ) -> dict[tuple[str, ...], np.ndarray]:
     """The contingency cube (`cube`) of each of `sets`: the rows are counted into
-    `covers`' fewer, larger cubes, each then summed down to the sets it holds; the
-    covers on `workers` forked processes (`engines/pool.py`; never inside a Spark
-    task). On the 10M `sal` source, 1,000 queries of 3 attributes need 56 cubes, held
-    by 13 covers: the in-process workload took 1.31 s against 3.64 s (measured;
-    docs/explanation/performance.md)."""
-    return cover_cubes(partial(cube, frame, sizes=sizes), sets, sizes, workers)
+    `covers`' fewer, larger cubes, each then summed down to the sets it holds. On the
+    10M `sal` source, 1,000 queries of 3 attributes need 56 cubes, held by 13 covers:
+    the in-process workload took 1.31 s against 3.64 s (measured; docs/explanation/performance.md)."""
+    return cover_cubes(partial(cube, frame, sizes=sizes), sets, sizes)
 
 
 def cover_cubes(
     count: Callable[[tuple[str, ...]], np.ndarray],
     sets: Sequence[tuple[str, ...]],
     sizes: Mapping[str, int],
-    workers: int = 1,
 ) -> dict[tuple[str, ...], np.ndarray]:
     """The cube of each of `sets`, in its own attribute order, summed down from
     `count`'s cube of each of `covers`' covering sets (a dense array in the cover's
-    order; the covers counted on up to `workers` processes): cubes of counts or of
-    estimates alike, as both add up over cells."""
+    order): cubes of counts or of estimates alike, as both add up over cells."""
     out: dict[tuple[str, ...], np.ndarray] = {}
-    todo = covers(sets, sizes)
-    wholes = run_tasks(count, list(todo), workers)
-    for (cover, held), whole in zip(todo.items(), wholes, strict=True):
+    for cover, held in covers(sets, sizes).items():
+        whole = count(cover)
         for s in held:
             kept = [a for a in cover if a in s]
             summed = whole.sum(axis=tuple(i for i, a in enumerate(cover) if a not in s))
