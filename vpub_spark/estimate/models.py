@@ -26,7 +26,7 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-from ..kernels.arrays import pack_codes
+from ..kernels.arrays import dense_ids, pack_codes
 from .codes import EST, Query, mask, to_codes
 from .columns import COUNT, GROUP
 
@@ -200,7 +200,7 @@ class AnatomyModel:
 
     @cached_property
     def groups(self) -> Groups:
-        ids, index = np.unique(self.st[GROUP].to_numpy(), return_inverse=True)
+        ids, index = dense_ids(self.st[GROUP].to_numpy())
         size = np.bincount(index, weights=self.st[COUNT].to_numpy(), minlength=len(ids))
         return Groups(np.searchsorted(ids, self.qit[GROUP].to_numpy()), index, size)
 

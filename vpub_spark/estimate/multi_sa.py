@@ -17,6 +17,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from ..kernels.arrays import dense_ids
 from .codes import EST, Query, mask, to_codes
 from .columns import COUNT, GROUP
 
@@ -94,7 +95,7 @@ class MultiSaModel:
         s_query = {a: v for a, v in query.items() if a in self.sensitive_set}
         if not s_query:
             return float(in_q.sum())
-        ids, gidx = np.unique(self.qit[GROUP].to_numpy(), return_inverse=True)
+        ids, gidx = dense_ids(self.qit[GROUP].to_numpy())
         n_g = np.bincount(gidx[in_q], minlength=len(ids))
         share, hidden = self._parts
         in_s = mask(share, s_query)
