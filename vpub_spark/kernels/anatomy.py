@@ -16,14 +16,13 @@ the chunk's content and the seed, never on the order rows arrived in.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
 from ..errors import PrivacyError
-from .arrays import lex_order, pack_codes, stable_order
+from .arrays import lex_order, packed, stable_order
 
 GROUP = "group_id"
 COUNT = "count"
@@ -80,9 +79,8 @@ def anatomize(
 def _qi_keys(cols: list[np.ndarray]) -> list[np.ndarray]:
     """The QI codes as one packed column where their ranges fit in an int64 (one gather
     per reordering instead of one per attribute), else the columns themselves."""
-    radix = [int(c.max()) + 1 for c in cols]
-    fits = cols and math.prod(radix) < 2**62 and min(int(c.min()) for c in cols) >= 0
-    return [pack_codes(cols, radix, len(cols[0]))] if fits else cols
+    key = packed(cols) if cols else None
+    return [key[0]] if key is not None else cols
 
 
 def _deal(codes: np.ndarray, freq: np.ndarray, rng: np.random.Generator) -> np.ndarray:

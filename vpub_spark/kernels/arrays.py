@@ -88,15 +88,23 @@ def pack_codes(codes: Sequence[np.ndarray], radix: Sequence[int], rows: int) -> 
     return key
 
 
+def packed(columns: Sequence[np.ndarray]) -> tuple[np.ndarray, list[int]] | None:
+    """The rows of integer columns as one int64 each (`pack_codes`, the first column
+    most significant) and each column's radix (its largest code + 1); None when a code
+    is negative or the ranges do not fit in 62 bits."""
+    radix = [int(c.max()) + 1 if len(c) else 1 for c in columns]
+    if any(len(c) and c.min() < 0 for c in columns) or math.prod(radix) >= 2**62:
+        return None
+    return pack_codes(columns, radix, len(columns[0]) if len(columns) else 0), radix
+
+
 def lex_order(columns: Sequence[np.ndarray]) -> np.ndarray:
     """The stable lexicographic order of the rows of non-negative integer columns (the
     first column primary), as pandas' stable multi-column sort gives it: the codes packed
-    into an int64 where their ranges fit and sorted by `stable_order`, else np.lexsort."""
-    n = len(columns[0])
-    radix = [int(c.max()) + 1 if len(c) else 1 for c in columns]
-    if all(len(c) == 0 or c.min() >= 0 for c in columns) and math.prod(radix) < 2**62:
-        return stable_order(pack_codes(columns, radix, n))
-    return np.lexsort(tuple(columns[::-1]))
+    into an int64 where their ranges fit (`packed`) and sorted by `stable_order`, else
+    np.lexsort."""
+    key = packed(columns)
+    return stable_order(key[0]) if key is not None else np.lexsort(tuple(columns[::-1]))
 
 
 def stable_order(key: np.ndarray) -> np.ndarray:

@@ -24,7 +24,7 @@ import pandas as pd
 
 from ..engines.pool import MIN_ROWS, default_workers, run_tasks
 from ..estimate.models import EstimateModel
-from ..kernels.arrays import pack_codes
+from ..kernels.arrays import packed
 from .junction import log_terms
 
 
@@ -33,12 +33,11 @@ def distinct_counts(source: pd.DataFrame, cols: Sequence[str]) -> tuple[pd.DataF
     codes packed into one int64 per row and counted (by `bincount` when the packed range
     is small, else by one sort), as `groupby(cols).size()` gives them, in key order.
     Falls back to pandas when the codes do not pack."""
-    codes = [source[c].to_numpy(np.int64) for c in cols]
-    radix = [int(c.max()) + 1 if len(c) else 1 for c in codes]
-    if not cols or any(len(c) and c.min() < 0 for c in codes) or math.prod(radix) >= 2**62:
+    both = packed([source[c].to_numpy(np.int64) for c in cols]) if cols else None
+    if both is None:
         sizes = source.groupby(list(cols), sort=False).size()
         return sizes.index.to_frame(index=False), sizes.to_numpy()
-    key = pack_codes(codes, radix, len(source))
+    key, radix = both
     if math.prod(radix) <= 4 * len(key) + 65536:
         counts = np.bincount(key, minlength=math.prod(radix))
         keys = np.flatnonzero(counts)
