@@ -144,6 +144,12 @@ class MarginalSettings:
     partitioning: str = option(
         "mondrian", doc="the partition step: `mondrian`, `ncp` or `ncp+mondrian`"
     )
+    key: str | None = option(
+        None,
+        doc="the record identifier column (never published; the store keeps a keyed hash "
+        "of it), needed to update the store with a new snapshot (`vpub statdb update`)",
+        shown="none: the store cannot be updated",
+    )
 
     PARTITIONINGS = ("mondrian", "ncp", "ncp+mondrian")
 
@@ -178,6 +184,7 @@ class MarginalSettings:
             d.get("tries", 5),
             d.get("blocks", 32),
             str(d.get("partitioning", "mondrian")),
+            None if d.get("key") is None else str(d["key"]),
         )
 
 

@@ -71,7 +71,7 @@ def test_1000_requests_from_100_concurrent_clients_none_lost_all_equal_to_the_li
             expected[job].high,
             job[1],
         )
-        assert set(body) == {"lower", "upper", "method", "elapsed_ms"}  # an interval, no rows
+        assert set(body) == {"lower", "upper", "method", "version", "elapsed_ms"}  # no rows
     log = (store[0] / LOG).read_text().splitlines()
     assert len(log) == lines + 1000
     assert json.loads(log[-1])["query"].startswith("[127.0.0.1] ")

@@ -15,6 +15,7 @@ from ..utility.queries import estimate_count, exact_count
 from ..utility.release_models import release_models
 from ..utility.where import parse_where
 from .common import engine_of, engine_options, warn_explicit_seed
+from .versions import register as register_versions
 
 
 def cmd_query(args: argparse.Namespace) -> int:
@@ -103,9 +104,10 @@ def cmd_statdb_query(args: argparse.Namespace) -> int:
     from ..statdb.db import StatDB
 
     db = StatDB.open(args.store, args.verify_key)
-    answer = db.count(args.where, args.method)
+    answer = db.count(args.where, args.method, version=args.version)
     console.print(
         f"{answer.method}: COUNT(*) WHERE {escape(args.where)} is in [bold]{answer}[/bold]"
+        + (f" (version {answer.version})" if db.latest > 1 else "")
     )
     return 0
 
@@ -128,7 +130,9 @@ def cmd_statdb_batch(args: argparse.Namespace) -> int:
     with progress_step(f"start the {args.engine} engine"):
         engine.start()
     with progress_step(f"answer {args.workload} ({args.method})"):
-        batch = answer_workload(args.store, args.workload, args.method, engine, args.parts)
+        batch = answer_workload(
+            args.store, args.workload, args.method, engine, args.parts, args.version
+        )
     if args.out:
         batch.answers.to_csv(args.out, index=False)
     console.print(summary(batch) + (f"; answers in {args.out}" if args.out else ""))
@@ -201,6 +205,7 @@ def _register_statdb(sub) -> None:
     _register_statdb_verify(sds)
     _register_statdb_workload(sds)
     _register_statdb_batch(sds)
+    register_versions(sds)
 
 
 def _register_statdb_build(sds) -> None:
@@ -255,6 +260,11 @@ def _register_statdb_query(sds) -> None:
     )
     sdq.add_argument(
         "--method", choices=["dyn-ana", "dyn-gen"], default="dyn-ana", help="A-Count or G-Count"
+    )
+    sdq.add_argument(
+        "--version",
+        default=None,
+        help="the store version to ask, by number or id (vpub statdb versions); default: the latest",
     )
     sdq.add_argument(
         "--verify-key",
@@ -313,6 +323,11 @@ def _register_statdb_batch(sds) -> None:
     sda.add_argument("--method", choices=["dyn-ana", "dyn-gen"], default="dyn-ana")
     sda.add_argument(
         "--parts", type=int, default=0, help="tasks (default: the engine's parallelism)"
+    )
+    sda.add_argument(
+        "--version",
+        default=None,
+        help="the store version to ask (number or id; default: the latest)",
     )
     sda.add_argument(
         "--out", default=None, help="write every answer (line, where, method, low, high, ms) as CSV"

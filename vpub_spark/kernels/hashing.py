@@ -46,3 +46,24 @@ def _mix(x: np.ndarray) -> np.ndarray:
     x *= _M2
     x ^= x >> np.uint64(31)
     return x
+
+
+KEY_COLUMNS = ("key0", "key1")
+_KEY_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
+def key_hash(labels, secret: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two keyed 64-bit hashes of each record identifier (its label as text): SipHash-2-4
+    (pandas' `hash_array`) under two 96-bit keys drawn from HMAC-SHA256 of the store's
+    secret. What a private store keeps in place of the identifiers: without the secret
+    nobody can test a candidate identifier against it; 128 bits make two identifiers of
+    one store collide with probability about n^2 / 2^129."""
+    import hashlib
+    import hmac
+
+    digest = hmac.new(str(secret).encode(), b"vpub record keys", hashlib.sha256).digest()
+    keys = ["".join(_KEY_ALPHABET[b % 64] for b in digest[i : i + 16]) for i in (0, 16)]
+    text = np.asarray(labels, dtype=object).astype(str).astype(object)
+    return tuple(
+        pd.util.hash_array(text, hash_key=k, categorize=False).astype(np.uint64) for k in keys
+    )

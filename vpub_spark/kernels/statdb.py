@@ -323,10 +323,24 @@ def g_count(
     return g_count_cells(Cells.of(bucket, sensitive), codes, query)
 
 
-def g_count_cells(cells: Cells, codes: Mapping[str, np.ndarray], query: Query) -> tuple[int, int]:
-    """`g_count` on precomputed cells (what a store answers queries with)."""
-    lam = len(query.ranges)
-    present, left = _pattern_counts(cells, _patterns(codes, query.ranges, len(cells.cell)), lam)
+def g_count_cells(
+    cells: Cells, codes: Mapping[str, np.ndarray], query: Query, fake: np.ndarray | None = None
+) -> tuple[int, int]:
+    """`g_count` on precomputed cells (what a store answers queries with). `fake`: the
+    counterfeit tuples (kernels/dynamic.py), which hold no QI values. Decision: a
+    counterfeit is placed below the query on its first constrained attribute (a query
+    without one gets the whole range of the first QI attribute): never inside, so no
+    type-1 group counts it; in a margin, where it only helps type-3 groups, which count
+    nothing. Both ends stay sound for the real tuples."""
+    ranges = dict(query.ranges)
+    if fake is not None and not ranges:
+        first = next(iter(codes))
+        ranges = {first: (0, int(np.asarray(codes[first]).max(initial=0)))}
+    lam = len(ranges)
+    pattern = _patterns(codes, ranges, len(cells.cell))
+    if fake is not None:
+        pattern[fake] = 1
+    present, left = _pattern_counts(cells, pattern, lam)
     digits = present[:, None] // 3 ** np.arange(lam) % 3
     margins = np.stack([digits == 1, digits == 2], axis=2).reshape(len(present), 2 * lam)
     inside = np.flatnonzero(present == 0)

@@ -29,7 +29,7 @@ the ruler the boxes were cut on.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -37,11 +37,12 @@ import pandas as pd
 
 from ..encoding import Dictionary, write_decoded
 from ..engines.base import LoadedTable
-from ..errors import SpecError
+from ..errors import DataError, SpecError
+from ..kernels.hashing import KEY_COLUMNS, key_hash
 from ..kernels.minvariance import bucketize, check_m_eligible_counts, decompose, partition
 from ..kernels.mondrian import mondrian
 from ..kernels.partitioning import QiShards, combine_counts, partition_seed, plan_chunks
-from ..model import PublishedTable, Rule
+from ..model import Attribute, PublishedTable, Rule, TableSpec
 from ..release.layout import COUNT, GROUP, SIZE, part_file, part_location
 from ..release.manifest import table_entry
 from ..release.store import (
@@ -75,6 +76,36 @@ SUMMARY_COLUMNS = {
 
 def marginal_name(attributes, sensitive: str) -> str:
     return "-".join([*attributes, sensitive])
+
+
+def with_key_attribute(spec: TableSpec, key: str | None) -> TableSpec:
+    """The table spec with the record identifier read as one more (categorical)
+    attribute, when there is one and the spec does not list it."""
+    if key is None or key in spec.names:
+        return spec
+    return replace(spec, attributes=(*spec.attributes, Attribute(key)))
+
+
+def check_key(key: str | None, qi, sensitive: str, counts: Mapping[str, np.ndarray]) -> None:
+    """The record identifier names one record each and is neither QI nor sensitive."""
+    if key is None:
+        return
+    if key in (*qi, sensitive):
+        raise SpecError(
+            f"marginals.key {key} is a QI or the sensitive attribute; name a record identifier"
+        )
+    twice = int((np.asarray(counts[key]) > 1).sum())
+    if twice:
+        raise DataError(
+            f"marginals.key {key}: {twice} values appear more than once; it must name one record"
+        )
+
+
+def with_key_hash(rows: pd.DataFrame, key: str, labels: Dictionary, secret: int) -> pd.DataFrame:
+    """`rows` with the record identifier's codes replaced by its keyed hash
+    (`hashing.key_hash`): what a store keeps of it."""
+    k0, k1 = key_hash(labels.decode(rows[key].to_numpy()), secret)
+    return rows.drop(columns=[key]).assign(**dict(zip(KEY_COLUMNS, (k0, k1), strict=True)))
 
 
 def canonical(frame: pd.DataFrame) -> pd.DataFrame:
@@ -180,9 +211,11 @@ def bucketize_chunk(
     tries: int,
     blocks: int,
     partitioning: str = "mondrian",
+    key: str | None = None,
 ):
-    """One chunk's rows in canonical order, their sub-tables and buckets (seeded by part)."""
-    canon = canonical(frame[[*qi, sensitive]])
+    """One chunk's rows in canonical order (the record identifier last, when there is
+    one), their sub-tables and buckets (seeded by part)."""
+    canon = canonical(frame[[*qi, sensitive, *([key] if key else [])]])
     codes, s, seed = (
         canon[list(qi)],
         canon[sensitive].to_numpy(dtype=np.int64),
@@ -229,6 +262,7 @@ class MarginalsJob:
     dictionaries: Mapping[str, Dictionary]
     sharding: QiShards
     partitioning: str = "mondrian"
+    key: str | None = None  # the record identifier: kept in the store as a keyed hash only
 
     summary_schema = summary_schema(SUMMARY_COLUMNS)
 
@@ -244,6 +278,7 @@ class MarginalsJob:
         first_id: tuple[int, ...],
         loaded: LoadedTable,
         sharding: QiShards,
+        key: str | None = None,
     ) -> MarginalsJob:
         """The job that only bucketizes into the store (vpub statdb build): no release,
         no marginal, the chunk's rows as they come (no partitioning into groups)."""
@@ -262,6 +297,7 @@ class MarginalsJob:
             dict(loaded.dictionaries),
             sharding,
             "none",
+            key,
         )
 
     def shards(self, frame: pd.DataFrame) -> np.ndarray:
@@ -280,11 +316,14 @@ class MarginalsJob:
             self.tries,
             self.blocks,
             self.partitioning,
+            self.key,
         )
         codes, s = canon[list(self.qi)], canon[self.sensitive].to_numpy(dtype=np.int64)
         first = self.first_id[part]
         rows = first + np.arange(len(canon), dtype=np.int64)
         store = canon.assign(**{ROW: rows, SUB: first + sub, BUCKET: first + bucket})
+        if self.key:
+            store = with_key_hash(store, self.key, self.dictionaries[self.key], self.seed)
         write_decoded(store, {}, store_location(self.store, BUCKETS), part_file(part))
         out = []
         for mg in self.marginals:
@@ -421,6 +460,10 @@ class MarginalsMethod:
                 "method marginals needs a `marginals:` section with sensitive, schemas and state"
             )
         qi = qi_of(cfg, names)
+        if s.key:
+            raise SpecError(
+                "marginals.key makes an updatable store, which `vpub statdb build` builds; `vpub publish` does not read a record identifier"
+            )
         if not s.schemas:
             raise SpecError(
                 "marginals.schemas lists no marginal to publish (for a store alone: vpub statdb build)"
@@ -469,6 +512,7 @@ class MarginalsMethod:
             dict(loaded.dictionaries),
             plan.detail,
             s.partitioning,
+            s.key,
         )
 
     def table_entries(self, stage, design, loaded, summary) -> list[dict]:

@@ -97,7 +97,7 @@ def _add(
     state: Path, attributes, output, release_id, overwrite, step: Steps, wait_s, sign_key
 ) -> PublishResult:
     # nothing is published from, or sealed into, a damaged store
-    meta = verified_for_update(state, sign_key)
+    meta, _ = verified_for_update(state, sign_key)
     sensitive, qi = meta["sensitive"], tuple(meta["qi"])
     (mg,) = marginals_of([tuple(attributes)], qi, sensitive)
     dictionaries = {a: Dictionary(a, tuple(v)) for a, v in meta["domains"].items()}

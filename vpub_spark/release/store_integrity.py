@@ -50,6 +50,8 @@ from .store import (
     read_store,
     sha256_file,
 )
+from .versions import COUNT, each_version, versions_of
+from .versions import listed as versions_listed
 
 KEYS = ("store_id", "m", "seed", "qi", "sensitive", "domains", "source", "published", "files")
 
@@ -93,6 +95,7 @@ def store_checks(
     tuples = _buckets(meta, data, check)
     if tuples is not None:
         bucket_checks(meta, tuples, check)
+        version_checks(state, meta, tuples, check)
     return meta, tuples
 
 
@@ -141,13 +144,13 @@ def _signed_by(state: Path, key) -> tuple[bool, str]:
     return signed_by(key, state / STORE_FILE, state / SIGNATURE, STORE_FILE, "store")
 
 
-def verified_for_update(state: Path, sign_key: str | None) -> dict:
-    """store.json of a store about to change, once every check passed. A signed store
+def verified_for_update(state: Path, sign_key: str | None) -> tuple[dict, pd.DataFrame]:
+    """store.json and version 1's tuples of a store about to change, once every check passed. A signed store
     stays signed and is never re-signed unchecked: the update needs its signing key,
     whose public half must verify the current signature."""
     from .signing import _load
 
-    meta, _ = verified(state)
+    meta, tuples = verified(state)
     signed_by = meta.get("signed_by")
     if signed_by and sign_key is None:
         raise VpubError(
@@ -159,7 +162,7 @@ def verified_for_update(state: Path, sign_key: str | None) -> dict:
             raise VpubError(
                 f"{state.name}: the store's signature does not verify with this signing key, refused: {why}"
             )
-    return meta
+    return meta, tuples
 
 
 def _some(names: list[str]) -> str:
@@ -168,7 +171,8 @@ def _some(names: list[str]) -> str:
 
 def _files(state: Path, meta: dict, check: Checker) -> dict[str, bytes]:
     """Check the files against store.json's list; the bytes of the listed bucket files."""
-    listed, present = dict(meta["files"]), set(covered_files(state))
+    listed = dict(meta["files"])
+    present = {f for f in covered_files(state) if versions_listed(f, meta)}
     missing, extra = sorted(set(listed) - present), sorted(present - set(listed))
     why = [f"missing {_some(missing)}"] * bool(missing) + [
         f"not listed in {STORE_FILE}: {_some(extra)}"
@@ -264,3 +268,54 @@ def bucket_checks(meta: dict, tuples: pd.DataFrame, check: Checker) -> None:
         if ok.all()
         else f"{int((~ok).sum())} buckets are not",
     )
+
+
+def version_checks(state: Path, meta: dict, base: pd.DataFrame, check: Checker) -> None:
+    """Version by version (release/versions.py): its files readable, its codes in their
+    domains, its counts those store.json lists, every surviving tuple's signature
+    unchanged, every signature balanced with at least m values (counterfeits counted)."""
+    from ..kernels.dynamic import invariance_failures, signature_keys
+
+    entries = versions_of(meta)
+    if len(entries) < 2:
+        return
+    s, m, bad = meta["sensitive"], int(meta["m"]), []
+    prev = None
+    try:
+        for v, e in zip(each_version(state, meta, base), entries, strict=True):
+            rows = v.with_counterfeits(s)
+            key = signature_keys(rows[BUCKET].to_numpy(), rows[s].to_numpy())
+            if prev is not None:
+                why = invariance_failures(
+                    *prev, rows[ROW].to_numpy(), key, rows[BUCKET].to_numpy(), rows[s].to_numpy(), m
+                )
+                why += _version_counts(v, e, meta)
+                bad += [f"version {v.number}: {w}" for w in why]
+            prev = (rows[ROW].to_numpy(), key)
+    except (pa.ArrowException, OSError, KeyError, ValueError) as ex:
+        bad.append(
+            f"a version's files are unreadable ({str(ex).strip().splitlines()[0] if str(ex).strip() else type(ex).__name__})"
+        )
+    check(
+        f"store: versions {m}-invariant",
+        not bad,
+        "; ".join(bad)
+        or f"{len(entries)} versions: every survivor keeps its signature, every bucket balanced with >= {m} values, counterfeits as listed",
+    )
+
+
+def _version_counts(v, entry: dict, meta: dict) -> list[str]:
+    """A version's rows, counterfeits and codes against store.json's record of it."""
+    out = []
+    real, fake = v.real, int(v.counterfeits[COUNT].sum())
+    if len(real) != int(entry["rows"]) or not real[ROW].is_unique:
+        out.append(
+            f"{len(real)} tuples ({'unique' if real[ROW].is_unique else 'repeated'}), store.json lists {entry['rows']}"
+        )
+    if fake != int(entry["counterfeits"]):
+        out.append(f"{fake} counterfeits, store.json lists {entry['counterfeits']}")
+    for a in [*meta["qi"], meta["sensitive"]]:
+        c = real[a].to_numpy()
+        if len(c) and (c.min() < 0 or c.max() >= len(meta["domains"][a])):
+            out.append(f"{a} codes outside its domain")
+    return out

@@ -39,7 +39,8 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.schemas import SchemaGenerator
 
-from ..errors import VpubError
+from ..errors import SpecError, VpubError
+from ..release.versions import versions_of
 from ..statdb.db import METHODS, StatDB
 from .catalog import Catalog, UnknownRelease
 from .limits import RateLimit
@@ -168,6 +169,7 @@ class Api:
                 "rows": len(db.values),
                 "m": db.meta.get("m"),
                 "methods": list(METHODS),
+                "versions": [e["version"] for e in versions_of(db.meta)],
             }
         )
 
@@ -191,12 +193,25 @@ class Api:
             query, where = query_of(body, self.db)
         except Bad as e:
             raise ApiError(422, str(e), e.field) from None
+        version = body.get("version")
+        if version is not None and not isinstance(version, int | str):
+            raise ApiError(422, "version must be a version number or id", "version")
         t0 = time.perf_counter()
-        answer = self.db.count(query, method, log=False)
+        try:
+            answer = self.db.count(query, method, log=False, version=version)
+        except SpecError as e:
+            field = "version" if "no version" in str(e) else "method"
+            raise ApiError(422, str(e), field) from None
         elapsed = 1000 * (time.perf_counter() - t0)
         self.db.log([(f"[{self._client(request)}] {where}", answer)])
         return JSONResponse(
-            {"lower": answer.low, "upper": answer.high, "method": method, "elapsed_ms": elapsed}
+            {
+                "lower": answer.low,
+                "upper": answer.high,
+                "method": method,
+                "version": answer.version,
+                "elapsed_ms": elapsed,
+            }
         )
 
     def _catalog(self) -> Catalog:

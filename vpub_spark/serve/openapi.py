@@ -40,6 +40,10 @@ BASE = {
                         **_METHOD,
                         "description": "A-Count `dyn-ana` (default), G-Count `dyn-gen`, or the static baselines `sta-ana`, `sta-gen` (004 §6, §7, §9)",
                     },
+                    "version": {
+                        "type": ["integer", "string"],
+                        "description": "the store version asked, by number or id (default: the latest)",
+                    },
                 },
             },
             "Interval": {
@@ -49,6 +53,7 @@ BASE = {
                     "lower": {"type": "integer", "description": "the interval's lower end"},
                     "upper": {"type": "integer", "description": "the interval's upper end"},
                     "method": {**_METHOD, "description": "the method that computed it"},
+                    "version": {"type": "integer", "description": "the store version answered"},
                     "elapsed_ms": {"type": "number", "description": "the server's time"},
                 },
             },
@@ -69,6 +74,11 @@ BASE = {
                     "rows": {"type": "integer", "description": "the store's rows"},
                     "m": {"type": "integer", "description": "the store's m (m-invariance)"},
                     "methods": {**_LABELS, "description": "the methods `method` accepts"},
+                    "versions": {
+                        "type": "array",
+                        "items": {"type": "integer"},
+                        "description": "the store's versions, oldest first",
+                    },
                 },
             },
             "Error": {

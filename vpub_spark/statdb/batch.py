@@ -24,6 +24,7 @@ import pyarrow as pa
 from ..engines.base import Engine
 from ..errors import SpecError
 from ..release.store import read_store
+from ..release.versions import version_number
 from .db import METHODS, Interval, StatDB, parse_query, where_text
 from .workload import workload
 
@@ -75,13 +76,13 @@ def _opened(store: str) -> StatDB:
     return _OPEN.get(store) or _OPEN.setdefault(store, StatDB.open(store))
 
 
-def _answerer(store: str, method: str) -> Callable[[pd.DataFrame], pd.DataFrame]:
+def _answerer(store: str, method: str, version: int) -> Callable[[pd.DataFrame], pd.DataFrame]:
     def run(frame: pd.DataFrame) -> pd.DataFrame:
         db = _opened(store)
         out = []
         for line, where in zip(frame["line"], frame["where"], strict=True):
             t0 = time.perf_counter()
-            a = db.count(where, method, log=False)
+            a = db.count(where, method, log=False, version=version)
             out.append((int(line), a.low, a.high, 1000 * (time.perf_counter() - t0)))
         return pd.DataFrame(out, columns=ANSWERS.names)
 
@@ -95,21 +96,28 @@ class Batch:
 
 
 def answer_workload(
-    store: str | Path, path: str | Path, method: str, engine: Engine, parts: int = 0
+    store: str | Path,
+    path: str | Path,
+    method: str,
+    engine: Engine,
+    parts: int = 0,
+    version: int | str | None = None,
 ) -> Batch:
     """Every query of the workload file answered (see the module docstring) in `parts`
-    tasks (0: the engine's default parallelism)."""
+    tasks (0: the engine's default parallelism), on the store's `version` (default: the
+    latest)."""
     if method not in METHODS:
         raise SpecError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
     t0 = time.perf_counter()
     db = StatDB.open(store)  # refuses an exposed or damaged store before any task runs
     queries = read_workload(path, db.meta)
-    got = engine.map_rows(queries, _answerer(str(store), method), ANSWERS, parts)
+    n = version_number(db.meta, version)
+    got = engine.map_rows(queries, _answerer(str(store), method, n), ANSWERS, parts)
     answers = queries.merge(got, on="line").sort_values("line").reset_index(drop=True)
     answers.insert(2, "method", method)
     db.log(
         [
-            (w, Interval(int(lo), int(hi), method))
+            (w, Interval(int(lo), int(hi), method, n))
             for w, lo, hi in zip(answers["where"], answers["low"], answers["high"], strict=True)
         ]
     )

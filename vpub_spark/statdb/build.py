@@ -25,7 +25,13 @@ from ..kernels.arrays import distinct
 from ..kernels.minvariance import check_m_eligible_counts
 from ..kernels.partitioning import fingerprint
 from ..lake.commit import Steps, staged_directory
-from ..publish.marginals import MarginalsJob, plan_marginal_chunks, qi_of
+from ..publish.marginals import (
+    MarginalsJob,
+    check_key,
+    plan_marginal_chunks,
+    qi_of,
+    with_key_attribute,
+)
 from ..publish.method import Plan, covered, sizes_of, source_entry, with_secret_seed
 from ..release.store import (
     BUCKET,
@@ -39,6 +45,7 @@ from ..release.store import (
     restrict,
     write_store,
 )
+from ..release.versions import first_version
 from ..storage import is_remote
 
 
@@ -73,6 +80,7 @@ def build_store(cfg: PublishConfig, engine: Engine, observer=None) -> Built:
         return reuse_store(state)
     check_store_location(state, Path(cfg.output_path))
     path, spec = resolve_table(cfg.input_path, cfg.table)
+    spec = with_key_attribute(spec, cfg.marginals.key if cfg.marginals else None)
     with staged_directory(state, private=True, wait_s=cfg.wait_s) as store:
         with step("read and encode"):
             loaded = engine.persist(engine.load(path, spec, cfg.input_format))
@@ -125,6 +133,7 @@ def _bucketize(
             "vpub statdb build needs marginals.qi: the QI attributes queries may constrain"
         )
     check_m_eligible_counts(*loaded.frequencies()[s.sensitive], m, s.sensitive)
+    check_key(s.key, qi, s.sensitive, loaded.counts)
     with step("plan chunks"):
         sharding, counts, chunks = plan_marginal_chunks(
             lambda sh: engine.shard_counts(loaded, [s.sensitive], sh),
@@ -137,7 +146,7 @@ def _bucketize(
         covered(Plan(counts, chunks), loaded)
     first = tuple(int(x) for x in chunks.first_group)
     job = MarginalsJob.store_only(
-        str(store), qi, s.sensitive, m, cfg.secret_seed, s.blocks, first, loaded, sharding
+        str(store), qi, s.sensitive, m, cfg.secret_seed, s.blocks, first, loaded, sharding, s.key
     )
     with step("bucketize"):
         engine.run_partitions(loaded, chunks, job)
@@ -152,9 +161,10 @@ def _write_meta(
     s = cfg.marginals
     assert s is not None
     labels = {a: loaded.dictionaries[a].labels for a in loaded.names}
+    store_id = new_store_id()
     meta = {
         "format": STORE_FORMAT,
-        "store_id": new_store_id(),
+        "store_id": store_id,
         "m": m,
         "seed": cfg.secret_seed,
         "qi": list(qi),
@@ -164,5 +174,8 @@ def _write_meta(
         "published": [],
         "files": file_digests(store),
     }
+    if s.key:  # an updatable store: version 1 (release/versions.py)
+        meta["key"] = s.key
+        meta["versions"] = [first_version(store_id, loaded.rows)]
     write_store(store, meta, cfg.sign_key)
     restrict(store)

@@ -17,7 +17,22 @@ serves them, nor `ran-pert`, whose noise is outside the series (that comparison 
 (release/store_integrity.py: every file of the SHA-256 store.json lists, every code
 in its domain, every bucket m-invariant; a tampered store is refused); it serves the
 QI and sensitive attributes only; every answered query is appended to the store's
-private log `queries.jsonl` (query, method, interval, time).
+private log `queries.jsonl` (query, method, version, interval, time).
+
+Versions (release/versions.py, statdb/update.py): a store built with a record identifier
+is updated into versions U_1, U_2, ... by m-invariance (kernels/dynamic.py): each U_k is
+m-unique and balanced, bucket by bucket, counting its counterfeits, and every tuple
+keeps its signature through its lifespan (m-invariance, Definition 5: the sequence is
+m-invariant). Every answer on version k comes from a decomposition of U_k's buckets
+(004 Lemma 6 within one version; a counterfeit, which holds no QI values, meets no QI
+condition, so Lemma 3's ends and A-Count's stay sound for the real tuples, and G-Count
+places it outside the query, `statdb.g_count_cells`). So every answer on every version,
+together with every marginal published from any of them, is a function of an
+m-invariant sequence of anonymized versions: by m-invariance's Theorem 1 an adversary
+who links a person across versions learns her sensitive value with probability at most
+1/m, and 004 Lemma 4 carries that to the answers. `count(..., version=)` asks any
+version (default: the latest); the log records which. `sta-gen` is refused on a version
+with counterfeits (a group's box would be read as its counterfeits' extent too).
 """
 
 from __future__ import annotations
@@ -50,32 +65,37 @@ from ..kernels.statdb import (
 )
 from ..release.store import BUCKET, read_store
 from ..release.store_integrity import verified
+from ..release.versions import COUNTERFEIT, latest, read_version, version_number
 from ..utility.where import codes_text, label_text, parse_where, range_text
 
 LOG = "queries.jsonl"
 
 
-def _dyn_ana(db: StatDB, q: Query) -> tuple[int, int]:
+def _dyn_ana(b: Bucketization, q: Query) -> tuple[int, int]:
     """A-Count over the buckets' cells (004 §6)."""
-    return a_count_cells(db.cells, qi_mask(db.codes, q.ranges, len(db.values)), q.sensitive)
+    return a_count_cells(b.cells, b.qi_ok(q), q.sensitive)
 
 
-def _dyn_gen(db: StatDB, q: Query) -> tuple[int, int]:
+def _dyn_gen(b: Bucketization, q: Query) -> tuple[int, int]:
     """G-Count over the buckets' cells (004 §7)."""
-    return g_count_cells(db.cells, db.codes, q)
+    return g_count_cells(b.cells, b.codes, q, b.fake)
 
 
-def _sta_ana(db: StatDB, q: Query) -> tuple[int, int]:
+def _sta_ana(b: Bucketization, q: Query) -> tuple[int, int]:
     """Static anatomy's interval (004 §9's baseline) from the store's own partition."""
-    return db.static[0].interval(qi_mask(db.codes, q.ranges, len(db.values)), q.sensitive)
+    return b.static[0].interval(b.qi_ok(q), q.sensitive)
 
 
-def _sta_gen(db: StatDB, q: Query) -> tuple[int, int]:
+def _sta_gen(b: Bucketization, q: Query) -> tuple[int, int]:
     """Static generalization's interval (004 §9's baseline)."""
-    return db.static[1].interval(q)
+    if b.fake is not None:
+        raise SpecError(
+            "sta-gen reads every group's box as its tuples' extent, which a counterfeit (no QI values) breaks; this version holds counterfeits: ask dyn-ana, dyn-gen or sta-ana"
+        )
+    return b.static[1].interval(q)
 
 
-ANSWERS: dict[str, Callable[[StatDB, Query], tuple[int, int]]] = {
+ANSWERS: dict[str, Callable[[Bucketization, Query], tuple[int, int]]] = {
     "dyn-ana": _dyn_ana,
     "dyn-gen": _dyn_gen,
     "sta-ana": _sta_ana,
@@ -93,6 +113,7 @@ class Interval:
     low: int
     high: int
     method: str
+    version: int = 1
 
     def __str__(self) -> str:
         return f"[{self.low:,}, {self.high:,}]"
@@ -146,21 +167,26 @@ def _narrow(codes: np.ndarray) -> np.ndarray:
     return codes.astype(np.uint8 if top < 1 << 8 else np.uint16 if top < 1 << 16 else np.int64)
 
 
-class StatDB:
-    """Counting queries with result intervals from a store (see the module docstring)."""
+class Bucketization:
+    """One version's bucketization as the answers read it: tuples bucket by bucket,
+    value by value (004 §6.2), the served QI codes, the cells; `fake`: which tuples are
+    counterfeits (None: none), never meeting a QI condition."""
 
-    def __init__(self, state: Path, meta: dict, tuples: pd.DataFrame):
-        self.qi, self.sensitive = list(meta["qi"]), str(meta["sensitive"])
-        # the served attributes only: the QI attributes and the sensitive one
-        self.domains = {a: list(meta["domains"][a]) for a in [*self.qi, self.sensitive]}
-        self.state, self.meta = state, meta | {"domains": self.domains}
-        values = tuples[self.sensitive].to_numpy(np.int64)
+    def __init__(self, qi: list[str], sensitive: str, tuples: pd.DataFrame):
+        values = tuples[sensitive].to_numpy(np.int64)
         bucket = signature_buckets(tuples[BUCKET].to_numpy(np.int64), values)
-        order = np.lexsort((values, bucket))  # bucket by bucket, value by value (004 §6.2)
+        order = np.lexsort((values, bucket))
         self.values = values[order]
-        self.codes = {a: _narrow(tuples[a].to_numpy()[order]) for a in self.qi}
+        self.codes = {a: _narrow(tuples[a].to_numpy()[order]) for a in qi}
         self.bucket = bucket[order]
         self.cells = Cells.of(self.bucket, self.values)
+        fake = tuples[COUNTERFEIT].to_numpy(bool)[order] if COUNTERFEIT in tuples else None
+        self.fake = fake if fake is not None and fake.any() else None
+
+    def qi_ok(self, q: Query) -> np.ndarray:
+        """The real tuples meeting every QI condition of `q`."""
+        ok = qi_mask(self.codes, q.ranges, len(self.values))
+        return ok if self.fake is None else ok & ~self.fake
 
     @cached_property
     def static(self) -> tuple[StaticAnatomy, StaticGeneralization]:
@@ -171,7 +197,56 @@ class StatDB:
                 return self.__dict__["static"]
             group = a_decompose(self.bucket, self.values, np.zeros(len(self.values), bool))
             ana = StaticAnatomy(group, SensitiveCounts.of(group, self.values))
-            return ana, StaticGeneralization.of(group, self.codes, self.qi, self.values)
+            qi = list(self.codes)
+            return ana, StaticGeneralization.of(group, self.codes, qi, self.values)
+
+
+class StatDB:
+    """Counting queries with result intervals from a store (see the module docstring),
+    on any of its versions (release/versions.py; default: the latest)."""
+
+    def __init__(self, state: Path, meta: dict, tuples: pd.DataFrame):
+        self.qi, self.sensitive = list(meta["qi"]), str(meta["sensitive"])
+        # the served attributes only: the QI attributes and the sensitive one
+        self.domains = {a: list(meta["domains"][a]) for a in [*self.qi, self.sensitive]}
+        self.state, self.meta = state, meta | {"domains": self.domains}
+        self.latest = latest(meta)
+        self._base = tuples
+        self._views: dict[int, Bucketization] = {}
+        self._lock = threading.Lock()
+
+    def bucketization(self, version: int | str | None = None) -> Bucketization:
+        """A version's bucketization (by number or opaque id; None: the latest), read
+        once and kept."""
+        n = version_number(self.meta, version)
+        with self._lock:
+            if n not in self._views:
+                tuples = self._base
+                if n > 1:
+                    v = read_version(self.state, self.meta, self._base, n)
+                    tuples = v.with_counterfeits(self.sensitive)
+                self._views[n] = Bucketization(self.qi, self.sensitive, tuples)
+            return self._views[n]
+
+    @property
+    def values(self) -> np.ndarray:
+        return self.bucketization().values
+
+    @property
+    def codes(self) -> dict[str, np.ndarray]:
+        return self.bucketization().codes
+
+    @property
+    def bucket(self) -> np.ndarray:
+        return self.bucketization().bucket
+
+    @property
+    def cells(self) -> Cells:
+        return self.bucketization().cells
+
+    @property
+    def static(self) -> tuple[StaticAnatomy, StaticGeneralization]:
+        return self.bucketization().static
 
     @classmethod
     def open(cls, state: str | Path, verify_key: str | None = None) -> StatDB:
@@ -188,24 +263,40 @@ class StatDB:
         """`where` as a Query on this store (`parse_query`)."""
         return parse_query(self.meta, where)
 
-    def count(self, query: Query | str, method: str = "dyn-ana", log: bool = True) -> Interval:
-        """The result interval of `query` (a Query or a `--where` text), appended to the
-        private log unless `log` is False (a batch logs its answers at once)."""
+    def count(
+        self,
+        query: Query | str,
+        method: str = "dyn-ana",
+        log: bool = True,
+        version: int | str | None = None,
+    ) -> Interval:
+        """The result interval of `query` (a Query or a `--where` text) on `version`
+        (default: the latest), appended to the private log unless `log` is False (a
+        batch logs its answers at once)."""
         if method not in METHODS:
             raise SpecError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
         q = self.query(query) if isinstance(query, str) else query
-        low, high = ANSWERS[method](self, q)
-        answer = Interval(low, high, method)
+        n = version_number(self.meta, version)
+        low, high = ANSWERS[method](self.bucketization(n), q)
+        answer = Interval(low, high, method, n)
         if log:
             self.log([(query if isinstance(query, str) else repr(q), answer)])
         return answer
 
     def log(self, answers: list[tuple[str, Interval]]) -> None:
-        """Append answers (query text, interval) to the store's private log `queries.jsonl`."""
+        """Append answers (query text, interval, version) to the store's private log
+        `queries.jsonl`."""
         now = datetime.now(UTC).isoformat(timespec="seconds")
         lines = "".join(
             json.dumps(
-                {"time": now, "query": text, "method": a.method, "low": a.low, "high": a.high}
+                {
+                    "time": now,
+                    "query": text,
+                    "method": a.method,
+                    "version": a.version,
+                    "low": a.low,
+                    "high": a.high,
+                }
             )
             + "\n"
             for text, a in answers

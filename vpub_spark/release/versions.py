@@ -1,0 +1,160 @@
+"""The versions of a private store (release/store.py): what `vpub statdb update` writes.
+
+A store built with a record identifier (`marginals.key`) is version 1: its `buckets/`
+files, each tuple with its keyed hash (`key0`, `key1`; kernels/hashing.key_hash).
+Version n > 1 is a directory `versions/<n>/`, written once, never changed:
+- `deleted.parquet`: `row`, the real tuples of version n - 1 absent from n;
+- `added.parquet`: the inserted tuples as `buckets/` holds them (`row`, keyed hash,
+  QI and sensitive codes, `sub` = -1, `bucket`);
+- `counterfeits.parquet`: `bucket`, `value` (a sensitive code), `count`: version n's
+  counterfeit tuples (kernels/dynamic.py); they hold no QI values.
+store.json lists every version (`versions`: number, opaque id, parent, time, rows,
+inserted, deleted, counterfeits, the snapshot's keyed fingerprint) and the SHA-256 of
+every file of every version (`files`). An update stages its directory beside the
+target, renames it into place, then rewrites store.json: until then the directory is
+unlisted, readers ignore it, and the next update replaces it (a failed update leaves
+version n - 1 as it was). Version n's tuples are version 1's plus every version's
+`added`, minus every version's `deleted`, up to n; its counterfeits are its own.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..errors import SpecError, VpubError
+from .store import BUCKET, ROW, VERSIONS
+
+DELETED, ADDED, COUNTERFEITS = "deleted.parquet", "added.parquet", "counterfeits.parquet"
+VALUE, COUNT, COUNTERFEIT = "value", "count", "counterfeit"
+
+
+def versions_of(meta: dict) -> list[dict]:
+    """store.json's versions, oldest first; a store without the list is version 1 only."""
+    return list(meta.get("versions") or [{"version": 1, "id": meta["store_id"]}])
+
+
+def latest(meta: dict) -> int:
+    return int(versions_of(meta)[-1]["version"])
+
+
+def version_number(meta: dict, version: int | str | None) -> int:
+    """A version by number or opaque id (None: the latest), or a one-line error."""
+    entries = versions_of(meta)
+    if version is None:
+        return int(entries[-1]["version"])
+    text = str(version)
+    for e in entries:  # a number, an id, or an id's first 8 or more characters
+        if text == str(e["version"]) or (len(text) >= 8 and str(e["id"]).startswith(text)):
+            return int(e["version"])
+    known = ", ".join(str(e["version"]) for e in entries)
+    raise SpecError(f"the store has no version {version}; its versions are {known}")
+
+
+def listed(path: str, meta: dict) -> bool:
+    """Whether a store file belongs to a listed version (an unlisted `versions/<n>/` is
+    what an interrupted update left: ignored, replaced by the next update)."""
+    parts = path.split("/")
+    if parts[0] != VERSIONS:
+        return True
+    return len(parts) > 1 and parts[1] in {str(e["version"]) for e in versions_of(meta)[1:]}
+
+
+def version_dir(state: Path, n: int) -> Path:
+    return state / VERSIONS / str(n)
+
+
+@dataclass(frozen=True)
+class Version:
+    """One version's tuples: `real` (the store's columns) and its counterfeit cells."""
+
+    number: int
+    real: pd.DataFrame
+    counterfeits: pd.DataFrame
+
+    def with_counterfeits(self, sensitive: str) -> pd.DataFrame:
+        """Every tuple of the version, counterfeits as rows (`counterfeit` True, `row`
+        -1, QI codes 0: they have none) after the real ones."""
+        c = self.counterfeits
+        fake = pd.DataFrame(
+            {
+                BUCKET: np.repeat(c[BUCKET].to_numpy(np.int64), c[COUNT].to_numpy()),
+                sensitive: np.repeat(c[VALUE].to_numpy(np.int64), c[COUNT].to_numpy()),
+            }
+        )
+        real = self.real.assign(**{COUNTERFEIT: False})
+        fake = fake.assign(**{COUNTERFEIT: True, ROW: -1})
+        out = pd.concat([real, fake], ignore_index=True)
+        return out.fillna(0).astype({c: real[c].dtype for c in real.columns})
+
+
+def read_version(state: Path, meta: dict, base: pd.DataFrame, n: int) -> Version:
+    """Version n's tuples from version 1's (`base`, as store_checks read them)."""
+    for v in each_version(state, meta, base):
+        if v.number == n:
+            return v
+    raise SpecError(f"the store has no version {n}")
+
+
+def each_version(state: Path, meta: dict, base: pd.DataFrame) -> Iterator[Version]:
+    """Every listed version's tuples, oldest first, each from the one before."""
+    real = base
+    none = pd.DataFrame({BUCKET: [], VALUE: [], COUNT: []}, dtype=np.int64)
+    yield Version(1, real, none)
+    for e in versions_of(meta)[1:]:
+        d = version_dir(state, int(e["version"]))
+        gone = pq.read_table(d / DELETED)[ROW].to_numpy()
+        real = real[~np.isin(real[ROW].to_numpy(), gone)]
+        real = pd.concat([real, pq.read_table(d / ADDED).to_pandas()], ignore_index=True)
+        fake = pq.read_table(d / COUNTERFEITS).to_pandas()
+        yield Version(int(e["version"]), real, fake)
+
+
+def write_version(
+    stage: Path, deleted: np.ndarray, added: pd.DataFrame, counterfeits: pd.DataFrame
+) -> None:
+    """A version's three files into its staging directory."""
+    pq.write_table(pa.table({ROW: pa.array(deleted, pa.int64())}), stage / DELETED)
+    pq.write_table(pa.Table.from_pandas(added, preserve_index=False), stage / ADDED)
+    pq.write_table(pa.Table.from_pandas(counterfeits, preserve_index=False), stage / COUNTERFEITS)
+
+
+def first_version(store_id: str, rows: int) -> dict:
+    """store.json's record of version 1: the built store."""
+    created = datetime.now(UTC).isoformat(timespec="seconds")
+    return {"version": 1, "id": store_id, "parent": None, "created": created, "rows": rows}
+
+
+def version_entry(
+    n: int, rows: int, inserted: int, deleted: int, counterfeits: int, fingerprint: str
+) -> dict:
+    """store.json's record of version n (`id`: opaque, what releases name)."""
+    return {
+        "version": n,
+        "id": uuid.uuid4().hex,
+        "parent": n - 1,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "rows": rows,
+        "inserted": inserted,
+        "deleted": deleted,
+        "counterfeits": counterfeits,
+        "fingerprint": fingerprint,
+    }
+
+
+def require_key(meta: dict, name: str) -> str:
+    """The store's record identifier, or why it cannot be updated."""
+    key = meta.get("key")
+    if not key:
+        raise VpubError(
+            f"{name}: built without a record identifier, so it cannot be updated; rebuild it with marginals.key naming one (`vpub statdb build`)"
+        )
+    return str(key)
