@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 PY      = $(BIN)/python
 
-.PHONY: demo test lint docs wheel-check mutation-check bench-docs bench-scale bench-statdb compare-adult compare-texas bench-generate bench-publish bench-publish-10m bench-workers bench-texas bench-utility bench-multi-sa bench-marginals compare-marginals bench-bip-adult bench-cluster bench-cold spark-archive clean check-java
+.PHONY: demo test lint docs wheel-check mutation-check bench-docs bench-scale bench-statdb bench-update compare-adult compare-texas bench-generate bench-publish bench-publish-10m bench-workers bench-texas bench-utility bench-multi-sa bench-marginals compare-marginals bench-bip-adult bench-cluster bench-cold spark-archive clean check-java
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -62,7 +62,7 @@ bench-generate: check-java $(VENV)/.installed
 DOCS_DATA := docs/benchmarks/data
 
 # every benchmark and comparison the docs show, one after another (hours on 2 cores)
-bench-docs: bench-publish bench-publish-10m bench-workers bench-texas bench-cold bench-utility bench-marginals bench-scale bench-statdb compare-adult compare-texas bench-bip-adult compare-marginals
+bench-docs: bench-publish bench-publish-10m bench-workers bench-texas bench-cold bench-utility bench-marginals bench-scale bench-statdb bench-update compare-adult compare-texas bench-bip-adult compare-marginals
 
 # a comparison's means, run record and plots, into the docs (from OUT to FIGURES)
 define copy-comparison
@@ -130,6 +130,11 @@ bench-statdb: check-java $(VENV)/.installed
 	cp out/bench-statdb/sal-store.json $(DOCS_DATA)/statdb-600k.json
 	$(BIN)/vpub bench serve out/private/sal-store --out out/bench-serve
 	cp out/bench-serve/sal-store.json $(DOCS_DATA)/serve.json
+
+# an updatable store: a 1% churn update of 6M rows against the full build (in process)
+bench-update: $(VENV)/.installed
+	$(BIN)/vpub bench update --rows 6000000 --churn 0.01 --out out/bench-update
+	cp out/bench-update/update.json $(DOCS_DATA)/update-6m.json
 
 # 000 Figures 1-3 on Adult: KL, relative error and design time of each method against c
 compare-adult: $(VENV)/.installed

@@ -197,6 +197,7 @@ def test_every_feature_registers_its_commands():
         "marginals",
         "utility",
         "statdb",
+        "update",
         "scale",
         "kl",
         "streamliner",

@@ -55,3 +55,33 @@ def test_shell_scripts_parse_and_explain_themselves():
     assert usage.returncode == 2 and "usage" in usage.stderr
     docker = (DEPLOY / "Dockerfile").read_text()
     assert "openjdk-17" in docker and "USER 185" in docker and "pip install" in docker
+
+
+def test_store_dag_updates_then_publishes_then_audits():
+    """The versions DAG: its tasks in order, each a job that exists, run with the
+    arguments the command line takes (parsed, not run: Airflow is not in CI)."""
+    from vpub_spark.cli import build_parser
+
+    tree = ast.parse((DEPLOY / "airflow" / "vpub_store_dag.py").read_text())
+    calls = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "SparkSubmitOperator"
+    ]
+    tasks = {next(k.value.value for k in c.keywords if k.arg == "task_id"): c for c in calls}
+    assert set(tasks) == {"update", "publish", "audit", "private_audit"}
+    source = ast.unparse(tree)
+    assert "update >> publish >> audit >> private_audit" in source
+    commands = {
+        "update.py": ["statdb", "update"],
+        "add_marginal.py": ["marginals", "add"],
+        "audit.py": ["audit"],
+    }
+    for call in calls:
+        kw = {k.arg: k.value for k in call.keywords}
+        job = ast.unparse(kw["application"]).split("/jobs/")[1].strip("'\"")
+        assert (DEPLOY.parent / "jobs" / job).is_file()
+        args = [
+            a.value if isinstance(a, ast.Constant) else "X" for a in kw["application_args"].elts
+        ]
+        build_parser().parse_args([*commands[job], *args])

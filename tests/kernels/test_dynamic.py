@@ -146,14 +146,7 @@ def test_survivors_keep_their_buckets_and_shortfalls_are_counterfeits():
         10,
         D,
     )
-    cells = set(
-        zip(
-            r.counterfeit_bucket.tolist(),
-            r.counterfeit_value.tolist(),
-            r.counterfeit_count.tolist(),
-            strict=True,
-        )
-    )
+    cells = set(r.cells())
     assert {(0, 1, 1), (1, 0, 1)} <= cells
     assert (r.bucket >= 10).all() and len(set(r.bucket.tolist())) == 1  # {1, 0}: one new bucket
 

@@ -94,14 +94,7 @@ def _updates(sc: Scenario, t: np.ndarray, first: np.ndarray, options: dict) -> t
         )
         people = {p: b for p, b in people.items() if p in now}
         people |= {p: int(b) for p, b in zip(new, r.bucket, strict=True)}
-        fake = tuple(
-            zip(
-                r.counterfeit_bucket.tolist(),
-                r.counterfeit_value.tolist(),
-                r.counterfeit_count.tolist(),
-                strict=True,
-            )
-        )
+        fake = r.cells()
         out.append((tuple(sorted(people.items())), fake))
     return tuple(out)
 

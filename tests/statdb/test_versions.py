@@ -10,6 +10,7 @@ import shutil
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from release_helpers import write_table
@@ -287,3 +288,104 @@ def test_a_batch_answers_the_version_asked(v1, tmp_path):
         assert got.answers["high"].tolist() == [a.high for a in want]
     logged = [json.loads(x)["version"] for x in (state / "queries.jsonl").read_text().splitlines()]
     assert logged == [1] * 40 + [2] * 40
+
+
+def test_marginals_from_every_version_stay_m_invariant(v1, tmp_path):
+    """A marginal from version 1 and one from version 2: each release passes its audit,
+    the private audit checks both against their versions (every tuple in one group, its
+    signature its bucket's, sizes and counterfeits as published), and an estimate from
+    version 2's marginal scales away its counterfeits."""
+    from vpub_spark.publish.marginals_add import add_marginal
+    from vpub_spark.release.private_audit import audit_store
+    from vpub_spark.release.reader import open_release
+    from vpub_spark.utility.queries import estimate_count
+    from vpub_spark.utility.release_models import release_models
+    from vpub_spark.utility.where import parse_where
+
+    frame, data = v1
+    state, out = tmp_path / "store", tmp_path / "out"
+    build_store(_cfg(data, state), InProcessEngine())
+    first = add_marginal(state, ["age"], out, "age-v1")
+    nxt = _churn(frame, 10, 35_000, 150, 120, 10)
+    update_store(state, str(write_table(nxt, tmp_path / "s")))
+    second = add_marginal(state, ["age", "zip"], out, "agezip-v2")
+    assert first.audit.passed and second.audit.passed
+    m1, m2 = first.manifest["store"], second.manifest["store"]
+    assert m1["version"] == 1 and m2["version"] == 2 and m2["version_id"] != m1["version_id"]
+    rel = open_release(second.path)
+    groups = rel.read("age-zip-salary", "groups").to_pandas()
+    assert groups["size"].sum() == len(nxt) and groups["counterfeits"].sum() > 0
+    st = rel.read("age-zip-salary", "st").to_pandas()
+    assert st["count"].sum() == len(nxt) + groups["counterfeits"].sum()
+    report = audit_store(state)
+    assert report.passed, report.as_dict()["failures"]
+    models, domains = release_models(rel)
+    query = parse_where("age between 30 and 45 and salary in (s03, s04)", domains)
+    est = estimate_count(models, query, int(rel.manifest["source"]["rows"]), domains)
+    truth = _truth(nxt, 30, 45, ["s03", "s04"])
+    assert abs(est - truth) < 0.5 * truth + 5
+    meta = read_store(state)
+    assert [p.get("version") for p in meta["published"]] == [1, 2]
+
+
+def test_vpub_releases_names_the_store_version(v1, tmp_path, capsys):
+    frame, data = v1
+    state, out = tmp_path / "store", tmp_path / "out"
+    build_store(_cfg(data, state), InProcessEngine())
+    update_store(state, str(write_table(_churn(frame, 11, 25_000, 20, 20, 0), tmp_path / "s")))
+    add = ["marginals", "add", "--state", str(state), "--out", str(out)]
+    assert main([*add, "--attributes", "age", "--release-id", "a2"]) == 0
+    assert main([*add, "--attributes", "zip", "--release-id", "z1", "--version", "1"]) == 0
+    capsys.readouterr()
+    ids = {e["version"]: e["id"] for e in read_store(state)["versions"]}
+    assert main(["releases", "list", str(out), "--json"]) == 0
+    listed = {r["release_id"]: r["store version"] for r in json.loads(capsys.readouterr().out)}
+    assert listed == {"a2": ids[2], "z1": ids[1]}
+    assert main(["releases", "show", str(out), "a2"]) == 0
+    assert ids[2] in capsys.readouterr().out
+
+
+def test_an_update_from_the_same_snapshot_writes_nothing(v1, tmp_path, capsys):
+    """A rerun of a scheduled update (the same snapshot, rows in another order)."""
+    frame, data = v1
+    state = tmp_path / "store"
+    build_store(_cfg(data, state), InProcessEngine())
+    nxt = _churn(frame, 12, 15_000, 10, 10, 0)
+    assert update_store(state, str(write_table(nxt, tmp_path / "a"))).version == 2
+    before = (state / STORE_FILE).read_bytes()
+    again = write_table(nxt.sample(frac=1, random_state=3), tmp_path / "b")
+    u = update_store(state, str(again))
+    assert u.unchanged and u.version == 2 and (state / STORE_FILE).read_bytes() == before
+    assert main(["statdb", "update", str(state), "--input", str(again)]) == 0
+    assert "already at this snapshot (version 2)" in " ".join(capsys.readouterr().out.split())
+
+
+def test_the_record_keys_are_sealed_and_never_published(v1, tmp_path):
+    frame, data = v1
+    state = tmp_path / "store"
+    build_store(_cfg(data, state), InProcessEngine())
+    keys = pq.read_table(state / "keys" / "part-0.parquet").to_pandas()
+    assert list(keys.columns) == ["row", "key0", "key1"] and len(keys) == 2000
+    text = b"".join(f.read_bytes() for f in state.rglob("*") if f.is_file())
+    assert b"p1999" not in text and b"p0" not in text  # no identifier in the clear
+    pq.write_table(pa.Table.from_pandas(keys.iloc[1:]), state / "keys" / "part-0.parquet")
+    assert not verify_store(state).passed
+    cfg = config_from_dict(
+        {
+            "input": {"path": str(data)},
+            "method": "marginals",
+            "privacy": {"model": "m-invariance", "m": M},
+            "engine": "inprocess",
+            "marginals": {
+                "sensitive": "salary",
+                "schemas": [["age"]],
+                "state": str(tmp_path / "p"),
+                "key": "pid",
+            },
+            "output": {"path": str(tmp_path / "out")},
+        }
+    )
+    from vpub_spark.publish.pipeline import publish
+
+    with pytest.raises(SpecError, match="vpub statdb build"):
+        publish(cfg, InProcessEngine())

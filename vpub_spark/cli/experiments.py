@@ -18,6 +18,7 @@ from ..experiments.bench_methods import (
 from ..experiments.bench_peers import BenchPeers, bench_peers
 from ..experiments.bench_scale import BenchKl, BenchScale, bench_kl, bench_scale
 from ..experiments.bench_statdb import BenchServe, BenchStatdb, bench_serve, bench_statdb
+from ..experiments.bench_update import BenchUpdate, bench_update
 from ..experiments.comparison import load_comparison, run_comparison
 from ..experiments.demo import Demo, run_demo
 from ..report import console
@@ -72,6 +73,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         "marginals": (BenchMarginals, bench_marginals),
         "utility": (BenchUtility, bench_utility),
         "statdb": (BenchStatdb, bench_statdb),
+        "update": (BenchUpdate, bench_update),
         "streamliner": (BenchStreamliner, bench_streamliner),
         "serve": (BenchServe, bench_serve),
         "scale": (BenchScale, bench_scale),
@@ -163,6 +165,18 @@ def _bench_others(bn) -> None:
     bu.add_argument("--repeat", type=int, default=3)
     bu.add_argument("--seed", type=int, default=0)
     bu.add_argument("--out", default="out/bench-utility", help="where RELEASE.json goes")
+
+
+def _bench_update(bn) -> None:
+    bu = bn.add_parser(
+        "update", help="a store's next version (1%% churn) against a full build, in process"
+    )
+    bu.add_argument("--rows", type=int, default=6_000_000)
+    bu.add_argument("--churn", type=float, default=0.01, help="share of records replaced")
+    bu.add_argument("--m", type=int, default=10)
+    bu.add_argument("--queries", type=int, default=500)
+    bu.add_argument("--seed", type=int, default=7)
+    bu.add_argument("--out", default="out/bench-update", help="where update.json goes")
 
 
 def _bench_statdb(bn) -> None:
@@ -299,6 +313,7 @@ def register(sub) -> None:
         _bench_multi_sa,
         _bench_others,
         _bench_statdb,
+        _bench_update,
         _bench_streamliner,
         _bench_serve,
         _bench_scale,

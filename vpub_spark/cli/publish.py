@@ -82,6 +82,7 @@ def cmd_marginals_add(args: argparse.Namespace) -> int:
         Steps(progress_step),
         args.wait,
         args.sign_key,
+        args.version,
     )
     publish_summary(result)
     console.print(
@@ -219,6 +220,11 @@ def _register_marginals(sub) -> None:
     ma.add_argument("--overwrite", action="store_true")
     ma.add_argument("--wait", type=float, default=None, metavar="SECONDS", help=WAIT)
     ma.add_argument("--sign-key", default=None, metavar="PEM", help=SIGN)
+    ma.add_argument(
+        "--version",
+        default=None,
+        help="the store version to publish from (number or id, vpub statdb versions); default: the latest",
+    )
     ma.set_defaults(func=cmd_marginals_add)
 
 

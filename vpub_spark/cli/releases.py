@@ -39,7 +39,14 @@ def _row(m: dict) -> dict:
         "rows": m.get("source", {}).get("rows"),
         "tables": len(m.get("tables", [])),
         "audit": "passed" if audit.get("passed") else "?",
+        "store version": _store_version(m),
     }
+
+
+def _store_version(m: dict) -> str:
+    """The store version a release came from, by its opaque id ('' for none)."""
+    store = m.get("store") or {}
+    return str(store.get("version_id", ""))
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -51,8 +58,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2))
         return 0
     table = Table(*rows[0].keys()) if rows else Table("release_id")
-    for r in rows:
-        table.add_row(*(f"{v:,}" if isinstance(v, int) else str(v) for v in r.values()))
+    for r in rows:  # a store version's id: its first 12 characters (--json: all)
+        shown = r | {"store version": r["store version"][:12]}
+        table.add_row(*(f"{v:,}" if isinstance(v, int) else str(v) for v in shown.values()))
     console.print(table)
     return 0
 
@@ -74,6 +82,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         "lineage (newest first)": " <- ".join(lineage(found, m["release_id"])),
         "supersedes": m.get("supersedes"),
         "private store": (m.get("store") or {}).get("store_id"),
+        "store version": (m.get("store") or {}).get("version_id"),
         "privacy": m.get("privacy"),
         "rules": [f"{', '.join(r['lhs'])} -> {r['rhs']}" for r in m.get("rules", [])],
         "tables": {

@@ -19,8 +19,13 @@ def cmd_statdb_update(args: argparse.Namespace) -> int:
     u = update_store(
         args.store, args.input, args.input_format, args.sign_key, args.wait, progress_step
     )
+    if u.unchanged:
+        console.print(
+            f"{Path(args.store).name} is already at this snapshot (version {u.version}): nothing written"
+        )
+        return 0
     console.print(
-        f"[green]version {u.version}[/green] of {args.store}: {u.rows:,} tuples "
+        f"[green]version {u.version}[/green] of {Path(args.store).name}: {u.rows:,} tuples "
         f"({u.inserted:,} inserted, {u.deleted:,} deleted), {u.counterfeits:,} counterfeits; "
         "every surviving tuple keeps its signature"
     )

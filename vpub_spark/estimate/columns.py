@@ -5,3 +5,4 @@ format (`release/layout.py`) takes them from here, so the models below it read p
 by the names the writers use."""
 
 GROUP, COUNT, SIZE = "group_id", "count", "size"
+COUNTERFEITS = "counterfeits"  # a generalized group's counterfeit tuples (m-invariance)

@@ -23,7 +23,7 @@ import pandas as pd
 from ..errors import DataError
 from ..kernels.angel import Ranges, box_fraction
 from .codes import Query, to_codes
-from .columns import COUNT, GROUP, SIZE
+from .columns import COUNT, COUNTERFEITS, GROUP, SIZE
 
 
 def generalized_count(
@@ -77,11 +77,18 @@ class GeneralizedModel:
 
     @cached_property
     def _by_value(self) -> np.ndarray:
-        """Count per (group position, sensitive code): groups x |S| (dense, small)."""
+        """Count per (group position, sensitive code): groups x |S| (dense, small).
+        Decision: a group with counterfeits (a store version's, m-invariance) shows its
+        values with them, not which ones are counterfeit; its real tuples are spread
+        over its values in proportion, so each count is scaled by size / (size +
+        counterfeits) and a group's counts sum to its real size."""
         pos = np.searchsorted(self.groups[GROUP].to_numpy(), self.st[GROUP].to_numpy())
         s = self.st[self.sensitive].to_numpy()
         out = np.zeros((len(self.groups), int(s.max(initial=0)) + 1))
         np.add.at(out, (pos, s), self.st[COUNT].to_numpy())
+        if COUNTERFEITS in self.groups:
+            size = self.groups[SIZE].to_numpy(dtype=np.float64)
+            out *= (size / (size + self.groups[COUNTERFEITS].to_numpy()))[:, None]
         return out
 
     def _box(self, a: str) -> tuple[np.ndarray, np.ndarray]:

@@ -64,6 +64,11 @@ class Republished:
     def counterfeits(self) -> int:
         return int(self.counterfeit_count.sum())
 
+    def cells(self) -> tuple[tuple[int, int, int], ...]:
+        """The counterfeit cells as (bucket, value, count) tuples."""
+        c = (self.counterfeit_bucket, self.counterfeit_value, self.counterfeit_count)
+        return tuple(zip(*(x.tolist() for x in c), strict=True))
+
 
 def republish(
     old_bucket: np.ndarray,
@@ -105,6 +110,11 @@ def _balance(old_bucket, old_value, kept, new_value, bucket, rng, counterfeits, 
     old_bucket = np.asarray(old_bucket, dtype=np.int64)
     old_value = np.asarray(old_value, dtype=np.int64)
     kept = np.asarray(kept, dtype=bool)
+    if not kept.any():
+        return []
+    # only a bucket that lost a tuple (a deleted one or a counterfeit) can fall short
+    touched = np.isin(old_bucket, old_bucket[~kept])
+    old_bucket, old_value, kept = old_bucket[touched], old_value[touched], kept[touched]
     if not kept.any():
         return []
     rep, sig = dense_ids(old_bucket - old_bucket.min())
@@ -239,14 +249,29 @@ def invariance_failures(
     equally often, counterfeits counted) or with fewer than m values. `row` < 0: a
     counterfeit."""
     out = []
-    real = row >= 0
-    _, i, j = np.intersect1d(prev_row[prev_row >= 0], row[real], return_indices=True)
-    moved = prev_key[prev_row >= 0][i] != key[real][j]
+    real, was = row >= 0, prev_row >= 0
+    top = int(max(row.max(initial=0), prev_row.max(initial=0))) + 1
+    before = np.zeros(top, dtype=np.uint64)  # by row id (ids are dense: no sort)
+    seen = np.zeros(top, dtype=bool)
+    before[prev_row[was]], seen[prev_row[was]] = prev_key[was], True
+    both = seen[row[real]]
+    moved = before[row[real][both]] != key[real][both]
     if moved.any():
         out.append(f"{int(moved.sum())} surviving tuples changed signature")
-    cells = pd.DataFrame({"b": bucket, "v": value}).value_counts()
-    per = cells.groupby(level=0).agg(["min", "max", "size"])
-    bad = (per["min"] != per["max"]) | (per["size"] < m)
-    if bad.any():
-        out.append(f"{int(bad.sum())} buckets not balanced with >= {m} values")
+    bad = unbalanced(bucket, value, m)
+    if bad:
+        out.append(f"{bad} buckets not balanced with >= {m} values")
     return out
+
+
+def unbalanced(bucket: np.ndarray, value: np.ndarray, m: int) -> int:
+    """The buckets that do not hold each value of their signature equally often, or
+    hold fewer than m values (by counting: one bincount of the (bucket, value) cells)."""
+    bucket, value = np.asarray(bucket, dtype=np.int64), np.asarray(value, dtype=np.int64)
+    b = dense_ids(bucket - bucket.min(initial=0))[1]
+    width = int(value.max(initial=0)) + 1
+    count = np.bincount(b * width + value, minlength=(int(b.max(initial=-1)) + 1) * width)
+    count = count.reshape(-1, width)
+    present = count > 0
+    low = np.where(present, count, np.iinfo(np.int64).max).min(axis=1)
+    return int(((low != count.max(axis=1)) | (present.sum(axis=1) < m)).sum())

@@ -53,7 +53,7 @@ _KEY_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+
 
 
 def key_hash(labels, secret: int) -> tuple[np.ndarray, np.ndarray]:
-    """Two keyed 64-bit hashes of each record identifier (its label as text): SipHash-2-4
+    """Two keyed 64-bit hashes of each record identifier (its text): SipHash-2-4
     (pandas' `hash_array`) under two 96-bit keys drawn from HMAC-SHA256 of the store's
     secret. What a private store keeps in place of the identifiers: without the secret
     nobody can test a candidate identifier against it; 128 bits make two identifiers of
@@ -63,7 +63,9 @@ def key_hash(labels, secret: int) -> tuple[np.ndarray, np.ndarray]:
 
     digest = hmac.new(str(secret).encode(), b"vpub record keys", hashlib.sha256).digest()
     keys = ["".join(_KEY_ALPHABET[b % 64] for b in digest[i : i + 16]) for i in (0, 16)]
-    text = np.asarray(labels, dtype=object).astype(str).astype(object)
+    text = np.asarray(labels, dtype=object)
+    if len(text) and not isinstance(text[0], str):
+        text = text.astype(str).astype(object)
     return tuple(
         pd.util.hash_array(text, hash_key=k, categorize=False).astype(np.uint64) for k in keys
     )

@@ -29,7 +29,7 @@ the ruler the boxes were cut on.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -37,13 +37,12 @@ import pandas as pd
 
 from ..encoding import Dictionary, write_decoded
 from ..engines.base import LoadedTable
-from ..errors import DataError, SpecError
-from ..kernels.hashing import KEY_COLUMNS, key_hash
+from ..errors import SpecError
 from ..kernels.minvariance import bucketize, check_m_eligible_counts, decompose, partition
 from ..kernels.mondrian import mondrian
 from ..kernels.partitioning import QiShards, combine_counts, partition_seed, plan_chunks
-from ..model import Attribute, PublishedTable, Rule, TableSpec
-from ..release.layout import COUNT, GROUP, SIZE, part_file, part_location
+from ..model import PublishedTable, Rule
+from ..release.layout import COUNT, COUNTERFEITS, GROUP, SIZE, part_file, part_location
 from ..release.manifest import table_entry
 from ..release.store import (
     BUCKET,
@@ -78,36 +77,6 @@ def marginal_name(attributes, sensitive: str) -> str:
     return "-".join([*attributes, sensitive])
 
 
-def with_key_attribute(spec: TableSpec, key: str | None) -> TableSpec:
-    """The table spec with the record identifier read as one more (categorical)
-    attribute, when there is one and the spec does not list it."""
-    if key is None or key in spec.names:
-        return spec
-    return replace(spec, attributes=(*spec.attributes, Attribute(key)))
-
-
-def check_key(key: str | None, qi, sensitive: str, counts: Mapping[str, np.ndarray]) -> None:
-    """The record identifier names one record each and is neither QI nor sensitive."""
-    if key is None:
-        return
-    if key in (*qi, sensitive):
-        raise SpecError(
-            f"marginals.key {key} is a QI or the sensitive attribute; name a record identifier"
-        )
-    twice = int((np.asarray(counts[key]) > 1).sum())
-    if twice:
-        raise DataError(
-            f"marginals.key {key}: {twice} values appear more than once; it must name one record"
-        )
-
-
-def with_key_hash(rows: pd.DataFrame, key: str, labels: Dictionary, secret: int) -> pd.DataFrame:
-    """`rows` with the record identifier's codes replaced by its keyed hash
-    (`hashing.key_hash`): what a store keeps of it."""
-    k0, k1 = key_hash(labels.decode(rows[key].to_numpy()), secret)
-    return rows.drop(columns=[key]).assign(**dict(zip(KEY_COLUMNS, (k0, k1), strict=True)))
-
-
 def canonical(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows in an order that depends on their content only (ties in the kernels go
     to lower rows, so a retried task, which may see its rows in another order, repeats
@@ -127,10 +96,12 @@ def write_marginal(
     rows: np.ndarray,
     dictionaries: Mapping[str, Dictionary],
     part: int,
+    fake: np.ndarray | None = None,
 ) -> int:
     """Write one part of one marginal: `groups` (boxes, size) and `st` in the release,
-    the tuple-to-group links in the store. Group ids are `first` + the local group."""
-    n = write_generalized(stage, table, codes, sensitive, s, group, first, dictionaries, part)
+    the tuple-to-group links in the store. Group ids are `first` + the local group;
+    `fake`: which rows are counterfeits (`write_generalized`)."""
+    n = write_generalized(stage, table, codes, sensitive, s, group, first, dictionaries, part, fake)
     gid = first + group.astype(np.int64)
     write_decoded(pd.DataFrame({ROW: rows, GROUP: gid}), {}, groups_dir, part_file(part))
     return n
@@ -146,14 +117,18 @@ def write_generalized(
     first: int,
     dictionaries: Mapping[str, Dictionary],
     part: int,
+    fake: np.ndarray | None = None,
 ) -> int:
     """Write one part of a generalized table (each group's MBR,
     docs/reference/release-format.md): `groups` (boxes, size) and `st`; group ids are
-    `first` + the local group. Returns the groups."""
+    `first` + the local group. Returns the groups. With `fake` (a store version's
+    counterfeits, kernels/dynamic.py): boxes and `size` count the real rows only, `st`
+    every row, and `groups` gets each group's `counterfeits` (m-invariance's count)."""
     gid = first + group.astype(np.int64)
     name = part_file(part)
     attrs = list(codes.columns)
-    frame = codes.assign(**{GROUP: gid})
+    real = slice(None) if fake is None else ~fake
+    frame = codes.assign(**{GROUP: gid})[real]
     agg = frame.groupby(GROUP, sort=True)
     box = (
         pd.concat(
@@ -163,7 +138,11 @@ def write_generalized(
         if attrs
         else pd.DataFrame(index=agg.size().index)
     )
-    groups = box.assign(**{SIZE: agg.size().astype(np.int64)}).reset_index()
+    groups = box.assign(**{SIZE: agg.size().astype(np.int64)})
+    if fake is not None:
+        cf = np.bincount(gid[fake] - first, minlength=int(group.max(initial=-1)) + 1)
+        groups = groups.assign(**{COUNTERFEITS: cf[groups.index.to_numpy() - first]})
+    groups = groups.reset_index()
     names = {f"{a}_{e}": dictionaries[a] for a in attrs for e in ("min", "max")}
     write_decoded(groups, names, part_location(stage, table, "groups"), name)
     st = (
@@ -211,11 +190,9 @@ def bucketize_chunk(
     tries: int,
     blocks: int,
     partitioning: str = "mondrian",
-    key: str | None = None,
 ):
-    """One chunk's rows in canonical order (the record identifier last, when there is
-    one), their sub-tables and buckets (seeded by part)."""
-    canon = canonical(frame[[*qi, sensitive, *([key] if key else [])]])
+    """One chunk's rows in canonical order, their sub-tables and buckets (seeded by part)."""
+    canon = canonical(frame[[*qi, sensitive]])
     codes, s, seed = (
         canon[list(qi)],
         canon[sensitive].to_numpy(dtype=np.int64),
@@ -262,7 +239,6 @@ class MarginalsJob:
     dictionaries: Mapping[str, Dictionary]
     sharding: QiShards
     partitioning: str = "mondrian"
-    key: str | None = None  # the record identifier: kept in the store as a keyed hash only
 
     summary_schema = summary_schema(SUMMARY_COLUMNS)
 
@@ -278,7 +254,6 @@ class MarginalsJob:
         first_id: tuple[int, ...],
         loaded: LoadedTable,
         sharding: QiShards,
-        key: str | None = None,
     ) -> MarginalsJob:
         """The job that only bucketizes into the store (vpub statdb build): no release,
         no marginal, the chunk's rows as they come (no partitioning into groups)."""
@@ -297,7 +272,6 @@ class MarginalsJob:
             dict(loaded.dictionaries),
             sharding,
             "none",
-            key,
         )
 
     def shards(self, frame: pd.DataFrame) -> np.ndarray:
@@ -316,14 +290,11 @@ class MarginalsJob:
             self.tries,
             self.blocks,
             self.partitioning,
-            self.key,
         )
         codes, s = canon[list(self.qi)], canon[self.sensitive].to_numpy(dtype=np.int64)
         first = self.first_id[part]
         rows = first + np.arange(len(canon), dtype=np.int64)
         store = canon.assign(**{ROW: rows, SUB: first + sub, BUCKET: first + bucket})
-        if self.key:
-            store = with_key_hash(store, self.key, self.dictionaries[self.key], self.seed)
         write_decoded(store, {}, store_location(self.store, BUCKETS), part_file(part))
         out = []
         for mg in self.marginals:
@@ -390,9 +361,12 @@ def marginal_entry(
     rows: int,
     groups: int,
     dictionaries: Mapping[str, Dictionary],
+    counterfeits: bool = False,
 ) -> dict:
     """A generalized table's entry; `domains` lists each QI attribute's labels in order
-    (a box's share of a query range counts domain points: readers need the ruler)."""
+    (a box's share of a query range counts domain points: readers need the ruler);
+    `counterfeits`: its groups part has the column (a store version's marginal)."""
+    extra = {COUNTERFEITS: True} if counterfeits else {}
     return table_entry(
         stage,
         name=mg.name,
@@ -404,6 +378,7 @@ def marginal_entry(
         rows=rows,
         groups=groups,
         domains={a: list(dictionaries[a].labels) for a in mg.attributes},
+        **extra,
     )
 
 
@@ -512,7 +487,6 @@ class MarginalsMethod:
             dict(loaded.dictionaries),
             plan.detail,
             s.partitioning,
-            s.key,
         )
 
     def table_entries(self, stage, design, loaded, summary) -> list[dict]:

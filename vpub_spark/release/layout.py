@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..estimate.columns import COUNT as COUNT
+from ..estimate.columns import COUNTERFEITS as COUNTERFEITS
 from ..estimate.columns import GROUP as GROUP
 from ..estimate.columns import SIZE as SIZE
 

@@ -23,10 +23,11 @@ import pyarrow.parquet as pq
 
 from ..errors import VpubError
 from .checks import AuditReport, Checker
-from .layout import COUNT, GROUP
+from .layout import COUNT, COUNTERFEITS, GROUP
 from .reader import Release, open_release
 from .store import BUCKET, ROW, group_dir
 from .store_integrity import store_checks
+from .versions import read_version
 
 SEP = "\x1f"
 
@@ -48,11 +49,6 @@ def audit_store(state: str | Path, verify_key: str | None = None) -> AuditReport
     meta, tuples = store_checks(state, report, verify_key)
     if meta is None or tuples is None:
         return report
-    s, domains = meta["sensitive"], meta["domains"]
-    labels = tuples.assign(
-        **{a: np.asarray(domains[a], dtype=object)[tuples[a].to_numpy()] for a in [*meta["qi"], s]}
-    )
-    bucket_sig = _signature(labels, BUCKET, s)
     for pub in meta["published"]:
         name = f"{pub['release_id']}/{pub['table']}"
         try:
@@ -69,16 +65,29 @@ def audit_store(state: str | Path, verify_key: str | None = None) -> AuditReport
         if links is None:
             check(f"{name}: links readable", False, "a links file is not a readable Parquet file")
             continue
-        linked = links[ROW].is_unique and set(links[ROW]) == set(tuples[ROW])
+        rows, labels, bucket_sig = _version(state, meta, tuples, int(pub.get("version", 1)))
+        linked = links[ROW].is_unique and set(links[ROW]) == set(rows[ROW])
         if check(
             f"{name}: every tuple in exactly one group",
             linked,
-            f"{len(links)} links for {len(tuples)} tuples",
+            f"{len(links)} links for {len(rows)} tuples",
         ):
-            _published_checks(
-                rel, pub, meta, tuples, labels.merge(links, on=ROW, how="left"), bucket_sig, check
-            )
+            t = labels.merge(links, on=ROW, how="left")
+            _published_checks(rel, pub, meta, rows, t, bucket_sig, check)
     return report
+
+
+def _version(state: Path, meta: dict, base: pd.DataFrame, n: int):
+    """A store version's tuples (counterfeits as rows < 0, release/versions.py), the
+    same with labels, and each bucket's signature."""
+    rows = (
+        base if n == 1 else read_version(state, meta, base, n).with_counterfeits(meta["sensitive"])
+    )
+    s, domains = meta["sensitive"], meta["domains"]
+    labels = rows.assign(
+        **{a: np.asarray(domains[a], dtype=object)[rows[a].to_numpy()] for a in [*meta["qi"], s]}
+    )
+    return rows, labels, _signature(labels, BUCKET, s)
 
 
 def _links(directory: Path) -> pd.DataFrame | None:
@@ -128,6 +137,7 @@ def _published_checks(
         f"{len(shown)} (group, value) cells",
     )
     g = groups.set_index(GROUP).reindex(t[GROUP])
+    real = t[ROW].to_numpy() >= 0  # counterfeits (a store version's) have no QI values
     inside = np.ones(len(t), dtype=bool)
     for a in pub["attributes"]:
         pos = {v: i for i, v in enumerate(meta["domains"][a])}
@@ -136,12 +146,15 @@ def _published_checks(
             g[f"{a}_min"].astype(str).map(pos).to_numpy(),
             g[f"{a}_max"].astype(str).map(pos).to_numpy(),
         )
-        inside &= (lo <= code) & (code <= hi)
+        inside &= (lo <= code) & (code <= hi) | ~real
     check(
         f"{name}: every tuple inside its box",
         inside.all(),
         f"{int((~inside).sum())} tuples outside" if not inside.all() else f"{len(groups)} boxes",
     )
-    sizes = t.groupby(GROUP).size()
-    published = groups.set_index(GROUP)["size"].sort_index().astype(sizes.dtype)
-    check(f"{name}: group sizes", sizes.sort_index().equals(published), f"{len(groups)} groups")
+    published = groups.set_index(GROUP)
+    sizes = t[real].groupby(GROUP).size().reindex(published.index, fill_value=0)
+    fakes = t[~real].groupby(GROUP).size().reindex(published.index, fill_value=0)
+    shown = published[COUNTERFEITS] if COUNTERFEITS in published else 0 * fakes
+    same = (sizes == published["size"]).all() and (fakes == shown).all()
+    check(f"{name}: group sizes", bool(same), f"{len(groups)} groups (real tuples, counterfeits)")

@@ -14,9 +14,9 @@ inside the publication's output root:
   sensitive codes, `sub` (its 002 sub-table) and `bucket`;
 - `groups/<release_id>/<table>/part-<p>.parquet`: `row`, `group_id`: which published
   group of that marginal holds the tuple (what the private audit re-checks);
-- with a record identifier (`marginals.key`): `key0`, `key1` in the bucket files (its
-  keyed hash), `key` and `versions` in store.json, and `versions/<n>/` for every update
-  (release/versions.py).
+- with a record identifier (`marginals.key`): `keys/part-0.parquet` (`row`, `key0`,
+  `key1`: its keyed hash), `key` and `versions` in store.json, and `versions/<n>/` for
+  every update (release/versions.py).
 Releases name the store only by its `store_id`. Every writer of store.json
 (`vpub statdb build`, `vpub publish` with method marginals, `vpub marginals add`) lists
 the digests of the files it wrote (`file_digests`); the checks are in
@@ -36,6 +36,7 @@ from pathlib import Path
 from ..errors import SpecError, VpubError
 
 STORE_FILE, BUCKETS, GROUPS, VERSIONS = "store.json", "buckets", "groups", "versions"
+KEYS = "keys"  # an updatable store's record identifiers, hashed (statdb/keys.py)
 SIGNATURE = f"{STORE_FILE}.sig"
 ROW, SUB, BUCKET = "row", "sub", "bucket"
 STORE_FORMAT = 2  # 2: store.json lists its files' SHA-256 and its own digest
@@ -155,7 +156,7 @@ def covered_files(state: str | Path, *under: str) -> list[str]:
     from ..storage import join, listing
     from .remote import remote_root
 
-    tops = ["/".join(under)] if under else [BUCKETS, GROUPS, VERSIONS]
+    tops = ["/".join(under)] if under else [BUCKETS, GROUPS, VERSIONS, KEYS]
     root = remote_root(state)
     if root is not None:
         names = [f"{top}/{f}" for top in tops for f in listing(join(root, top))]

@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -66,11 +67,13 @@ def verify_store(state: str | Path, verify_key: str | None = None) -> AuditRepor
     return report
 
 
-def verified(state: Path, verify_key: str | None = None) -> tuple[dict, pd.DataFrame]:
+def verified(
+    state: Path, verify_key: str | None = None, semantic: bool = True
+) -> tuple[dict, pd.DataFrame]:
     """store.json and every tuple of the store once every check passed; else a one-line
     VpubError naming each failed check and file."""
     report = AuditReport(f"store {state.name}")
-    meta, tuples = store_checks(state, report, verify_key)
+    meta, tuples = store_checks(state, report, verify_key, semantic)
     if not report.passed or meta is None or tuples is None:
         failures = "; ".join(report.as_dict()["failures"])
         raise VpubError(f"{state.name}: the store was changed or damaged, refused: {failures}")
@@ -78,9 +81,12 @@ def verified(state: Path, verify_key: str | None = None) -> tuple[dict, pd.DataF
 
 
 def store_checks(
-    state: Path, report: AuditReport, verify_key: str | None = None
+    state: Path, report: AuditReport, verify_key: str | None = None, semantic: bool = True
 ) -> tuple[dict | None, pd.DataFrame | None]:
-    """Record the checks in `report`; store.json and the tuples, where they could be read."""
+    """Record the checks in `report`; store.json and the tuples, where they could be read.
+    `semantic=False` (an update, which rewrites nothing it reads): the seal only
+    (store.json, signature, every file's SHA-256, codes in their domains), not the
+    buckets', keys' and versions' m-invariance, which opening and `verify` check."""
     check = report.check
     meta = _index(state, check)
     if meta is None:
@@ -93,8 +99,10 @@ def store_checks(
         )
     data = _files(state, meta, check)
     tuples = _buckets(meta, data, check)
-    if tuples is not None:
+    if tuples is not None and semantic:
         bucket_checks(meta, tuples, check)
+        if meta.get("key"):
+            key_checks(state, tuples, check)
         version_checks(state, meta, tuples, check)
     return meta, tuples
 
@@ -144,13 +152,15 @@ def _signed_by(state: Path, key) -> tuple[bool, str]:
     return signed_by(key, state / STORE_FILE, state / SIGNATURE, STORE_FILE, "store")
 
 
-def verified_for_update(state: Path, sign_key: str | None) -> tuple[dict, pd.DataFrame]:
+def verified_for_update(
+    state: Path, sign_key: str | None, semantic: bool = True
+) -> tuple[dict, pd.DataFrame]:
     """store.json and version 1's tuples of a store about to change, once every check passed. A signed store
     stays signed and is never re-signed unchecked: the update needs its signing key,
     whose public half must verify the current signature."""
     from .signing import _load
 
-    meta, tuples = verified(state)
+    meta, tuples = verified(state, semantic=semantic)
     signed_by = meta.get("signed_by")
     if signed_by and sign_key is None:
         raise VpubError(
@@ -226,7 +236,7 @@ def _buckets(meta: dict, data: dict[str, bytes], check: Checker) -> pd.DataFrame
     )
     if unreadable or wrong:
         return None
-    return pd.concat([t.to_pandas() for t in tables.values()], ignore_index=True)
+    return pa.concat_tables(list(tables.values()), promote_options="default").to_pandas()
 
 
 def _codes(rel: str, t: pa.Table, meta: dict) -> list[str]:
@@ -253,20 +263,57 @@ def _codes(rel: str, t: pa.Table, meta: dict) -> list[str]:
 
 def bucket_checks(meta: dict, tuples: pd.DataFrame, check: Checker) -> None:
     """Every tuple once; every bucket holds each value of its signature equally often."""
+    from ..kernels.dynamic import unbalanced
+
     s, m = meta["sensitive"], int(meta["m"])
+    rows = tuples[ROW].to_numpy()
+    once = len(rows) == 0 or (rows.min() >= 0 and np.bincount(rows).max() <= 1)
     check(
         "store: rows",
-        len(tuples) == int(meta["source"]["rows"]) and tuples[ROW].is_unique,
+        len(tuples) == int(meta["source"]["rows"]) and bool(once),
         f"{len(tuples)} tuples, the source had {meta['source']['rows']}",
     )
-    per = tuples.groupby([BUCKET, s]).size().groupby(level=0).agg(["min", "max", "size"])
-    ok = (per["min"] == per["max"]) & (per["size"] >= m)
+    buckets = len(np.unique(tuples[BUCKET].to_numpy()))
+    bad = unbalanced(tuples[BUCKET].to_numpy(), tuples[s].to_numpy(), m)
     check(
         f"store: buckets {m}-invariant",
-        ok.all(),
-        f"{len(per)} buckets; each value of a signature equally often, >= {m} values"
-        if ok.all()
-        else f"{int((~ok).sum())} buckets are not",
+        not bad,
+        f"{buckets} buckets; each value of a signature equally often, >= {m} values"
+        if not bad
+        else f"{bad} buckets are not",
+    )
+
+
+def key_checks(state: Path, base: pd.DataFrame, check: Checker) -> None:
+    """An updatable store's `keys/`: readable, one identifier hash per tuple of version 1,
+    none repeated."""
+    try:
+        keys = pq.read_table(state / "keys" / "part-0.parquet").to_pandas()
+    except (pa.ArrowException, OSError, ValueError) as e:
+        check("store: record keys", False, f"keys/part-0.parquet unreadable ({type(e).__name__})")
+        return
+    rows = _same_ids(keys[ROW].to_numpy(), base[ROW].to_numpy())
+    k0 = np.sort(keys["key0"].to_numpy())
+    single = not (k0[1:] == k0[:-1]).any()  # 64 of the 128 bits: written unique, kept so
+    check(
+        "store: record keys",
+        rows and single,
+        f"{len(keys)} identifier hashes, one per tuple"
+        if rows and single
+        else "the identifier hashes are not one per tuple",
+    )
+
+
+def _same_ids(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two arrays of non-negative ids hold the same ids, each once (by marking:
+    ids are dense)."""
+    if len(a) != len(b) or not len(a):
+        return len(a) == len(b)
+    if min(a.min(), b.min()) < 0:
+        return False
+    top = int(max(a.max(), b.max())) + 1
+    return bool((np.bincount(a, minlength=top) == np.bincount(b, minlength=top)).all()) and bool(
+        (np.bincount(a, minlength=top) <= 1).all()
     )
 
 
@@ -280,18 +327,18 @@ def version_checks(state: Path, meta: dict, base: pd.DataFrame, check: Checker) 
     if len(entries) < 2:
         return
     s, m, bad = meta["sensitive"], int(meta["m"]), []
-    prev = None
+    served, prev = [*meta["qi"], s], None
     try:
-        for v, e in zip(each_version(state, meta, base), entries, strict=True):
-            rows = v.with_counterfeits(s)
-            key = signature_keys(rows[BUCKET].to_numpy(), rows[s].to_numpy())
+        for v, e in zip(
+            each_version(state, meta, base[[ROW, BUCKET, *served]]), entries, strict=True
+        ):
+            row, bucket, value = v.arrays(s)
+            key = signature_keys(bucket, value)
             if prev is not None:
-                why = invariance_failures(
-                    *prev, rows[ROW].to_numpy(), key, rows[BUCKET].to_numpy(), rows[s].to_numpy(), m
-                )
+                why = invariance_failures(*prev, row, key, bucket, value, m)
                 why += _version_counts(v, e, meta)
                 bad += [f"version {v.number}: {w}" for w in why]
-            prev = (rows[ROW].to_numpy(), key)
+            prev = (row, key)
     except (pa.ArrowException, OSError, KeyError, ValueError) as ex:
         bad.append(
             f"a version's files are unreadable ({str(ex).strip().splitlines()[0] if str(ex).strip() else type(ex).__name__})"

@@ -1,7 +1,8 @@
 """The versions of a private store (release/store.py): what `vpub statdb update` writes.
 
 A store built with a record identifier (`marginals.key`) is version 1: its `buckets/`
-files, each tuple with its keyed hash (`key0`, `key1`; kernels/hashing.key_hash).
+files, and `keys/` with each tuple's keyed identifier hash (`key0`, `key1`;
+statdb/keys.py).
 Version n > 1 is a directory `versions/<n>/`, written once, never changed:
 - `deleted.parquet`: `row`, the real tuples of version n - 1 absent from n;
 - `added.parquet`: the inserted tuples as `buckets/` holds them (`row`, keyed hash,
@@ -68,6 +69,11 @@ def listed(path: str, meta: dict) -> bool:
     return len(parts) > 1 and parts[1] in {str(e["version"]) for e in versions_of(meta)[1:]}
 
 
+def version_rows_count(meta: dict, n: int) -> int:
+    """Version n's real tuples, as store.json lists them."""
+    return int(versions_of(meta)[n - 1].get("rows", meta["source"]["rows"]))
+
+
 def version_dir(state: Path, n: int) -> Path:
     return state / VERSIONS / str(n)
 
@@ -80,20 +86,42 @@ class Version:
     real: pd.DataFrame
     counterfeits: pd.DataFrame
 
-    def with_counterfeits(self, sensitive: str) -> pd.DataFrame:
-        """Every tuple of the version, counterfeits as rows (`counterfeit` True, `row`
-        -1, QI codes 0: they have none) after the real ones."""
-        c = self.counterfeits
-        fake = pd.DataFrame(
-            {
-                BUCKET: np.repeat(c[BUCKET].to_numpy(np.int64), c[COUNT].to_numpy()),
-                sensitive: np.repeat(c[VALUE].to_numpy(np.int64), c[COUNT].to_numpy()),
-            }
+    def arrays(self, sensitive: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`row`, `bucket` and sensitive value of every tuple, as `with_counterfeits`
+        orders them (without building the frame)."""
+        c, real = self.counterfeits, self.real
+        count = c[COUNT].to_numpy(np.int64)
+        fake_rows = -1 - np.arange(int(count.sum()), dtype=np.int64)
+        return (
+            np.concatenate([real[ROW].to_numpy(np.int64), fake_rows]),
+            np.concatenate(
+                [real[BUCKET].to_numpy(np.int64), np.repeat(c[BUCKET].to_numpy(np.int64), count)]
+            ),
+            np.concatenate(
+                [real[sensitive].to_numpy(np.int64), np.repeat(c[VALUE].to_numpy(np.int64), count)]
+            ),
         )
-        real = self.real.assign(**{COUNTERFEIT: False})
-        fake = fake.assign(**{COUNTERFEIT: True, ROW: -1})
-        out = pd.concat([real, fake], ignore_index=True)
-        return out.fillna(0).astype({c: real[c].dtype for c in real.columns})
+
+    def with_counterfeits(self, sensitive: str) -> pd.DataFrame:
+        """Every tuple of the version, counterfeits as rows after the real ones
+        (`counterfeit` True, `row` -1, -2, ... in the order of the counterfeit cells,
+        QI codes 0: they have none)."""
+        c, real = self.counterfeits, self.real
+        count = c[COUNT].to_numpy(np.int64)
+        fake = {
+            BUCKET: np.repeat(c[BUCKET].to_numpy(np.int64), count),
+            sensitive: np.repeat(c[VALUE].to_numpy(np.int64), count),
+            ROW: -1 - np.arange(int(count.sum()), dtype=np.int64),
+        }
+        n = len(fake[ROW])
+        out = {
+            col: np.concatenate(
+                [real[col].to_numpy(), fake.get(col, np.zeros(n)).astype(real[col].dtype)]
+            )
+            for col in real.columns
+        }
+        out[COUNTERFEIT] = np.arange(len(real) + n) >= len(real)
+        return pd.DataFrame(out)
 
 
 def read_version(state: Path, meta: dict, base: pd.DataFrame, n: int) -> Version:
@@ -105,7 +133,8 @@ def read_version(state: Path, meta: dict, base: pd.DataFrame, n: int) -> Version
 
 
 def each_version(state: Path, meta: dict, base: pd.DataFrame) -> Iterator[Version]:
-    """Every listed version's tuples, oldest first, each from the one before."""
+    """Every listed version's tuples, oldest first, each from the one before, with
+    `base`'s columns (the identifier hashes only when `base` has them)."""
     real = base
     none = pd.DataFrame({BUCKET: [], VALUE: [], COUNT: []}, dtype=np.int64)
     yield Version(1, real, none)
@@ -113,9 +142,24 @@ def each_version(state: Path, meta: dict, base: pd.DataFrame) -> Iterator[Versio
         d = version_dir(state, int(e["version"]))
         gone = pq.read_table(d / DELETED)[ROW].to_numpy()
         real = real[~np.isin(real[ROW].to_numpy(), gone)]
-        real = pd.concat([real, pq.read_table(d / ADDED).to_pandas()], ignore_index=True)
+        added = pq.read_table(d / ADDED).to_pandas()[list(base.columns)]
+        real = pd.concat([real, added], ignore_index=True)
         fake = pq.read_table(d / COUNTERFEITS).to_pandas()
         yield Version(int(e["version"]), real, fake)
+
+
+def version_rows(state: Path, meta: dict, base: pd.DataFrame, n: int):
+    """Version n's tuples as a marginal decomposes them, by (bucket, row), and which are
+    counterfeits. Decision: a counterfeit takes the QI codes of its bucket's first real
+    tuple, so the halving sorts it among them; no box or size counts it."""
+    v = read_version(state, meta, base, n)
+    rows = v.with_counterfeits(meta["sensitive"])
+    fake = rows[COUNTERFEIT].to_numpy(bool)
+    qi = list(meta["qi"])
+    firsts = rows[~fake].sort_values(ROW).groupby(BUCKET)[qi].first()
+    rows.loc[fake, qi] = firsts.loc[rows.loc[fake, BUCKET]].to_numpy()
+    order = np.lexsort((rows[ROW].to_numpy(), rows[BUCKET].to_numpy()))
+    return rows.iloc[order].reset_index(drop=True), fake[order]
 
 
 def write_version(

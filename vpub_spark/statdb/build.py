@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
 import pyarrow.parquet as pq
 
 from ..config import PublishConfig
@@ -25,16 +26,11 @@ from ..kernels.arrays import distinct
 from ..kernels.minvariance import check_m_eligible_counts
 from ..kernels.partitioning import fingerprint
 from ..lake.commit import Steps, staged_directory
-from ..publish.marginals import (
-    MarginalsJob,
-    check_key,
-    plan_marginal_chunks,
-    qi_of,
-    with_key_attribute,
-)
+from ..publish.marginals import MarginalsJob, plan_marginal_chunks, qi_of
 from ..publish.method import Plan, covered, sizes_of, source_entry, with_secret_seed
 from ..release.store import (
     BUCKET,
+    ROW,
     STORE_FILE,
     STORE_FORMAT,
     bucket_files,
@@ -47,6 +43,7 @@ from ..release.store import (
 )
 from ..release.versions import first_version
 from ..storage import is_remote
+from .keys import attach_keys, check_key, coded_snapshot
 
 
 @dataclass(frozen=True)
@@ -80,12 +77,14 @@ def build_store(cfg: PublishConfig, engine: Engine, observer=None) -> Built:
         return reuse_store(state)
     check_store_location(state, Path(cfg.output_path))
     path, spec = resolve_table(cfg.input_path, cfg.table)
-    spec = with_key_attribute(spec, cfg.marginals.key if cfg.marginals else None)
     with staged_directory(state, private=True, wait_s=cfg.wait_s) as store:
         with step("read and encode"):
             loaded = engine.persist(engine.load(path, spec, cfg.input_format))
         try:
             qi, counts, chunks = _bucketize(cfg, engine, loaded, store, m, step)
+            if cfg.marginals and cfg.marginals.key:
+                with step("hash the record identifiers"):
+                    _keys(cfg, path, spec, loaded, store, qi)
             _write_meta(cfg, loaded, store, m, qi, counts)
             ids = [
                 pq.read_table(f, columns=[BUCKET])[BUCKET].to_numpy() for f in bucket_files(store)
@@ -133,7 +132,7 @@ def _bucketize(
             "vpub statdb build needs marginals.qi: the QI attributes queries may constrain"
         )
     check_m_eligible_counts(*loaded.frequencies()[s.sensitive], m, s.sensitive)
-    check_key(s.key, qi, s.sensitive, loaded.counts)
+    check_key(s.key, qi, s.sensitive)
     with step("plan chunks"):
         sharding, counts, chunks = plan_marginal_chunks(
             lambda sh: engine.shard_counts(loaded, [s.sensitive], sh),
@@ -146,11 +145,26 @@ def _bucketize(
         covered(Plan(counts, chunks), loaded)
     first = tuple(int(x) for x in chunks.first_group)
     job = MarginalsJob.store_only(
-        str(store), qi, s.sensitive, m, cfg.secret_seed, s.blocks, first, loaded, sharding, s.key
+        str(store), qi, s.sensitive, m, cfg.secret_seed, s.blocks, first, loaded, sharding
     )
     with step("bucketize"):
         engine.run_partitions(loaded, chunks, job)
     return qi, counts, chunks
+
+
+def _keys(cfg: PublishConfig, path: str, spec, loaded: LoadedTable, store: Path, qi) -> None:
+    """The record identifiers of the store's tuples (statdb/keys.py), read from the
+    source in this process."""
+    s = cfg.marginals
+    assert s is not None and s.key is not None
+    served = [*qi, s.sensitive]
+    domains = {a: list(loaded.dictionaries[a].labels) for a in served}
+    snap = coded_snapshot(path, spec, cfg.input_format, s.key, domains, cfg.secret_seed).frame
+    base = pd.concat(
+        [pq.read_table(f, columns=[ROW, *served]).to_pandas() for f in bucket_files(store)],
+        ignore_index=True,
+    )
+    attach_keys(store, base, snap, served)
 
 
 def _write_meta(

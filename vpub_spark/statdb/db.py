@@ -172,21 +172,25 @@ class Bucketization:
     value by value (004 §6.2), the served QI codes, the cells; `fake`: which tuples are
     counterfeits (None: none), never meeting a QI condition."""
 
-    def __init__(self, qi: list[str], sensitive: str, tuples: pd.DataFrame):
+    def __init__(self, qi: list[str], sensitive: str, tuples: pd.DataFrame, sizes=None):
         values = tuples[sensitive].to_numpy(np.int64)
         bucket = signature_buckets(tuples[BUCKET].to_numpy(np.int64), values)
         order = np.lexsort((values, bucket))
         self.values = values[order]
-        self.codes = {a: _narrow(tuples[a].to_numpy()[order]) for a in qi}
-        self.bucket = bucket[order]
-        self.cells = Cells.of(self.bucket, self.values)
         fake = tuples[COUNTERFEIT].to_numpy(bool)[order] if COUNTERFEIT in tuples else None
         self.fake = fake if fake is not None and fake.any() else None
+        codes = {a: tuples[a].to_numpy()[order] for a in qi}
+        if self.fake is not None:  # one past each domain: no QI range holds a counterfeit
+            codes = {a: np.where(self.fake, sizes[a], c) for a, c in codes.items()}
+        self.codes = {a: _narrow(c) for a, c in codes.items()}
+        self.bucket = bucket[order]
+        self.cells = Cells.of(self.bucket, self.values)
 
     def qi_ok(self, q: Query) -> np.ndarray:
-        """The real tuples meeting every QI condition of `q`."""
+        """The real tuples meeting every QI condition of `q` (a counterfeit's codes lie
+        past every domain, so a condition on any attribute leaves it out)."""
         ok = qi_mask(self.codes, q.ranges, len(self.values))
-        return ok if self.fake is None else ok & ~self.fake
+        return ok & ~self.fake if self.fake is not None and not q.ranges else ok
 
     @cached_property
     def static(self) -> tuple[StaticAnatomy, StaticGeneralization]:
@@ -225,7 +229,8 @@ class StatDB:
                 if n > 1:
                     v = read_version(self.state, self.meta, self._base, n)
                     tuples = v.with_counterfeits(self.sensitive)
-                self._views[n] = Bucketization(self.qi, self.sensitive, tuples)
+                sizes = {a: len(self.domains[a]) for a in self.qi}
+                self._views[n] = Bucketization(self.qi, self.sensitive, tuples, sizes)
             return self._views[n]
 
     @property

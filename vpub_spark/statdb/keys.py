@@ -1,0 +1,171 @@
+"""The record identifier of an updatable store (`marginals.key`): read beside the
+attributes, never encoded, never published, kept only as a keyed hash.
+
+`coded_snapshot` reads a table in process as the store sees it: every complete row (the
+spec's missing policy, the identifier counted as one more attribute), the QI and
+sensitive attributes in the store's codes (a value outside the store's domains is
+refused), the identifier as `key0`, `key1` (kernels/hashing.key_hash of its trimmed
+text). It is vectorized: the identifier is never a dictionary (a 6M-distinct column
+through the encoder's per-value dictionary took seconds per million rows); only the
+attributes' few distinct raw values are labelled one by one.
+
+`attach_keys` gives a new store's tuples their identifiers (`keys/part-0.parquet`:
+`row`, `key0`, `key1`): the store's tuples and the source's rows are both put in the
+order of a hash of their codes and paired. Decision: rows with the same QI and sensitive values
+are interchangeable in version 1 (one bucketization of the same multiset), so which
+of their identifiers goes to which of them is the pairing's order, fixed once and kept
+by every later version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..encoding import (
+    EncodingPlan,
+    build_dictionary,
+    encode_batch,
+    missing_mask,
+    normalized,
+    raw_value_counts,
+)
+from ..engines.inprocess import read_arrow
+from ..errors import DataError, SpecError
+from ..kernels.hashing import KEY_COLUMNS, content_hash, key_hash
+from ..model import Attribute, TableSpec
+from ..release.store import KEYS, ROW
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A table as a store sees it (`coded_snapshot`): `frame` (codes, key0, key1) and
+    `by_key`, its rows in the order of key0."""
+
+    frame: pd.DataFrame
+    by_key: np.ndarray
+
+
+def coded_snapshot(
+    path: str,
+    spec: TableSpec,
+    fmt: str | None,
+    key: str,
+    domains: Mapping[str, list],
+    secret: int,
+) -> Snapshot:
+    """The table at `path` in the store's codes with its identifiers hashed (see the
+    module docstring); a repeated identifier is refused."""
+    attrs = [a for a in spec.attributes if a.name in domains]
+    reading = replace(spec, attributes=(*attrs, Attribute(key)))
+    table = read_arrow(path, reading, fmt)
+    if not table.num_rows:
+        raise DataError(f"{Path(path).name}: the table holds no rows")
+    table = _complete(table, reading)
+    coded = replace(spec, attributes=tuple(attrs))
+    raw, _, _ = raw_value_counts(table, coded)
+    plan = []
+    for a in attrs:  # each raw value straight to the store's code
+        d, cc, _ = build_dictionary(a, raw[a.name])
+        store = _store_codes(a.name, d.labels, domains[a.name])
+        plan.append(replace(cc, codes=tuple(int(store[c]) for c in cc.codes)))
+    encoded = encode_batch(table, EncodingPlan(tuple(plan)))
+    out = {a.name: encoded.column(a.name).to_numpy() for a in attrs}
+    text = normalized(table.column(key)).to_numpy(zero_copy_only=False)
+    k0, k1 = key_hash(text, secret)
+    order = np.argsort(k0)
+    _unique(k0[order], k1[order], key, Path(path).name)
+    frame = pd.DataFrame(out | dict(zip(KEY_COLUMNS, (k0, k1), strict=True)))
+    return Snapshot(frame, order)
+
+
+def _complete(table: pa.Table, spec: TableSpec) -> pa.Table:
+    """The rows with no missing value (an identifier included), by the spec's policy."""
+    missing = None
+    for a in spec.attributes:
+        col = table.column(a.column)
+        miss = missing_mask(
+            col if pa.types.is_integer(col.type) else normalized(col), spec.missing_values
+        )
+        missing = miss if missing is None else pc.or_(missing, miss)
+    n = int(pc.sum(missing).as_py() or 0) if missing is not None else 0
+    if n and spec.missing == "reject":
+        raise DataError(
+            f"{n} of {table.num_rows} rows have a missing value and the table spec says missing: reject"
+        )
+    if n == table.num_rows:
+        raise DataError(f"all {n} rows have a missing value; nothing is left")
+    return table.filter(pc.invert(missing)) if n else table
+
+
+def _store_codes(attribute: str, labels, domain: list) -> np.ndarray:
+    """The store's code of each label, or an error naming the labels it lacks."""
+    index = {str(v): i for i, v in enumerate(domain)}
+    new = [str(v) for v in labels if str(v) not in index]
+    if new:
+        raise DataError(
+            f"{attribute}: {', '.join(new[:5])}{' ...' if len(new) > 5 else ''} not in the store's domain; an update keeps version 1's domains (build a new store for new values)"
+        )
+    return np.array([index[str(v)] for v in labels], dtype=np.int64)
+
+
+def _unique(k0: np.ndarray, k1: np.ndarray, key: str, name: str) -> None:
+    """Refuse a repeated identifier (equal hashes, given in the order of `k0`)."""
+    same = (k0[1:] == k0[:-1]) & (k1[1:] == k1[:-1])
+    if same.any():
+        raise DataError(
+            f"{name}: {int(same.sum())} values of the record identifier {key} appear more than once; it must name one record"
+        )
+
+
+def check_key(key: str | None, qi, sensitive: str) -> None:
+    """The record identifier is neither a QI nor the sensitive attribute."""
+    if key is not None and key in (*qi, sensitive):
+        raise SpecError(
+            f"marginals.key {key} is a QI or the sensitive attribute; name a record identifier"
+        )
+
+
+def attach_keys(store: Path, base: pd.DataFrame, snapshot: pd.DataFrame, columns) -> None:
+    """Write `keys/part-0.parquet`: each of the store's tuples (`base`) with the
+    identifier of the source row it was made from (`snapshot`, `coded_snapshot`), paired
+    in the order of a 64-bit hash of their `columns`' codes (see the module docstring)."""
+    if len(base) != len(snapshot):
+        raise DataError(
+            f"the source has {len(snapshot)} complete rows with an identifier, the store {len(base)}"
+        )
+    h_base, h_snap = content_hash(base[columns], 0), content_hash(snapshot[columns], 0)
+    mine, theirs = np.argsort(h_base, kind="stable"), np.argsort(h_snap, kind="stable")
+    if not np.array_equal(h_base[mine], h_snap[theirs]):
+        raise DataError("the source's rows are not the store's (read twice, they differ)")
+    keys = {ROW: base[ROW].to_numpy(np.int64)[mine]}
+    keys |= {c: snapshot[c].to_numpy()[theirs] for c in KEY_COLUMNS}
+    (store / KEYS).mkdir(exist_ok=True)
+    pq.write_table(pa.table(keys), store / KEYS / "part-0.parquet")
+
+
+def read_keys(state: Path) -> pd.DataFrame:
+    """`row`, `key0`, `key1` of version 1's tuples."""
+    return pq.read_table(state / KEYS / "part-0.parquet").to_pandas()
+
+
+def with_keys(base: pd.DataFrame, keys: pd.DataFrame) -> pd.DataFrame:
+    """`base` (version 1's tuples) with each tuple's `key0`, `key1` from `keys`, looked
+    up by row id (ids are dense: no join); a tuple without one is an error."""
+    rows, ids = base[ROW].to_numpy(), keys[ROW].to_numpy()
+    if len(rows) != len(ids):
+        raise DataError(f"{len(ids)} record keys for {len(rows)} tuples")
+    top = int(max(rows.max(initial=0), ids.max(initial=0))) + 1
+    out = base.copy()
+    for c in KEY_COLUMNS:
+        by_row = np.zeros(top, dtype=np.uint64)
+        by_row[ids] = keys[c].to_numpy()
+        out[c] = by_row[rows]
+    return out
