@@ -101,7 +101,7 @@ def _version(rows, bucket, values, fake):
     b = np.concatenate([bucket, fake[0]])
     v = np.concatenate([values, fake[1]])
     r = np.concatenate([rows, np.full(len(fake[0]), -1)])
-    return r, signature_keys(b, v), b, v
+    return r, signature_keys(b, v, D), b, v
 
 
 def _answers_hold(qi, bucket, values, fake):
@@ -178,3 +178,15 @@ def test_key_hashes_are_keyed_and_distinct():
     c0, c1 = key_hash(list(reversed(labels)), 7)
     assert (c0[::-1] == a0).all() and (c1[::-1] == a1).all()  # per label, order-free
     assert not any(np.array_equal(x, y) for x, y in itertools.combinations([a0, a1, b0], 2))
+
+
+def test_signature_keys_tell_every_value_apart():
+    """Bits 32-63 of a word and words past the first count; the key does not depend on
+    the largest value present."""
+    buckets = np.array([0, 0, 1, 1, 2, 2, 3, 3])
+    values = np.array([0, 32, 0, 33, 0, 100, 0, 101])
+    keys = signature_keys(buckets, values, 130)
+    assert len(set(keys[::2].tolist())) == 4
+    alone = signature_keys(np.array([0, 0]), np.array([0, 1]), 130)
+    more = signature_keys(np.array([0, 0, 1, 1]), np.array([0, 1, 0, 129]), 130)
+    assert alone[0] == more[0]

@@ -123,7 +123,7 @@ def test_every_survivor_keeps_its_signature(v1, tmp_path):
     keys = []
     for n in (1, 2):
         rows = read_version(state, meta, base, n).with_counterfeits("salary")
-        key = signature_keys(rows["bucket"].to_numpy(), rows["salary"].to_numpy())
+        key = signature_keys(rows["bucket"].to_numpy(), rows["salary"].to_numpy(), 15)
         keys.append(pd.Series(key, index=rows["row"].to_numpy()))
         per = rows.groupby(["bucket", "salary"]).size().groupby(level=0).agg(["min", "max", "size"])
         assert (per["min"] == per["max"]).all() and (per["size"] >= M).all()
@@ -186,9 +186,13 @@ def test_same_store_and_snapshot_give_the_same_version(v1, tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     build_store(_cfg(data, a), InProcessEngine())
     shutil.copytree(a, b)
-    snap = str(write_table(_churn(frame, 3, 80_000, 40, 70, 5), tmp_path / "s"))
-    update_store(a, snap)
-    update_store(b, snap)
+    _same_update(a, b, write_table(_churn(frame, 3, 80_000, 40, 70, 5), tmp_path / "s"))
+
+
+def _same_update(a, b, snapshot) -> None:
+    """Both stores updated from `snapshot` write the same version, file by file."""
+    update_store(a, str(snapshot))
+    update_store(b, str(snapshot))
     for name in ("added.parquet", "deleted.parquet", "counterfeits.parquet"):
         assert pq.read_table(version_dir(a, 2) / name).equals(
             pq.read_table(version_dir(b, 2) / name)
@@ -234,13 +238,7 @@ def test_both_engines_stores_give_the_same_version(v1, tmp_path, spark_engine):
     a, b = tmp_path / "a", tmp_path / "b"
     build_store(_cfg(data, a), InProcessEngine())
     build_store(_cfg(data, b, engine="spark"), spark_engine)
-    snap = str(write_table(_churn(frame, 7, 30_000, 50, 50, 5), tmp_path / "s"))
-    update_store(a, snap)
-    update_store(b, snap)
-    for name in ("added.parquet", "deleted.parquet", "counterfeits.parquet"):
-        assert pq.read_table(version_dir(a, 2) / name).equals(
-            pq.read_table(version_dir(b, 2) / name)
-        )
+    _same_update(a, b, write_table(_churn(frame, 7, 30_000, 50, 50, 5), tmp_path / "s"))
 
 
 def test_the_server_answers_any_version(v1, tmp_path):
@@ -267,8 +265,14 @@ def test_the_server_answers_any_version(v1, tmp_path):
         ask = {**body, "method": "sta-gen"}
         status, answer = call(url, "/statdb/count", ask, token=None)
         assert status == 422 and answer["field"] == "method"
+        third = _churn(nxt, 15, 95_000, 30, 30, 0)  # an update while the server runs
+        update_store(state, str(write_table(third, tmp_path / "s3")))
+        status, answer = call(url, "/statdb/count", body, token=None)
+        assert status == 200 and answer["version"] == 3
+        assert answer["lower"] <= _truth(third, 30, 45, ["s03", "s04"]) <= answer["upper"]
+        assert call(url, "/statdb/schema", token=None)[1]["rows"] == len(third)
     logged = [json.loads(x) for x in (state / "queries.jsonl").read_text().splitlines()]
-    assert [x["version"] for x in logged] == [1, 2, 2]
+    assert [x["version"] for x in logged] == [1, 2, 2, 3]
 
 
 def test_a_batch_answers_the_version_asked(v1, tmp_path):
@@ -307,8 +311,10 @@ def test_marginals_from_every_version_stay_m_invariant(v1, tmp_path):
     build_store(_cfg(data, state), InProcessEngine())
     first = add_marginal(state, ["age"], out, "age-v1")
     nxt = _churn(frame, 10, 35_000, 150, 120, 10)
-    update_store(state, str(write_table(nxt, tmp_path / "s")))
+    snapshot = write_table(nxt, tmp_path / "s")
+    update_store(state, str(snapshot))
     second = add_marginal(state, ["age", "zip"], out, "agezip-v2")
+    assert main(["audit", str(second.path), "--source", str(snapshot)]) == 0  # its source
     assert first.audit.passed and second.audit.passed
     m1, m2 = first.manifest["store"], second.manifest["store"]
     assert m1["version"] == 1 and m2["version"] == 2 and m2["version_id"] != m1["version_id"]
@@ -353,11 +359,16 @@ def test_an_update_from_the_same_snapshot_writes_nothing(v1, tmp_path, capsys):
     nxt = _churn(frame, 12, 15_000, 10, 10, 0)
     assert update_store(state, str(write_table(nxt, tmp_path / "a"))).version == 2
     before = (state / STORE_FILE).read_bytes()
-    again = write_table(nxt.sample(frac=1, random_state=3), tmp_path / "b")
+    assert update_store(state, str(data)).version == 3  # version 1's source again: a change
+    before = (state / STORE_FILE).read_bytes()
+    again = write_table(frame.sample(frac=1, random_state=3), tmp_path / "b")
     u = update_store(state, str(again))
-    assert u.unchanged and u.version == 2 and (state / STORE_FILE).read_bytes() == before
+    assert u.unchanged and u.version == 3 and (state / STORE_FILE).read_bytes() == before
     assert main(["statdb", "update", str(state), "--input", str(again)]) == 0
-    assert "already at this snapshot (version 2)" in " ".join(capsys.readouterr().out.split())
+    assert "already has these changes (version 3)" in " ".join(capsys.readouterr().out.split())
+    fresh = tmp_path / "fresh"
+    build_store(_cfg(data, fresh), InProcessEngine())
+    assert update_store(fresh, str(again)).unchanged  # version 1's own source
 
 
 def test_the_record_keys_are_sealed_and_never_published(v1, tmp_path):
@@ -370,22 +381,99 @@ def test_the_record_keys_are_sealed_and_never_published(v1, tmp_path):
     assert b"p1999" not in text and b"p0" not in text  # no identifier in the clear
     pq.write_table(pa.Table.from_pandas(keys.iloc[1:]), state / "keys" / "part-0.parquet")
     assert not verify_store(state).passed
-    cfg = config_from_dict(
+
+
+def _publish_cfg(data, out, marginals: dict):
+    return config_from_dict(
         {
             "input": {"path": str(data)},
             "method": "marginals",
             "privacy": {"model": "m-invariance", "m": M},
             "engine": "inprocess",
-            "marginals": {
-                "sensitive": "salary",
-                "schemas": [["age"]],
-                "state": str(tmp_path / "p"),
-                "key": "pid",
-            },
-            "output": {"path": str(tmp_path / "out")},
+            "marginals": marginals,
+            "output": {"path": str(out), "release_id": "first"},
         }
     )
-    from vpub_spark.publish.pipeline import publish
 
-    with pytest.raises(SpecError, match="vpub statdb build"):
-        publish(cfg, InProcessEngine())
+
+def test_a_store_made_by_publish_is_updatable(v1, tmp_path):
+    """`vpub publish` with method marginals and `marginals.key`: the same updatable
+    store, then a version, a marginal from it, and the private audit of both releases."""
+    from vpub_spark.publish.marginals_add import add_marginal
+    from vpub_spark.publish.pipeline import publish
+    from vpub_spark.release.private_audit import audit_store
+
+    frame, data = v1
+    state, out = tmp_path / "p", tmp_path / "out"
+    marginals = {"sensitive": "salary", "schemas": [["age"]], "state": str(state), "key": "pid"}
+    assert publish(_publish_cfg(data, out, marginals), InProcessEngine()).audit.passed
+    meta = read_store(state)
+    assert meta["key"] == "pid" and [e["version"] for e in meta["versions"]] == [1]
+    nxt = _churn(frame, 13, 55_000, 70, 40, 5)
+    assert update_store(state, str(write_table(nxt, tmp_path / "s"))).version == 2
+    assert add_marginal(state, ["age"], out, "second").audit.passed
+    report = audit_store(state)
+    assert report.passed, report.as_dict()["failures"]
+    bad = {**marginals, "key": "age", "state": str(tmp_path / "q")}
+    with pytest.raises(SpecError, match="a QI or the sensitive attribute"):
+        publish(_publish_cfg(data, tmp_path / "out2", bad), InProcessEngine())
+
+
+def test_a_change_set_gives_the_snapshots_changes(v1, tmp_path, capsys):
+    """--upserts (new and changed records) and --deletes (identifiers): the same
+    deletions and insertions as the snapshot they describe, a valid version, a rerun
+    that writes nothing, and clear errors."""
+    from vpub_spark.statdb.update import Changes
+
+    frame, data = v1
+    a, b = tmp_path / "a", tmp_path / "b"
+    build_store(_cfg(data, a), InProcessEngine())
+    shutil.copytree(a, b)
+    nxt = _churn(frame, 14, 65_000, 40, 30, 6)
+    old = frame.set_index("pid")
+    new = nxt.set_index("pid")
+    gone = sorted(set(old.index) - set(new.index))
+    changed = [p for p in new.index if p not in old.index or not old.loc[p].equals(new.loc[p])]
+    ups = write_table(nxt[nxt["pid"].isin(changed)], tmp_path / "ups")
+    dels = write_table(pd.DataFrame({"pid": gone}), tmp_path / "dels")
+    by_snapshot = update_store(a, str(write_table(nxt, tmp_path / "snap")))
+    by_changes = update_store(b, Changes(upserts=str(ups), deletes=str(dels)))
+    assert (
+        (by_changes.deleted, by_changes.inserted, by_changes.rows)
+        == (
+            by_snapshot.deleted,
+            by_snapshot.inserted,
+            by_snapshot.rows,
+        )
+        == (46, 36, len(nxt))
+    )
+    gone_a = pq.read_table(version_dir(a, 2) / "deleted.parquet")["row"].to_pylist()
+    gone_b = pq.read_table(version_dir(b, 2) / "deleted.parquet")["row"].to_pylist()
+    assert sorted(gone_a) == sorted(gone_b)
+    assert verify_store(b).passed
+    args = ["statdb", "update", str(b), "--upserts", str(ups), "--deletes", str(dels)]
+    assert main(args) == 0 and "already has these changes" in capsys.readouterr().out
+    with pytest.raises(DataError, match="1 identifiers to delete are not in the store"):
+        update_store(
+            b, Changes(deletes=str(write_table(pd.DataFrame({"pid": ["nobody"]}), tmp_path / "x")))
+        )
+    both = write_table(pd.DataFrame({"pid": [changed[0]]}), tmp_path / "y")
+    with pytest.raises(DataError, match="both deleted and upserted"):
+        update_store(b, Changes(upserts=str(ups), deletes=str(both)))
+    with pytest.raises(SpecError, match="not both"):
+        Changes(str(ups), str(ups))
+
+
+def test_version_numbers_and_ids():
+    from vpub_spark.release.versions import version_number
+
+    meta = {
+        "store_id": "s",
+        "versions": [{"version": 1, "id": "abcdef0123"}, {"version": 2, "id": "abcdef0199"}],
+    }
+    assert version_number(meta, None) == 2 and version_number(meta, "1") == 1
+    assert version_number(meta, "abcdef0199") == 2 and version_number(meta, "abcdef019") == 2
+    with pytest.raises(SpecError, match="begins the ids of versions 1, 2"):
+        version_number(meta, "abcdef01")
+    with pytest.raises(SpecError, match="no version 3"):
+        version_number(meta, 3)

@@ -14,14 +14,13 @@ from ..report import console
 
 def cmd_statdb_update(args: argparse.Namespace) -> int:
     from ..report import progress_step
-    from ..statdb.update import update_store
+    from ..statdb.update import Changes, update_store
 
-    u = update_store(
-        args.store, args.input, args.input_format, args.sign_key, args.wait, progress_step
-    )
+    changes = Changes(args.input, args.upserts, args.deletes, args.input_format)
+    u = update_store(args.store, changes, args.sign_key, args.wait, progress_step)
     if u.unchanged:
         console.print(
-            f"{Path(args.store).name} is already at this snapshot (version {u.version}): nothing written"
+            f"{Path(args.store).name} already has these changes (version {u.version}): nothing written"
         )
         return 0
     console.print(
@@ -63,7 +62,17 @@ def register(sds) -> None:
     )
     sdu.add_argument("store", help="a store built with marginals.key (vpub statdb build)")
     sdu.add_argument(
-        "--input", required=True, help="the table as it is now (the store's table spec)"
+        "--input", default=None, help="the table as it is now (the store's table spec)"
+    )
+    sdu.add_argument(
+        "--upserts",
+        default=None,
+        help="instead of --input: the records added or changed since the latest version (the same layout)",
+    )
+    sdu.add_argument(
+        "--deletes",
+        default=None,
+        help="instead of --input: the identifiers of the records removed (a table with the identifier column)",
     )
     sdu.add_argument(
         "--input-format", choices=["csv", "parquet"], default=None, help="default: detected"

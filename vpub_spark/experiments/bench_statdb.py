@@ -37,7 +37,7 @@ def bench_statdb(bench: BenchStatdb) -> dict:
     queries = workload(sizes, db.qi, db.sensitive, bench.lam, bench.ql, bench.queries, bench.seed)
     results: dict = {
         "store": Path(bench.store).name,
-        "rows": len(db.values),
+        "rows": db.rows,
         "open_s": opened,
         "queries": len(queries),
         "lambda": bench.lam,
@@ -54,16 +54,10 @@ def _answer_timed(db, queries: list, method: str) -> dict:
     and how many intervals hold the true count."""
     import numpy as np
 
-    from ..kernels.statdb import qi_mask
-
     times, lengths, held = [], [], 0
     for q in queries:
         answer, took = timed(partial(db.count, q, method))
-        truth = int(
-            (
-                qi_mask(db.codes, q.ranges, len(db.values)) & np.isin(db.values, list(q.sensitive))
-            ).sum()
-        )
+        truth = int((db.bucketization().qi_ok(q) & np.isin(db.values, list(q.sensitive))).sum())
         times.append(took)
         lengths.append(answer.high - answer.low)
         held += answer.low <= truth <= answer.high
@@ -179,7 +173,7 @@ def bench_serve(bench: BenchServe) -> dict:
     server = subprocess.Popen(_serve_command(bench), stdout=subprocess.DEVNULL)
     results: dict = {
         "store": Path(bench.store).name,
-        "rows": len(db.values),
+        "rows": db.rows,
         "clients": bench.clients,
         "workers": bench.workers,
         "method": bench.method,

@@ -4,7 +4,8 @@ job that prints numbers.
 A generated `sal` table with a record identifier (`pid`) of `rows` rows is built into a
 store in process (timed: the full build), then a snapshot with `churn` of its records
 replaced (half deleted, half inserted, drawn from the same generator with another seed)
-updates it (timed), once with counterfeits-only balancing (ours) and once, on a copy,
+updates it (timed), once with counterfeits-only balancing (ours), once from the change
+set that snapshot makes (the records inserted, the identifiers deleted), and once, on a copy,
 with m-invariance's filling of shortfalls by inserts (the paper's algorithm, for its
 counterfeit count only: it is not safe, see kernels/dynamic.py). Then one 004 §9
 workload is answered on version 1 and on version 2, the versions alternating query by
@@ -56,8 +57,9 @@ def _sal(rows: int, seed: int, first_id: int) -> pa.Table:
     return t.append_column(KEY, pa.array(np.arange(first_id, first_id + rows, dtype=np.int64)))
 
 
-def _snapshots(bench: BenchUpdate, work: Path) -> tuple[str, str, int]:
-    """(version 1's data, the next snapshot's, records replaced)."""
+def _snapshots(bench: BenchUpdate, work: Path) -> tuple[str, str, str, str]:
+    """(version 1's data, the next snapshot's, its change set: the records inserted,
+    the identifiers deleted)."""
     first = _sal(bench.rows, bench.seed, 0)
     half = int(bench.rows * bench.churn / 2)
     rng = np.random.default_rng(bench.seed)
@@ -65,19 +67,23 @@ def _snapshots(bench: BenchUpdate, work: Path) -> tuple[str, str, int]:
     keep[rng.choice(bench.rows, half, replace=False)] = False
     new = _sal(half, bench.seed + 1, bench.rows)
     nxt = pa.concat_tables([first.filter(pa.array(keep)), new])
-    return _write(first, work / "v1"), _write(nxt, work / "v2"), half
+    gone = first.filter(pa.array(~keep)).select([KEY])
+    (work / "deletes" / "data").mkdir(parents=True, exist_ok=True)
+    pq.write_table(gone, work / "deletes" / "data" / "part-0.parquet")
+    v1, v2, ups = (_write(t, work / d) for t, d in ((first, "v1"), (nxt, "v2"), (new, "upserts")))
+    return v1, v2, ups, str(work / "deletes")
 
 
 def bench_update(bench: BenchUpdate) -> dict:
     from ..config import config_from_dict
     from ..engines.inprocess import InProcessEngine
     from ..statdb.build import build_store
-    from ..statdb.update import update_store
+    from ..statdb.update import Changes, update_store
 
     work = Path(bench.out)
     shutil.rmtree(work / "data", ignore_errors=True)
-    v1, v2, half = _snapshots(bench, work / "data")
-    state, paper = work / "data" / "store", work / "data" / "store-paper"
+    v1, v2, ups, dels = _snapshots(bench, work / "data")
+    state, paper, delta = (work / "data" / d for d in ("store", "store-paper", "store-delta"))
     qi = ["age", "gender", "marital", "birthplace", "education", "occupation", "race"]
     cfg = config_from_dict(
         {
@@ -89,9 +95,12 @@ def bench_update(bench: BenchUpdate) -> dict:
     )
     built, build_s = timed(lambda: build_store(cfg, InProcessEngine()))
     shutil.copytree(state, paper)
+    shutil.copytree(state, delta)
     ours, update_s = timed(lambda: update_store(state, v2))
+    by_changes, changes_s = timed(lambda: update_store(delta, Changes(upserts=ups, deletes=dels)))
     theirs, paper_s = timed(lambda: update_store(paper, v2, fill="inserts"))
     shutil.rmtree(paper)
+    shutil.rmtree(delta)
     latency = _latency(state, bench)
     results = {
         "rows": bench.rows,
@@ -103,6 +112,8 @@ def bench_update(bench: BenchUpdate) -> dict:
         "build_steps": built.timings,
         "update_s": update_s,
         "update_steps": ours.timings,
+        "changes_update_s": changes_s,
+        "changes_update_steps": by_changes.timings,
         "counterfeits": ours.counterfeits,
         "paper_update_s": paper_s,
         "paper_counterfeits": theirs.counterfeits,
@@ -139,6 +150,10 @@ def _tables(r: dict) -> list[BenchTable]:
     t.add_row("update / full build", f"{r['update_s'] / r['build_s']:.1%}")
     for step, s in r["update_steps"].items():
         t.add_row(f"  update: {step} (s)", f"{s:.2f}")
+    t.add_row("update from the change set (s)", f"{r['changes_update_s']:.2f}")
+    t.add_row("change set / full build", f"{r['changes_update_s'] / r['build_s']:.1%}")
+    for step, s in r["changes_update_steps"].items():
+        t.add_row(f"  change set: {step} (s)", f"{s:.2f}")
     per = r["counterfeits"] / max(r["deleted"], 1)
     t.add_row(
         "counterfeits (ours: shortfalls by counterfeits)",

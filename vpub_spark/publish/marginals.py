@@ -42,6 +42,7 @@ from ..kernels.minvariance import bucketize, check_m_eligible_counts, decompose,
 from ..kernels.mondrian import mondrian
 from ..kernels.partitioning import QiShards, combine_counts, partition_seed, plan_chunks
 from ..model import PublishedTable, Rule
+from ..release.keys import check_key, keys_from_source
 from ..release.layout import COUNT, COUNTERFEITS, GROUP, SIZE, part_file, part_location
 from ..release.manifest import table_entry
 from ..release.store import (
@@ -59,6 +60,7 @@ from ..release.store import (
     store_location,
     write_store,
 )
+from ..release.versions import first_version
 from ..storage import is_remote
 from .method import Design, Plan, sizes_of, summary_frame, summary_schema
 
@@ -435,9 +437,10 @@ class MarginalsMethod:
                 "method marginals needs a `marginals:` section with sensitive, schemas and state"
             )
         qi = qi_of(cfg, names)
-        if s.key:
+        check_key(s.key, qi, s.sensitive)
+        if s.key and (is_remote(s.state) or is_remote(cfg.input_path)):
             raise SpecError(
-                "marginals.key makes an updatable store, which `vpub statdb build` builds; `vpub publish` does not read a record identifier"
+                "marginals.key: an updatable store and the input it reads identifiers from must be local (the update runs in this process)"
             )
         if not s.schemas:
             raise SpecError(
@@ -528,6 +531,11 @@ class MarginalsMethod:
         domains only (QI and sensitive: marginals are made of them), every file's
         SHA-256, signed with the release's `sign_key`."""
         s, chosen = cfg.marginals, design.detail
+        domains = {a: list(loaded.dictionaries[a].labels) for a in [*chosen.qi, s.sensitive]}
+        seen = None
+        if s.key:  # an updatable store: its record identifiers (release/keys.py)
+            fmt, path = cfg.input_format, cfg.input_path
+            seen = keys_from_source(store, path, loaded.spec, fmt, s.key, domains, cfg.secret_seed)
         published = [
             {
                 "release_id": manifest["release_id"],
@@ -537,22 +545,20 @@ class MarginalsMethod:
             }
             for mg in chosen.marginals
         ]
-        write_store(
-            store,
-            {
-                "format": STORE_FORMAT,
-                "store_id": design.store_id,
-                "m": cfg.privacy.m,
-                "seed": cfg.secret_seed,
-                "qi": list(chosen.qi),
-                "sensitive": s.sensitive,
-                "domains": {
-                    a: list(loaded.dictionaries[a].labels) for a in [*chosen.qi, s.sensitive]
-                },
-                "source": manifest["source"],
-                "published": published,
-                "files": file_digests(store),
-            },
-            cfg.sign_key,
-        )
+        meta = {
+            "format": STORE_FORMAT,
+            "store_id": design.store_id,
+            "m": cfg.privacy.m,
+            "seed": cfg.secret_seed,
+            "qi": list(chosen.qi),
+            "sensitive": s.sensitive,
+            "domains": domains,
+            "source": manifest["source"],
+            "published": published,
+            "files": file_digests(store),
+        }
+        if s.key:
+            first = first_version(design.store_id, loaded.rows, str(seen))
+            meta |= {"key": s.key, "versions": [first]}
+        write_store(store, meta, cfg.sign_key)
         restrict(store)

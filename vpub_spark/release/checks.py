@@ -432,10 +432,28 @@ def anatomy_source(counts: SourceCounts, t: PublishedTable, check: Checker) -> P
 
 def generalized_source(counts: SourceCounts, t: PublishedTable, check: Checker) -> Pairs:
     """Boxes hide QI values: the sensitive multiset must be the source's, and the source
-    tuples must fit the boxes (`placement_check`)."""
+    tuples must fit the boxes (`placement_check`). A marginal from a store version shows
+    its counterfeits among the values (which ones is hidden): each value at least as
+    often as the source has it, the surplus the groups' `counterfeits`."""
     s = [str(t.sensitive)]
     placement_check(counts, t, check)
-    return [(s, counts.release(t.name, "st", s, COUNT))]
+    published = counts.release(t.name, "st", s, COUNT)
+    groups = counts.rel.read(t.name, "groups")
+    if COUNTERFEITS not in groups.column_names:
+        return [(s, published)]
+    merged = published.merge(counts.source(s), on=s, how="outer", suffixes=("", "_source"))
+    merged = merged.fillna(0)
+    fake = int(pc.sum(groups[COUNTERFEITS]).as_py() or 0)
+    surplus = merged[COUNT] - merged[f"{COUNT}_source"]
+    ok = bool((surplus >= 0).all()) and int(surplus.sum()) == fake
+    check(
+        f"{t.name}: sensitive values: the source's plus {fake} counterfeits",
+        ok,
+        "every value at least as often as in the source, the surplus the counterfeits"
+        if ok
+        else "the published values are not the source's plus the counterfeits",
+    )
+    return []
 
 
 def multi_sa_source(counts: SourceCounts, t: PublishedTable, check: Checker) -> Pairs:

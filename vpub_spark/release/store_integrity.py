@@ -333,7 +333,7 @@ def version_checks(state: Path, meta: dict, base: pd.DataFrame, check: Checker) 
             each_version(state, meta, base[[ROW, BUCKET, *served]]), entries, strict=True
         ):
             row, bucket, value = v.arrays(s)
-            key = signature_keys(bucket, value)
+            key = signature_keys(bucket, value, len(meta["domains"][s]))
             if prev is not None:
                 why = invariance_failures(*prev, row, key, bucket, value, m)
                 why += _version_counts(v, e, meta)

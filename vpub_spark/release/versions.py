@@ -2,7 +2,7 @@
 
 A store built with a record identifier (`marginals.key`) is version 1: its `buckets/`
 files, and `keys/` with each tuple's keyed identifier hash (`key0`, `key1`;
-statdb/keys.py).
+release/keys.py).
 Version n > 1 is a directory `versions/<n>/`, written once, never changed:
 - `deleted.parquet`: `row`, the real tuples of version n - 1 absent from n;
 - `added.parquet`: the inserted tuples as `buckets/` holds them (`row`, keyed hash,
@@ -53,9 +53,17 @@ def version_number(meta: dict, version: int | str | None) -> int:
     if version is None:
         return int(entries[-1]["version"])
     text = str(version)
-    for e in entries:  # a number, an id, or an id's first 8 or more characters
-        if text == str(e["version"]) or (len(text) >= 8 and str(e["id"]).startswith(text)):
-            return int(e["version"])
+    hits = [  # a number, an id, or an id's first 8 or more characters
+        int(e["version"])
+        for e in entries
+        if text == str(e["version"]) or (len(text) >= 8 and str(e["id"]).startswith(text))
+    ]
+    if len(set(hits)) > 1:
+        raise SpecError(
+            f"{text} begins the ids of versions {', '.join(map(str, hits))}; give more of it"
+        )
+    if hits:
+        return hits[0]
     known = ", ".join(str(e["version"]) for e in entries)
     raise SpecError(f"the store has no version {version}; its versions are {known}")
 
@@ -171,10 +179,19 @@ def write_version(
     pq.write_table(pa.Table.from_pandas(counterfeits, preserve_index=False), stage / COUNTERFEITS)
 
 
-def first_version(store_id: str, rows: int) -> dict:
-    """store.json's record of version 1: the built store."""
+def first_version(store_id: str, rows: int, fingerprint: str) -> dict:
+    """store.json's record of version 1: the built store (`fingerprint`: its source's,
+    as updates record theirs)."""
     created = datetime.now(UTC).isoformat(timespec="seconds")
-    return {"version": 1, "id": store_id, "parent": None, "created": created, "rows": rows}
+    return {
+        "version": 1,
+        "id": store_id,
+        "parent": None,
+        "created": created,
+        "rows": rows,
+        "counterfeits": 0,
+        "fingerprint": fingerprint,
+    }
 
 
 def version_entry(

@@ -27,6 +27,7 @@ from __future__ import annotations
 import hmac
 import json
 import os
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -40,6 +41,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.schemas import SchemaGenerator
 
 from ..errors import SpecError, VpubError
+from ..release.store import STORE_FILE
 from ..release.versions import versions_of
 from ..statdb.db import METHODS, StatDB
 from .catalog import Catalog, UnknownRelease
@@ -111,9 +113,32 @@ class Api:
 
     def __init__(self, settings: ServeSettings):
         self.settings, self.token = settings, settings.token()
-        self.db = StatDB.open(settings.store, settings.verify_key)
+        self._seal = self._stamp()
+        self._db = StatDB.open(settings.store, settings.verify_key)
+        self._reopen = threading.Lock()
         self.catalog = Catalog(Path(settings.releases)) if settings.releases else None
         self.limit = RateLimit(settings.rate, settings.burst)
+
+    def _stamp(self) -> tuple[int, int]:
+        st = (Path(self.settings.store) / STORE_FILE).stat()
+        return st.st_mtime_ns, st.st_size
+
+    @property
+    def db(self) -> StatDB:
+        """The store as it is now: a new version (`vpub statdb update`) or a new marginal
+        rewrites store.json, and the next request reopens the store (checked as at start)."""
+        if self._stamp() != self._seal:
+            with self._reopen:
+                seal = self._stamp()
+                if seal != self._seal:
+                    try:
+                        self._db = StatDB.open(self.settings.store, self.settings.verify_key)
+                    except VpubError as e:
+                        raise ApiError(
+                            503, f"the store changed and cannot be opened: {e}"
+                        ) from None
+                    self._seal = seal
+        return self._db
 
     def _client(self, request: Request) -> str:
         return request.client.host if request.client else "?"
@@ -166,7 +191,7 @@ class Api:
             {
                 "qi": {a: db.domains[a] for a in db.qi},
                 "sensitive": {db.sensitive: db.domains[db.sensitive]},
-                "rows": len(db.values),
+                "rows": db.rows,
                 "m": db.meta.get("m"),
                 "methods": list(METHODS),
                 "versions": [e["version"] for e in versions_of(db.meta)],
@@ -189,8 +214,9 @@ class Api:
         method = body.get("method", "dyn-ana")
         if method not in METHODS:
             raise ApiError(422, f"method must be one of {', '.join(METHODS)}", "method")
+        db = self.db  # one store for the whole request
         try:
-            query, where = query_of(body, self.db)
+            query, where = query_of(body, db)
         except Bad as e:
             raise ApiError(422, str(e), e.field) from None
         version = body.get("version")
@@ -198,12 +224,12 @@ class Api:
             raise ApiError(422, "version must be a version number or id", "version")
         t0 = time.perf_counter()
         try:
-            answer = self.db.count(query, method, log=False, version=version)
+            answer = db.count(query, method, log=False, version=version)
         except SpecError as e:
             field = "version" if "no version" in str(e) else "method"
             raise ApiError(422, str(e), field) from None
         elapsed = 1000 * (time.perf_counter() - t0)
-        self.db.log([(f"[{self._client(request)}] {where}", answer)])
+        db.log([(f"[{self._client(request)}] {where}", answer)])
         return JSONResponse(
             {
                 "lower": answer.low,

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from ..engines.base import Engine
 from ..errors import SpecError
-from ..release.store import read_store
+from ..release.store import STORE_FILE, read_store
 from ..release.versions import version_number
 from .db import METHODS, Interval, StatDB, parse_query, where_text
 from .workload import workload
@@ -72,8 +72,11 @@ def read_workload(path: str | Path, meta: dict) -> pd.DataFrame:
 
 def _opened(store: str) -> StatDB:
     """The worker's open store (a module function, so a task's closure refers to it by
-    name instead of carrying the driver's open stores along)."""
-    return _OPEN.get(store) or _OPEN.setdefault(store, StatDB.open(store))
+    name instead of carrying the driver's open stores along), opened again once its
+    store.json changed (a new version)."""
+    seal = (Path(store) / STORE_FILE).stat().st_mtime_ns
+    key = f"{store}@{seal}"
+    return _OPEN.get(key) or _OPEN.setdefault(key, StatDB.open(store))
 
 
 def _answerer(store: str, method: str, version: int) -> Callable[[pd.DataFrame], pd.DataFrame]:

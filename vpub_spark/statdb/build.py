@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
 import pyarrow.parquet as pq
 
 from ..config import PublishConfig
@@ -28,9 +27,9 @@ from ..kernels.partitioning import fingerprint
 from ..lake.commit import Steps, staged_directory
 from ..publish.marginals import MarginalsJob, plan_marginal_chunks, qi_of
 from ..publish.method import Plan, covered, sizes_of, source_entry, with_secret_seed
+from ..release.keys import check_key, keys_from_source
 from ..release.store import (
     BUCKET,
-    ROW,
     STORE_FILE,
     STORE_FORMAT,
     bucket_files,
@@ -43,7 +42,6 @@ from ..release.store import (
 )
 from ..release.versions import first_version
 from ..storage import is_remote
-from .keys import attach_keys, check_key, coded_snapshot
 
 
 @dataclass(frozen=True)
@@ -63,7 +61,7 @@ def reuse_store(state: str | Path) -> Built:
     from .db import StatDB
 
     db = StatDB.open(state)
-    return Built(Path(state), len(db.values), len(db.cells.k), 0, {}, reused=True)
+    return Built(Path(state), db.rows, len(db.cells.k), 0, {}, reused=True)
 
 
 def build_store(cfg: PublishConfig, engine: Engine, observer=None) -> Built:
@@ -82,10 +80,11 @@ def build_store(cfg: PublishConfig, engine: Engine, observer=None) -> Built:
             loaded = engine.persist(engine.load(path, spec, cfg.input_format))
         try:
             qi, counts, chunks = _bucketize(cfg, engine, loaded, store, m, step)
+            seen = None
             if cfg.marginals and cfg.marginals.key:
                 with step("hash the record identifiers"):
-                    _keys(cfg, path, spec, loaded, store, qi)
-            _write_meta(cfg, loaded, store, m, qi, counts)
+                    seen = _keys(cfg, path, spec, loaded, store, qi)
+            _write_meta(cfg, loaded, store, m, qi, counts, seen)
             ids = [
                 pq.read_table(f, columns=[BUCKET])[BUCKET].to_numpy() for f in bucket_files(store)
             ]
@@ -152,23 +151,23 @@ def _bucketize(
     return qi, counts, chunks
 
 
-def _keys(cfg: PublishConfig, path: str, spec, loaded: LoadedTable, store: Path, qi) -> None:
-    """The record identifiers of the store's tuples (statdb/keys.py), read from the
-    source in this process."""
+def _keys(cfg: PublishConfig, path: str, spec, loaded: LoadedTable, store: Path, qi) -> str:
+    """The record identifiers of the store's tuples (release/keys.py); the source's
+    fingerprint."""
     s = cfg.marginals
     assert s is not None and s.key is not None
-    served = [*qi, s.sensitive]
-    domains = {a: list(loaded.dictionaries[a].labels) for a in served}
-    snap = coded_snapshot(path, spec, cfg.input_format, s.key, domains, cfg.secret_seed).frame
-    base = pd.concat(
-        [pq.read_table(f, columns=[ROW, *served]).to_pandas() for f in bucket_files(store)],
-        ignore_index=True,
-    )
-    attach_keys(store, base, snap, served)
+    domains = {a: list(loaded.dictionaries[a].labels) for a in [*qi, s.sensitive]}
+    return keys_from_source(store, path, spec, cfg.input_format, s.key, domains, cfg.secret_seed)
 
 
 def _write_meta(
-    cfg: PublishConfig, loaded: LoadedTable, store: Path, m: int, qi: tuple[str, ...], counts
+    cfg: PublishConfig,
+    loaded: LoadedTable,
+    store: Path,
+    m: int,
+    qi: tuple[str, ...],
+    counts,
+    seen: str | None = None,
 ) -> None:
     """store.json (with every file's digest; signed if the config names a key), then
     the store made owner-only."""
@@ -190,6 +189,6 @@ def _write_meta(
     }
     if s.key:  # an updatable store: version 1 (release/versions.py)
         meta["key"] = s.key
-        meta["versions"] = [first_version(store_id, loaded.rows)]
+        meta["versions"] = [first_version(store_id, loaded.rows, str(seen))]
     write_store(store, meta, cfg.sign_key)
     restrict(store)

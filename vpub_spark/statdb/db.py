@@ -186,6 +186,11 @@ class Bucketization:
         self.bucket = bucket[order]
         self.cells = Cells.of(self.bucket, self.values)
 
+    @property
+    def rows(self) -> int:
+        """The real tuples (counterfeits are not rows of the table)."""
+        return len(self.values) - (0 if self.fake is None else int(self.fake.sum()))
+
     def qi_ok(self, q: Query) -> np.ndarray:
         """The real tuples meeting every QI condition of `q` (a counterfeit's codes lie
         past every domain, so a condition on any attribute leaves it out)."""
@@ -234,6 +239,11 @@ class StatDB:
             return self._views[n]
 
     @property
+    def rows(self) -> int:
+        """The latest version's real tuples."""
+        return self.bucketization().rows
+
+    @property
     def values(self) -> np.ndarray:
         return self.bucketization().values
 
@@ -280,13 +290,20 @@ class StatDB:
         batch logs its answers at once)."""
         if method not in METHODS:
             raise SpecError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
-        q = self.query(query) if isinstance(query, str) else query
+        q = self.query(query) if isinstance(query, str) else self._checked(query)
         n = version_number(self.meta, version)
         low, high = ANSWERS[method](self.bucketization(n), q)
         answer = Interval(low, high, method, n)
         if log:
             self.log([(query if isinstance(query, str) else repr(q), answer)])
         return answer
+
+    def _checked(self, q: Query) -> Query:
+        """A Query built by hand: every range on a QI attribute, inside its domain."""
+        for a, (lo, hi) in q.ranges.items():
+            if a not in self.qi or not 0 <= lo <= hi < len(self.domains[a]):
+                raise SpecError(f"a range on {a} must be codes 0 <= lo <= hi < its domain's size")
+        return q
 
     def log(self, answers: list[tuple[str, Interval]]) -> None:
         """Append answers (query text, interval, version) to the store's private log

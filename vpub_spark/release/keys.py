@@ -1,4 +1,4 @@
-"""The record identifier of an updatable store (`marginals.key`): read beside the
+"""The record identifier of an updatable store (`marginals.key`; statdb/update.py): read beside the
 attributes, never encoded, never published, kept only as a keyed hash.
 
 `coded_snapshot` reads a table in process as the store sees it: every complete row (the
@@ -19,8 +19,9 @@ by every later version.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -41,16 +42,8 @@ from ..engines.inprocess import read_arrow
 from ..errors import DataError, SpecError
 from ..kernels.hashing import KEY_COLUMNS, content_hash, key_hash
 from ..model import Attribute, TableSpec
-from ..release.store import KEYS, ROW
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """A table as a store sees it (`coded_snapshot`): `frame` (codes, key0, key1) and
-    `by_key`, its rows in the order of key0."""
-
-    frame: pd.DataFrame
-    by_key: np.ndarray
+from .secret import keyed
+from .store import KEYS, ROW, bucket_files
 
 
 def coded_snapshot(
@@ -60,7 +53,7 @@ def coded_snapshot(
     key: str,
     domains: Mapping[str, list],
     secret: int,
-) -> Snapshot:
+) -> pd.DataFrame:
     """The table at `path` in the store's codes with its identifiers hashed (see the
     module docstring); a repeated identifier is refused."""
     attrs = [a for a in spec.attributes if a.name in domains]
@@ -80,10 +73,21 @@ def coded_snapshot(
     out = {a.name: encoded.column(a.name).to_numpy() for a in attrs}
     text = normalized(table.column(key)).to_numpy(zero_copy_only=False)
     k0, k1 = key_hash(text, secret)
-    order = np.argsort(k0)
-    _unique(k0[order], k1[order], key, Path(path).name)
-    frame = pd.DataFrame(out | dict(zip(KEY_COLUMNS, (k0, k1), strict=True)))
-    return Snapshot(frame, order)
+    _unique(k0, k1, key, Path(path).name)
+    return pd.DataFrame(out | dict(zip(KEY_COLUMNS, (k0, k1), strict=True)))
+
+
+def read_identifiers(path: str, fmt: str | None, key: str, secret: int) -> pd.DataFrame:
+    """The identifiers in the table at `path` (its `key` column; a missing one is an
+    error), as `key0`, `key1`, each once."""
+    spec = TableSpec(attributes=(Attribute(key),))
+    table = read_arrow(path, spec, fmt)
+    text = normalized(table.column(key))
+    if int(pc.sum(missing_mask(text, spec.missing_values)).as_py() or 0):
+        raise DataError(f"{Path(path).name}: an identifier to delete is missing")
+    k0, k1 = key_hash(text.to_numpy(zero_copy_only=False), secret)
+    _unique(k0, k1, key, Path(path).name)
+    return pd.DataFrame(dict(zip(KEY_COLUMNS, (k0, k1), strict=True)))
 
 
 def _complete(table: pa.Table, spec: TableSpec) -> pa.Table:
@@ -117,11 +121,16 @@ def _store_codes(attribute: str, labels, domain: list) -> np.ndarray:
 
 
 def _unique(k0: np.ndarray, k1: np.ndarray, key: str, name: str) -> None:
-    """Refuse a repeated identifier (equal hashes, given in the order of `k0`)."""
-    same = (k0[1:] == k0[:-1]) & (k1[1:] == k1[:-1])
-    if same.any():
+    """Refuse a repeated identifier (equal hashes; a hash table of the first, the second
+    compared only where the first repeats)."""
+    first = pd.Index(k0)
+    if first.is_unique:
+        return
+    twice = first.duplicated(keep=False)
+    pairs = pd.DataFrame({"a": k0[twice], "b": k1[twice]}).duplicated().sum()
+    if pairs:
         raise DataError(
-            f"{name}: {int(same.sum())} values of the record identifier {key} appear more than once; it must name one record"
+            f"{name}: {int(pairs)} values of the record identifier {key} appear more than once; it must name one record"
         )
 
 
@@ -151,6 +160,22 @@ def attach_keys(store: Path, base: pd.DataFrame, snapshot: pd.DataFrame, columns
     pq.write_table(pa.table(keys), store / KEYS / "part-0.parquet")
 
 
+def keys_from_source(
+    store: Path, path: str, spec: TableSpec, fmt: str | None, key: str, domains, secret: int
+) -> str:
+    """A new store's `keys/`: its source read once more in this process (`coded_snapshot`)
+    and paired with its tuples (`attach_keys`); `domains`: the store's, QI and sensitive.
+    Returns the source's fingerprint (version 1's, `changes_fingerprint`)."""
+    served = list(domains)
+    snap = coded_snapshot(path, spec, fmt, key, domains, secret)
+    base = pd.concat(
+        [pq.read_table(f, columns=[ROW, *served]).to_pandas() for f in bucket_files(store)],
+        ignore_index=True,
+    )
+    attach_keys(store, base, snap, served)
+    return changes_fingerprint(secret, snap)
+
+
 def read_keys(state: Path) -> pd.DataFrame:
     """`row`, `key0`, `key1` of version 1's tuples."""
     return pq.read_table(state / KEYS / "part-0.parquet").to_pandas()
@@ -169,3 +194,14 @@ def with_keys(base: pd.DataFrame, keys: pd.DataFrame) -> pd.DataFrame:
         by_row[ids] = keys[c].to_numpy()
         out[c] = by_row[rows]
     return out
+
+
+def changes_fingerprint(seed: int, *frames: pd.DataFrame) -> str:
+    """What an update read (identifier hashes and codes, in any row order; a snapshot, or
+    upserts then deletes), keyed by the store's seed: the same changes twice are
+    recognized, and nothing is learned from them without the seed."""
+    sums = []
+    for i, frame in enumerate(frames):
+        rows = content_hash(frame, i) if len(frame.columns) else np.zeros(0, np.uint64)
+        sums.append(f"{len(rows)}:{int(rows.sum(dtype=np.uint64)) if len(rows) else 0}")
+    return keyed(seed, hashlib.sha256("/".join(sums).encode()).hexdigest().encode())
