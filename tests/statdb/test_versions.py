@@ -462,6 +462,9 @@ def test_a_change_set_gives_the_snapshots_changes(v1, tmp_path, capsys):
         update_store(b, Changes(upserts=str(ups), deletes=str(both)))
     with pytest.raises(SpecError, match="not both"):
         Changes(str(ups), str(ups))
+    only = write_table(pd.DataFrame({"pid": changed[:4]}), tmp_path / "z")  # deletes alone
+    u = update_store(b, Changes(deletes=str(only)))
+    assert (u.version, u.deleted, u.inserted) == (3, 4, 0) and verify_store(b).passed
 
 
 def test_version_numbers_and_ids():

@@ -32,7 +32,7 @@ from ..errors import VpubError
 from ..gnf import check_gnf
 from ..model import PublishedTable, Schema
 from ..rules import parse_rules
-from .checks import AuditReport, Checker, SourceCounts, difference, labels
+from .checks import AuditReport, Checker
 from .distributed import (
     checksums_agree,
     combined_checks,
@@ -48,6 +48,7 @@ from .layout import FORMAT_VERSION, GROUP, MANIFEST, PRIVATE
 from .reader import Release, open_release
 from .secret import keyed, proves, read_secret
 from .signing import SIGNATURE, verify
+from .source_checks import SourceCounts, difference, labels
 
 REQUIRED = (
     "format_version",

@@ -21,9 +21,10 @@ from ..estimate.generalized import GeneralizedModel
 from ..estimate.models import AnatomyModel, EstimateModel, ProjectionModel
 from ..estimate.multi_sa import MultiSaModel
 from ..model import PublishedTable
-from . import checks
-from .checks import Checker, Pairs, SourceCounts
+from . import checks, source_checks
+from .checks import Checker
 from .reader import Release
+from .source_checks import Pairs, SourceCounts
 
 TableCheck = Callable[[Release, dict, PublishedTable, int, int, Checker], None]
 SourceCheck = Callable[[SourceCounts, PublishedTable, Checker], Pairs]
@@ -51,28 +52,28 @@ KINDS: dict[str, TableKind] = {
             "anatomy",
             ("qit", "st"),
             checks.anatomy_checks,
-            checks.anatomy_source,
+            source_checks.anatomy_source,
             AnatomyModel.from_parts,
         ),
         TableKind(
             "projection",
             ("counts",),
             checks.projection_checks,
-            checks.projection_source,
+            source_checks.projection_source,
             ProjectionModel.from_parts,
         ),
         TableKind(
             "multi_sa",
             ("qit", "st"),
             checks.multi_sa_checks,
-            checks.multi_sa_source,
+            source_checks.multi_sa_source,
             MultiSaModel.from_parts,
         ),
         TableKind(
             "generalized",
             ("groups", "st"),
             checks.generalized_checks,
-            checks.generalized_source,
+            source_checks.generalized_source,
             GeneralizedModel.from_parts,
         ),
     )
