@@ -94,33 +94,32 @@ class Version:
     real: pd.DataFrame
     counterfeits: pd.DataFrame
 
+    def fakes(self, sensitive: str) -> dict[str, np.ndarray]:
+        """The counterfeits one per row: `row` -1, -2, ... in the order of their cells,
+        `bucket` and the sensitive value."""
+        c = self.counterfeits
+        count = c[COUNT].to_numpy(np.int64)
+        return {
+            ROW: -1 - np.arange(int(count.sum()), dtype=np.int64),
+            BUCKET: np.repeat(c[BUCKET].to_numpy(np.int64), count),
+            sensitive: np.repeat(c[VALUE].to_numpy(np.int64), count),
+        }
+
     def arrays(self, sensitive: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """`row`, `bucket` and sensitive value of every tuple, as `with_counterfeits`
         orders them (without building the frame)."""
-        c, real = self.counterfeits, self.real
-        count = c[COUNT].to_numpy(np.int64)
-        fake_rows = -1 - np.arange(int(count.sum()), dtype=np.int64)
-        return (
-            np.concatenate([real[ROW].to_numpy(np.int64), fake_rows]),
-            np.concatenate(
-                [real[BUCKET].to_numpy(np.int64), np.repeat(c[BUCKET].to_numpy(np.int64), count)]
-            ),
-            np.concatenate(
-                [real[sensitive].to_numpy(np.int64), np.repeat(c[VALUE].to_numpy(np.int64), count)]
-            ),
+        fake = self.fakes(sensitive)
+        row, bucket, value = (
+            np.concatenate([self.real[c].to_numpy(np.int64), fake[c]])
+            for c in (ROW, BUCKET, sensitive)
         )
+        return row, bucket, value
 
     def with_counterfeits(self, sensitive: str) -> pd.DataFrame:
         """Every tuple of the version, counterfeits as rows after the real ones
         (`counterfeit` True, `row` -1, -2, ... in the order of the counterfeit cells,
         QI codes 0: they have none)."""
-        c, real = self.counterfeits, self.real
-        count = c[COUNT].to_numpy(np.int64)
-        fake = {
-            BUCKET: np.repeat(c[BUCKET].to_numpy(np.int64), count),
-            sensitive: np.repeat(c[VALUE].to_numpy(np.int64), count),
-            ROW: -1 - np.arange(int(count.sum()), dtype=np.int64),
-        }
+        real, fake = self.real, self.fakes(sensitive)
         n = len(fake[ROW])
         out = {
             col: np.concatenate(

@@ -222,15 +222,10 @@ def match_records(
 def _republish(meta, base, current, fresh: pd.DataFrame, gone, n: int, fill: str):
     """The kernel on the current version: (the added rows, the counterfeit cells)."""
     s, qi = meta["sensitive"], list(meta["qi"])
-    real, fakes = current.real, current.counterfeits
-    count = fakes[COUNT].to_numpy(np.int64)
-    old_b = np.concatenate([real[BUCKET].to_numpy(), np.repeat(fakes[BUCKET].to_numpy(), count)])
-    old_v = np.concatenate([real[s].to_numpy(), np.repeat(fakes[VALUE].to_numpy(), count)])
-    rows = real[ROW].to_numpy()
+    rows, old_b, old_v = current.arrays(s)  # counterfeits last, rows < 0
     mark = np.zeros(int(rows.max(initial=0)) + 1, dtype=bool)  # row ids are dense: no sort
     mark[gone] = True
-    survive = ~mark[rows]
-    kept = np.concatenate([survive, np.zeros(int(count.sum()), dtype=bool)])
+    kept = (rows >= 0) & ~mark[np.maximum(rows, 0)]
     next_row, next_bucket = _next_ids(meta, base)
     extents = {a: len(meta["domains"][a]) - 1 for a in qi}
     r = republish(
