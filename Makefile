@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 PY      = $(BIN)/python
 
-.PHONY: demo test lint docs wheel-check mutation-check bench-docs bench-scale bench-statdb bench-update compare-adult compare-texas bench-generate bench-publish bench-publish-10m bench-workers bench-texas bench-utility bench-multi-sa bench-marginals compare-marginals bench-bip-adult bench-cluster bench-cold spark-archive clean check-java
+.PHONY: demo test lint docs wheel-check mutation-check bench-docs bench-scale bench-statdb bench-update compare-adult compare-texas bench-generate bench-publish bench-publish-10m bench-workers bench-texas bench-utility bench-multi-sa bench-marginals compare-marginals compare-marginals-skew bench-bip-adult bench-cluster bench-cold spark-archive clean check-java
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -62,7 +62,7 @@ bench-generate: check-java $(VENV)/.installed
 DOCS_DATA := docs/benchmarks/data
 
 # every benchmark and comparison the docs show, one after another (hours on 2 cores)
-bench-docs: bench-publish bench-publish-10m bench-workers bench-texas bench-cold bench-utility bench-marginals bench-scale bench-statdb bench-update compare-adult compare-texas bench-bip-adult compare-marginals
+bench-docs: bench-publish bench-publish-10m bench-workers bench-texas bench-cold bench-utility bench-marginals bench-scale bench-statdb bench-update compare-adult compare-texas bench-bip-adult compare-marginals compare-marginals-skew
 
 # a comparison's means, run record and plots, into the docs (from OUT to FIGURES)
 define copy-comparison
@@ -155,6 +155,13 @@ compare-marginals: check-java $(VENV)/.installed
 	$(call copy-comparison,out/compare/census-marginals,docs/figures/marginals_census)
 	$(BIN)/vpub compare --config conf/compare_marginals_adult.yaml
 	$(call copy-comparison,out/compare/adult-marginals,docs/figures/marginals_adult)
+
+# marginals on a skewed sensitive attribute (top share 0.9/m .. 0.99/m, m = 2, 3, 4)
+compare-marginals-skew: $(VENV)/.installed
+	test -f out/census-200k/table.yaml || $(BIN)/vpub datasets generate census --rows 200000 --seed 1 --out out/census-200k
+	$(BIN)/vpub compare --config conf/compare_marginals_skew.yaml
+	mkdir -p docs/figures/marginals_skew
+	$(call copy-comparison,out/compare/census-marginals-skew,docs/figures/marginals_skew)
 
 # 10M sal and 1M texas on a local standalone cluster, 1 vs 2 one-core workers
 bench-cluster: check-java $(VENV)/.installed

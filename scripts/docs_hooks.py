@@ -209,7 +209,12 @@ def compare_reference(directory: str) -> str:
     import pandas as pd
 
     summary = pd.read_csv(os.path.join(directory, "summary.csv"))
-    labels = {"kl": "KL", "relative_error": "error", "median_error": "median error"}
+    labels = {
+        "kl": "KL",
+        "relative_error": "error",
+        "median_error": "median error",
+        "box_width": "box width",
+    }
     measures = [c for c in (*labels, "time_s") if c in summary.columns]
     parts = []
     for sweep, part in summary.groupby("sweep", sort=False):

@@ -115,8 +115,9 @@ class _Replay:
 
     def random(self, size: int) -> np.ndarray:
         """n uniform floats, used as sort keys: one branch per order of them (all n!),
-        or per key in `keys` (a caller's reduction, e.g. orders within a value)."""
-        if self.keys is not None:
+        or per key in `keys` (a caller's reduction, e.g. orders within a value) for a
+        draw of the keys' length."""
+        if self.keys is not None and size == len(self.keys[0]):
             return np.asarray(self.keys[self._branch(len(self.keys))], dtype=np.float64)
         p = _nth_permutation(size, self._branch(math.factorial(size)))
         return (p + 0.5) / size

@@ -144,6 +144,12 @@ class MarginalSettings:
     partitioning: str = option(
         "mondrian", doc="the partition step: `mondrian`, `ncp` or `ncp+mondrian`"
     )
+    assign: str = option(
+        "random",
+        doc="how the assigning step deals each value's tuples to buckets: `random` (002; "
+        "algorithm-safe) or `local` (along a QI order: narrower boxes, but an adversary "
+        "who knows the algorithm can learn more than 1/m; see the marginals explanation)",
+    )
     key: str | None = option(
         None,
         doc="the record identifier column (never published; the store keeps a keyed hash "
@@ -152,11 +158,16 @@ class MarginalSettings:
     )
 
     PARTITIONINGS = ("mondrian", "ncp", "ncp+mondrian")
+    ASSIGNS = ("random", "local")
 
     def __post_init__(self) -> None:
         if self.partitioning not in self.PARTITIONINGS:
             raise SpecError(
                 f"marginals.partitioning must be one of {', '.join(self.PARTITIONINGS)}, not {self.partitioning!r}"
+            )
+        if self.assign not in self.ASSIGNS:
+            raise SpecError(
+                f"marginals.assign must be one of {', '.join(self.ASSIGNS)}, not {self.assign!r}"
             )
         for k in ("chunk_rows", "tries", "blocks"):
             v = getattr(self, k)
@@ -184,6 +195,7 @@ class MarginalSettings:
             d.get("tries", 5),
             d.get("blocks", 32),
             str(d.get("partitioning", "mondrian")),
+            str(d.get("assign", "random")),
             None if d.get("key") is None else str(d["key"]),
         )
 

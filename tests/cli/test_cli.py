@@ -247,3 +247,24 @@ def test_query_takes_an_engine_and_both_engines_agree(capsys, tmp_path, spark_en
         )  # type: ignore[index]
     assert answers["inprocess"] == answers["spark"] == answers["auto"]
     assert int(answers["spark"][1].replace(",", "")) == truth > 0
+
+
+def test_generate_with_a_top_share(capsys, tmp_path):
+    """`vpub datasets generate sal --top-share P`: salary's most likely value holds P of the rows."""
+    out = tmp_path / "skewed"
+    code, _, _ = run(
+        capsys,
+        *("datasets", "generate", "sal", "--rows", "4000", "--top-share", "0.2475"),
+        *("--out", str(out), "--engine", "inprocess"),
+    )
+    assert code == 0
+    import pyarrow.parquet as pq
+
+    salary = pq.read_table(out / "data").column("salary").to_pandas()
+    assert salary.value_counts().max() == 990
+    code, _, err = run(
+        capsys,
+        *("datasets", "generate", "sal", "--rows", "10", "--top-share", "1.5"),
+        *("--out", str(tmp_path / "bad"), "--engine", "inprocess"),
+    )
+    assert code == 2 and "--top-share must be in (0, 1)" in err

@@ -114,3 +114,32 @@ def test_dependence_knob():
     assert h[0] > h[1] > h[2] and h[2] == pytest.approx(0.0, abs=1e-9)
     same_qi = synthetic.generate_block("census", 5, 100_000, 0, 1.0).to_pandas()
     assert same_qi.equals(synthetic.generate_block("census", 5, 100_000, 0, 1.0).to_pandas())
+
+
+@pytest.mark.parametrize("name, share", [("census", 0.2475), ("sal", 0.495), ("census", 0.01)])
+def test_top_share_knob(name, share):
+    """--top-share: the last attribute's most likely value holds round(share * n) of every
+    block's rows (raised or lowered), the other columns and the other values' proportions
+    stay; no knob is the data as before."""
+    base = synthetic.generate_block(name, 3, 150_000, 0).to_pandas()
+    assert base.equals(synthetic.generate_block(name, 3, 150_000, 0, top_share=None).to_pandas())
+    skewed = synthetic.generate_block(name, 3, 150_000, 0, top_share=share).to_pandas()
+    last, top = synthetic.schema(name)[-1][0], synthetic.network(name, 3)[-1].top + 1
+    assert (skewed[last] == top).sum() == round(share * len(skewed))
+    assert skewed.drop(columns=last).equals(base.drop(columns=last))
+    changed = skewed[last] != base[last]
+    assert ((skewed[last] == top) | ~changed).all() or ((base[last] == top) | ~changed).all()
+    others = lambda df: df[last][df[last] != top].value_counts(normalize=True)  # noqa: E731
+    common = others(base).index[:5]
+    assert others(skewed)[common].to_numpy() == pytest.approx(
+        others(base)[common].to_numpy(), abs=0.01
+    )
+    assert skewed.equals(synthetic.generate_block(name, 3, 150_000, 0, top_share=share).to_pandas())
+
+
+def test_top_share_is_checked(tmp_path, inprocess):
+    from vpub_spark.errors import SpecError
+
+    with pytest.raises(SpecError, match=r"--top-share must be in \(0, 1\)"):
+        write_generated(inprocess, "census", 100, 1, str(tmp_path / "x"), top_share=1.0)
+    assert not (tmp_path / "x").exists()

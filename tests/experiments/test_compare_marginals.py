@@ -126,6 +126,66 @@ def test_small_comparison_run(tmp_path):
     assert len(files) == 4 and all(f.stat().st_size > 0 for f in files)
 
 
+def test_skewed_points_fixed_parameters_and_the_local_dealing(tmp_path):
+    """`skew` makes the top value's share skew / m at each point (the same table, skewed
+    in memory), a sweep may hold m at its own value (its rows are labelled by it), and
+    `marginals_local` is ours with the QI-local dealing beside the random one."""
+    data = write_table(_frame(900).astype(str).apply(lambda c: c.str.zfill(2)), tmp_path / "t")
+    cfg = marginals_compare_config_from_dict(
+        {
+            "input": {"path": str(data)},
+            "privacy": {"model": "m-invariance", "m": 4},
+            "marginals": {"sensitive": "s", "schemas": {"M1": ["a"], "M2": ["a", "b"]}},
+            "compare": {
+                "methods": ["marginals", "marginals_local", "angel"],
+                "queries": 20,
+                "skew": 0.95,
+                "sweeps": [
+                    {"vary": "skew", "values": [0.9, 0.99], "m": 2},
+                    {"vary": "marginal", "values": ["M1", "M2"], "m": 3},
+                ],
+            },
+            "output": {"path": str(tmp_path / "cmp")},
+        }
+    )
+    res = run_marginals_compare(cfg)
+    assert len(res) == 12 and set(res["sweep"]) == {"skew_m2", "marginal_m3"}
+    assert set(res["method"]) == {"marginals", "marginals_local", "angel"}
+    skews = res[res["sweep"] == "skew_m2"]
+    assert (skews["m"] == 2).all()
+    share = lambda skew, m: round(skew / m * 900) / 900  # noqa: E731
+    assert skews["top_share"].tolist() == [share(0.9, 2)] * 3 + [share(0.99, 2)] * 3
+    assert (res.loc[res["sweep"] == "marginal_m3", "top_share"] == share(0.95, 3)).all()
+    ours = res[res["method"] != "angel"]
+    assert (ours["subtables"] >= 1).all() and ours["box_width"].between(0, 1).all()
+    files = write_results(res, cfg, "t", {"relative_error": "error", "time_s": "time"})
+    assert {f.name for f in files} >= {"skew_m2_relative_error.png", "marginal_m3_time_s.png"}
+    bad = {"input": {"path": "x"}, "marginals": {"sensitive": "s", "schemas": {"M1": ["a"]}}}
+    for compare, message in (
+        ({"skew": 1.0}, r"skew \(the top value's share times m\) must be in \(0, 1\)"),
+        ({"sweeps": [{"vary": "m", "values": [2], "k": 3}]}, "a sweep takes vary, values"),
+        ({"sweeps": [{"vary": "m", "values": [2], "marginal": "M9"}]}, "must be among M1"),
+    ):
+        with pytest.raises(SpecError, match=message):
+            marginals_compare_config_from_dict({**bad, "compare": compare}, "t")
+
+
+def test_other_comparisons_refuse_fixed_sweep_parameters():
+    from vpub_spark.experiments.common import parse_sweeps
+
+    with pytest.raises(SpecError, match="a sweep takes vary, values and nothing, not c"):
+        parse_sweeps(
+            {"sweeps": [{"vary": "l", "values": [2], "c": 3}]},
+            parameters=("c", "l"),
+            methods=("x",),
+            default_methods=("x",),
+            defaults={},
+            default_sweep={},
+            default_repeats=1,
+            where="t",
+        )
+
+
 def test_shipped_configs_parse():
     from pathlib import Path
 
@@ -138,8 +198,21 @@ def test_shipped_configs_parse():
     for name in ("compare_marginals.yaml", "compare_marginals_adult.yaml"):
         c = marginals_compare_config_from_dict(load_yaml(root / name), name)
         assert [k for k, _ in c.marginals] == ["M1", "M2", "M3", "M4", "M5"]
-        assert c.methods == ("marginals", "marginals_ends", "marginals_ml", "angel")
+        assert c.methods == (
+            "marginals",
+            "marginals_local",
+            "marginals_ends",
+            "marginals_ml",
+            "angel",
+        )
         assert c.partitioning == "mondrian"
+    skew = marginals_compare_config_from_dict(
+        load_yaml(root / "compare_marginals_skew.yaml"), "skew"
+    )
+    assert skew.methods == ("marginals", "marginals_local", "angel")
+    assert {(v, f.get("m")) for v, _, f in skew.sweeps} == {
+        (v, m) for v in ("skew", "marginal") for m in (2, 3, 4)
+    }
     for name, how in (("ncp", "ncp"), ("stop", "ncp+mondrian"), ("tries20", "ncp")):
         c = marginals_compare_config_from_dict(
             load_yaml(root / f"compare_marginals_{name}.yaml"), name
@@ -159,7 +232,7 @@ def test_ends_estimator_on_a_worked_box():
     """A group of 4 tuples in age box [10, 19] (a minimum bounding box: one tuple at 10,
     one at 19, two spread over the 10 points): a query age in [19, 30] holds the tuple at
     19 and 2 * 1/10 of the others, 1.2 tuples; uniform spread says 4 * 1/10."""
-    from vpub_spark.experiments.compare_marginals import EndsPublished, Published
+    from vpub_spark.experiments.box_estimators import EndsPublished, Published
 
     box = pd.DataFrame({"group_id": [0], "age_min": [10], "age_max": [19], "count": [4]})
     cum = np.array([[0.0, 1, 2, 3, 4]])  # four sensitive values, one tuple each
@@ -175,7 +248,7 @@ def test_turnbull_is_the_interval_censored_maximum_likelihood():
     """Values known to be 0 (twice) and in [0, 1] (once): the likelihood f0^2 (f0 + f1) is
     largest at f0 = 1; values in [0, 2] only: any distribution is optimal and EM keeps
     the uniform start; exact values give their histogram."""
-    from vpub_spark.experiments.compare_marginals import turnbull
+    from vpub_spark.experiments.box_estimators import turnbull
 
     f = turnbull(np.array([0, 0]), np.array([0, 1]), np.array([2.0, 1.0]), 3)
     assert f == pytest.approx([1, 0, 0], abs=1e-3)
@@ -215,7 +288,7 @@ def test_the_two_bounds_on_a_worked_example():
     Query a = 0, b = 1, s in {0, 1}: no tuple matches, and knowing the QI values
     (`bound_exact_qi`) says 0; knowing each attribute's distribution in the group but
     not their joint (`bound_group_marginals`) says 2 values * 1/2 * 1/2 = 0.5."""
-    from vpub_spark.experiments.compare_marginals import Bound
+    from vpub_spark.experiments.box_estimators import Bound
 
     codes = pd.DataFrame({"a": [0, 1, 5, 6], "b": [0, 1, 0, 1]})
     s, group = np.array([0, 1, 0, 2]), np.array([0, 0, 1, 1])

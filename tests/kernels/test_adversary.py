@@ -1,6 +1,7 @@
 """003 §1's algorithm-aware adversary (tests/adversary.py), widened to every kernel that
 groups tuples: 003's RDA and GDA at l = 3, GDA cut into segments, RIA, 000 §4's anatomy
-and 002 §3's m-invariant assignment; and the same adversary when she knows the seed.
+and 002 §3's m-invariant assignment (and its QI-local dealing, a documented finding);
+and the same adversary when she knows the seed.
 
 Exact, not sampled: every random choice a kernel can make is enumerated with its
 probability. RDA and GDA read one priority per row; a kernel drawing from numpy's
@@ -120,6 +121,28 @@ def _assignment(codes: str, m: int, reduced: bool = True) -> Adversary:
 
 
 @functools.cache
+def _local_assignment(codes: str, m: int, reduced: bool = True) -> Adversary:
+    """`_assignment` with the QI-local dealing (marginals.assign: local): the pools are
+    dealt along `mondrian.qi_order` (ties by the first draw, rng.random(n), compared
+    only inside one value: reduced as in `_assignment`), each run's slots at
+    (j + u) / k with one u per run and the leftover slots at random positions (every
+    order of those draws walked)."""
+    from vpub_spark.kernels.mondrian import qi_order
+
+    c = CODES[codes]
+    extents = {a: int(c[a].max()) for a in c.columns}
+    sub = np.zeros(len(c), dtype=np.int64)
+    local = qi_order(c, extents, m, sub)
+
+    def run(t: np.ndarray) -> np.ndarray:
+        return bucketize(c, t, m, extents, 0, sub=sub, local=local)[1]
+
+    return Adversary(
+        lambda t: rng_outcomes(lambda: run(t), within_value_orders(t) if reduced else None)
+    )
+
+
+@functools.cache
 def _ria(codes: str, l: int) -> Adversary:
     """RIA draws offers (permutations), a subset of them (choice, sorted at once) and a
     dealing order (a permutation): `rng_outcomes` walks every path of those draws."""
@@ -134,8 +157,9 @@ def _ria(codes: str, l: int) -> Adversary:
         (_streamliner("gda", "x4", 2, 2, reduced=False), _streamliner("gda", "x4", 2, 2)),
         (_anatomy("x4", 2, reduced=False), _anatomy("x4", 2)),
         (_assignment("x4", 2, reduced=False), _assignment("x4", 2)),
+        (_local_assignment("x4", 2, reduced=False), _local_assignment("x4", 2)),
     ],
-    ids=["rda", "gda-segment-2", "anatomy", "assignment"],
+    ids=["rda", "gda-segment-2", "anatomy", "assignment", "local-assignment"],
 )
 def test_the_reduced_enumerations_are_exact(full, reduced):
     """003 §1's adversary needs every random choice: the release distributions below
@@ -231,6 +255,18 @@ def test_the_m_invariant_assignment_keeps_every_posterior_at_most_one_over_m(cod
     """002 §3's assigning step (one tuple from each of the m largest pools) leaves no
     tuple over on these tables, and no bucket tells more than 1/m."""
     assert _assignment(codes, m).worst_posterior(np.array(values)) <= 1 / m + 1e-9
+
+
+def test_the_qi_local_dealing_tells_more_than_one_over_m():
+    """A documented finding (marginals.assign: local): on 6 tuples in a row holding
+    a a b b c c, m = 2, the runs make three buckets {a, b}, {a, c}, {b, c} of one tuple
+    each. 002's random dealing keeps every posterior at 1/2; dealing each value along
+    the QI order (one position per run, shared by its values) makes some releases
+    likelier under some tables than under others, and one posterior reaches 4/7. So the
+    QI-local dealing is an opt-in, not the default."""
+    values = np.array([0, 0, 1, 1, 2, 2])
+    assert _assignment("x6", 2).worst_posterior(values) == Fraction(1, 2)
+    assert _local_assignment("x6", 2).worst_posterior(values) == Fraction(4, 7)
 
 
 def test_the_m_invariant_leftover_placement_pins_the_leftover():

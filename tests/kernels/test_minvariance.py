@@ -170,12 +170,18 @@ def test_partition_keeps_close_tuples_together():
 
 
 @settings(max_examples=40, deadline=None)
-@given(eligible_tables(), st.sampled_from(["mondrian", "ncp", "ncp+mondrian", "none"]))
-def test_bucketize_then_decompose_keeps_signatures(table, partitioning):
+@given(
+    eligible_tables(),
+    st.sampled_from(["mondrian", "ncp", "ncp+mondrian", "none"]),
+    st.sampled_from(["random", "local"]),
+)
+def test_bucketize_then_decompose_keeps_signatures(table, partitioning, assign):
     """The publisher's chunk pipeline under every partitioning step (Mondrian's median
-    cuts, 002 Figure 1, both, none): m-eligible sub-tables, assigning and leftovers per
-    sub-table, then every marginal: m-unique groups, one signature per tuple."""
+    cuts, 002 Figure 1, both, none) and both dealings: m-eligible sub-tables, assigning
+    and leftovers per sub-table, then every marginal: m-unique groups, one signature per
+    tuple."""
     from vpub_spark.kernels.minvariance import bucketize
+    from vpub_spark.kernels.mondrian import qi_order
     from vpub_spark.publish.marginals import subtables
 
     codes, s, m, seed = table
@@ -183,7 +189,8 @@ def test_bucketize_then_decompose_keeps_signatures(table, partitioning):
     made = subtables(codes, s, m, extents, seed, 5, 32, partitioning)
     for p in np.unique(made):
         assert np.unique(s[made == p], return_counts=True)[1].max() * m <= (made == p).sum()
-    sub, b = bucketize(codes, s, m, extents, seed, sub=made)
+    local = qi_order(codes, extents, m, made) if assign == "local" else None
+    sub, b = bucketize(codes, s, m, extents, seed, sub=made, local=local)
     assert (sub == made).all()
     assert (b >= 0).all() and (pd.Series(sub).groupby(b).nunique() == 1).all()
     sig = signatures(b, s)
@@ -233,3 +240,55 @@ def test_nearest_cut_side_counts_are_the_running_counts(data):
         earlier, later = mine[mine < i], mine[mine >= i]
         assert before[i] == (np.bincount(codes[earlier]).max() if len(earlier) else 0)
         assert after[i] == np.bincount(codes[later]).max()
+
+
+def _compositions(bucket: np.ndarray, s: np.ndarray) -> list:
+    """Each bucket's sorted (value, count) pairs, sorted: what the runs decide."""
+    return sorted(
+        tuple(zip(*np.unique(s[bucket == k], return_counts=True), strict=True))
+        for k in np.unique(bucket[bucket >= 0])
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(eligible_tables())
+def test_local_dealing_keeps_the_runs_and_deals_every_tuple_once(table):
+    """QI-local dealing changes which tuple of a value goes where, never the runs: the
+    same bucket compositions, the same number of leftovers of each value, and the same
+    buckets again for the same seed."""
+    from vpub_spark.kernels.mondrian import qi_order
+
+    codes, s, m, seed = table
+    extents = {"a": 39, "b": 4, "c": 11}
+    sub = np.zeros(len(s), dtype=np.int64)
+    local = qi_order(codes, extents, m, sub)
+    chance = assign_buckets(s, m, seed, sub)
+    near = assign_buckets(s, m, seed, sub, local=local)
+    assert _compositions(near, s) == _compositions(chance, s)
+    assert sorted(s[near < 0]) == sorted(s[chance < 0])
+    assert (near == assign_buckets(s, m, seed, sub, local=local)).all()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_local_dealing_narrows_the_boxes(seed):
+    """400 tuples, the top value at about 1/5 of them and 11 others, m = 4, one
+    sub-table: the groups of every marginal are narrower with the QI-local dealing than
+    with 002's random dealing (mean normalized width: e.g. 0.32 against 0.24 on age)."""
+    from vpub_spark.kernels.minvariance import bucketize
+    from vpub_spark.kernels.mondrian import qi_order
+
+    rng = np.random.default_rng(seed)
+    codes = pd.DataFrame({"age": rng.integers(0, 100, 400), "zip": rng.integers(0, 20, 400)})
+    s = rng.integers(1, 12, 400)
+    s[rng.random(400) < 0.2] = 0
+    extents, sub = {"age": 99, "zip": 19}, np.zeros(400, dtype=np.int64)
+
+    def width(local, attrs) -> float:
+        b = bucketize(codes, s, 4, extents, seed, sub=sub, local=local)[1]
+        group = decompose(codes[attrs], s, b, extents)
+        spans = codes[attrs].groupby(group).agg(lambda x: x.max() - x.min()).mean()
+        return float(np.mean([spans[a] / extents[a] for a in attrs]))
+
+    local = qi_order(codes, extents, 4, sub)
+    for attrs in (["age"], ["age", "zip"]):
+        assert width(local, attrs) < width(None, attrs)

@@ -119,6 +119,22 @@ def test_002_partitioning_publishes_too_and_mondrian_boxes_are_narrower(data, tm
         _config(data, tmp_path, partitioning="kd-tree")
 
 
+def test_the_local_dealing_publishes_audited_releases_with_the_store(data, tmp_path):
+    """`assign: local` (the QI-local dealing): an audited release whose manifest says so,
+    a store the private audit passes and `marginals add` extends; the random dealing
+    stays the default; a misspelled choice is refused."""
+    res = publish(_config(data, tmp_path / "l", assign="local"), InProcessEngine())
+    assert res.audit.passed and res.manifest["method_cost"]["assign"] == "local"
+    assert audit_release(res.path, source=str(data / "data")).passed
+    store = tmp_path / "l" / "private" / "store"
+    add_marginal(store, ["edu", "marital"], tmp_path / "l" / "out", "r2")
+    assert audit_release(tmp_path / "l" / "out" / "r2").passed and audit_store(store).passed
+    chance = publish(_config(data, tmp_path / "r"), InProcessEngine())
+    assert chance.manifest["method_cost"]["assign"] == "random"
+    with pytest.raises(SpecError, match="marginals.assign must be one of random, local"):
+        _config(data, tmp_path, assign="nearest")
+
+
 def _manifest(tmp, release_id):
     return json.loads((tmp / "out" / release_id / "manifest.json").read_text())["tables"]
 

@@ -47,6 +47,7 @@ def cmd_datasets_generate(args: argparse.Namespace) -> int:
                 args.overwrite,
                 lambda n: bar.advance(task, n),
                 args.dependence,
+                args.top_share,
             )
     else:
         with console.status(f"generating {args.rows:,} rows of {args.name} with Spark ..."):
@@ -59,6 +60,7 @@ def cmd_datasets_generate(args: argparse.Namespace) -> int:
                 args.overwrite,
                 None,
                 args.dependence,
+                args.top_share,
             )
     dt = time.perf_counter() - t0
     console.print(
@@ -170,6 +172,14 @@ def _register_datasets(sub) -> None:
         type=float,
         default=0.0,
         help="share of rows whose last (sensitive) attribute is a function of the others, 0..1",
+    )
+    g.add_argument(
+        "--top-share",
+        type=float,
+        default=None,
+        metavar="P",
+        help="give the last (sensitive) attribute's most likely value this share of the rows, "
+        "0 < P < 1 (near 1/m no m-eligible cut of the table exists)",
     )
     engine_options(g)
     g.set_defaults(func=cmd_datasets_generate)

@@ -97,13 +97,18 @@ def write_generated(
     overwrite: bool = False,
     progress=None,
     dependence: float = 0.0,
+    top_share: float | None = None,
 ) -> Written:
     spec = synthetic.table_spec(name)
     if rows < 1:
         raise SpecError(f"--rows must be positive, not {rows}")
     if not 0 <= dependence <= 1:
         raise SpecError(f"--dependence must be in [0, 1], not {dependence}")
-    block = partial(synthetic.generate_block, name, seed, rows, dependence=dependence)
+    if top_share is not None and not 0 < top_share < 1:
+        raise SpecError(f"--top-share must be in (0, 1), not {top_share}")
+    block = partial(
+        synthetic.generate_block, name, seed, rows, dependence=dependence, top_share=top_share
+    )
     with staged_directory(out, overwrite) as stage:
         engine.write_blocks(
             synthetic.blocks(rows), block, synthetic.arrow_schema(name), stage / DATA, progress

@@ -112,6 +112,7 @@ class Node:
     hashes: tuple[np.ndarray, ...]  # per parent: value -> context offset
     contexts: int
     cdf: np.ndarray  # (contexts, domain), each row a CDF shifted by its row index
+    top: int  # the value the Zipf base ranks first (0-based)
 
 
 @lru_cache(maxsize=16)
@@ -130,7 +131,7 @@ def network(name: str, seed: int) -> tuple[Node, ...]:
         cdf = np.cumsum(probs, axis=1)
         cdf /= cdf[:, -1:]
         cdf += np.arange(contexts)[:, None]
-        nodes.append(Node(d, parents, hashes, contexts, cdf.ravel()))
+        nodes.append(Node(d, parents, hashes, contexts, cdf.ravel(), int(np.argmax(base))))
     return tuple(nodes)
 
 
@@ -158,11 +159,42 @@ def dependent(
     return np.where(chosen, key % domain, codes[-1])
 
 
+def with_top_share(
+    values: np.ndarray, top: int, share: float, rng: np.random.Generator
+) -> np.ndarray:
+    """`values` with round(share * n) of its n rows holding `top`: rows of other values,
+    chosen at random, turned into `top`, or rows of `top`, chosen at random, given the
+    values of other rows drawn at random (so the other values keep their proportions
+    and their dependence on the QI). A knob for how skewed the sensitive attribute is
+    (a top share near 1/m leaves no m-eligible cut of the table)."""
+    if not 0 < share < 1:
+        raise SpecError(f"the top share must be in (0, 1), not {share}")
+    out = np.asarray(values).copy()
+    is_top = out == top
+    want, have = int(round(share * len(out))), int(is_top.sum())
+    if want > have:
+        out[rng.choice(np.flatnonzero(~is_top), want - have, replace=False)] = top
+    elif want < have:
+        others = out[~is_top]
+        if not len(others):
+            raise SpecError(f"every row holds the top value; a share of {share} cannot be made")
+        out[rng.choice(np.flatnonzero(is_top), have - want, replace=False)] = rng.choice(
+            others, have - want
+        )
+    return out
+
+
 def generate_block(
-    name: str, seed: int, rows: int, block: int, dependence: float = 0.0
+    name: str,
+    seed: int,
+    rows: int,
+    block: int,
+    dependence: float = 0.0,
+    top_share: float | None = None,
 ) -> pa.RecordBatch:
     """Rows [block·BLOCK_ROWS, ...) of the `rows`-row data set `name` (vectorized); with
-    `dependence` > 0 the last attribute follows the QI (`dependent`)."""
+    `dependence` > 0 the last attribute follows the QI (`dependent`); with `top_share`
+    its most likely value holds that share of every block's rows (`with_top_share`)."""
     n = block_rows(rows, block)
     rng = np.random.default_rng([seed, block])
     nodes = network(name, seed)
@@ -179,6 +211,9 @@ def generate_block(
         codes[-1] = dependent(
             codes, nodes[-1].domain, seed, dependence, np.random.default_rng([seed, block, 0xDE9])
         )
+    if top_share is not None:  # its own stream too
+        rng_top = np.random.default_rng([seed, block, 0x7095])
+        codes[-1] = with_top_share(codes[-1], nodes[-1].top, top_share, rng_top)
     names = [a for a, _ in schema(name)]
     return pa.RecordBatch.from_arrays(
         [pa.array((c + 1).astype(np.int32)) for c in codes], names=names

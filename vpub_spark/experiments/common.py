@@ -41,7 +41,7 @@ class Sweeps:
 
     methods: tuple[str, ...]
     defaults: dict[str, Any]
-    sweeps: tuple[tuple[str, tuple], ...]
+    sweeps: tuple[tuple, ...]  # (vary, values) or (vary, values, fixed parameters)
     repeats: int
     queries: int
 
@@ -62,21 +62,32 @@ def parse_sweeps(
     default_sweep: dict,
     default_repeats: int,
     where: str,
+    fixable: bool = False,
 ) -> Sweeps:
-    """The `compare:` section of either comparison (000 §6, 002 §4), checked."""
+    """The `compare:` section of a comparison (000 §6, 002 §4), checked. With `fixable`,
+    a sweep may also hold other parameters at values of its own (`{vary: marginal,
+    values: [M1, M2], m: 2}`); such a sweep is a 3-tuple (vary, values, fixed)."""
     c = dict(section or {})
     chosen = tuple(c.pop("methods", default_methods))
     bad = [m for m in chosen if m not in methods]
     if bad:
         raise SpecError(f"{where}: unknown methods {bad}; choose from {', '.join(methods)}")
     defaults = dict(defaults) | {k: c.pop(k) for k in list(c) if k in parameters}
-    sweeps = []
+    sweeps: list[tuple] = []
     for s in c.pop("sweeps", [default_sweep]):
         if not isinstance(s, dict) or s.get("vary") not in parameters or not s.get("values"):
             raise SpecError(
                 f"{where}: each sweep needs vary (one of {', '.join(parameters)}) and values"
             )
-        sweeps.append((s["vary"], tuple(s["values"])))
+        fixed = {k: v for k, v in s.items() if k not in ("vary", "values")}
+        if set(fixed) - set(parameters) or (fixed and not fixable):
+            allowed = f"parameters ({', '.join(parameters)})" if fixable else "nothing"
+            raise SpecError(
+                f"{where}: a sweep takes vary, values and {allowed}, not {', '.join(sorted(fixed))}"
+            )
+        sweeps.append(
+            (s["vary"], tuple(s["values"]), fixed) if fixed else (s["vary"], tuple(s["values"]))
+        )
     repeats, queries = int(c.pop("repeats", default_repeats)), int(c.pop("queries", 1000))
     if c:
         raise SpecError(f"{where}: compare has unknown keys {', '.join(sorted(c))}")

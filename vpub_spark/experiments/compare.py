@@ -229,7 +229,7 @@ def write_results(
     out.mkdir(parents=True, exist_ok=True)
     results.to_parquet(out / "results.parquet", index=False)
     results.to_csv(out / "results.csv", index=False)
-    extra = [c for c in ("tables", "median_error") if c in results.columns]
+    extra = [c for c in ("tables", "median_error", "box_width") if c in results.columns]
     summary = (
         results.groupby(["sweep", "value", "method"], sort=False)[[*measures, *extra]]
         .mean()

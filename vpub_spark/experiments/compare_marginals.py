@@ -41,17 +41,26 @@ import numpy as np
 import pandas as pd
 
 from ..config import MarginalSettings
+from ..datasets.synthetic import with_top_share
 from ..errors import SpecError
-from ..kernels.anatomy import COUNT
-from ..kernels.angel import angel_batches, angel_tables, box_fraction, boxes
+from ..kernels.angel import angel_batches, angel_tables, boxes
 from ..kernels.minvariance import assign_buckets, decompose
+from ..kernels.mondrian import qi_order
 from ..kernels.partitioning import partition_seed, shard_counts
 from ..publish.marginals import bucketize_chunk, plan_marginal_chunks
+from .box_estimators import (
+    Bound,
+    EndsPublished,
+    Published,
+    cumulative,
+    fitted,
+)
 from .common import check_keys, load_input, parse_sweeps
 
-PARAMETERS = ("m", "s", "marginal", "w")
+PARAMETERS = ("m", "s", "marginal", "w", "skew")
 METHODS = (
     "marginals",
+    "marginals_local",
     "marginals_ends",
     "marginals_ml",
     "bound_group_marginals",
@@ -70,9 +79,9 @@ class MarginalsCompareConfig:
     out: str = "out/compare/marginals"
     methods: tuple[str, ...] = METHODS
     defaults: dict[str, Any] = field(
-        default_factory=lambda: {"m": 6, "s": 0.1, "marginal": None, "w": None}
+        default_factory=lambda: {"m": 6, "s": 0.1, "marginal": None, "w": None, "skew": None}
     )
-    sweeps: tuple[tuple[str, tuple], ...] = (("m", (4, 5, 6, 7, 8, 9, 10)),)
+    sweeps: tuple[tuple, ...] = (("m", (4, 5, 6, 7, 8, 9, 10)),)
     repeats: int = 1
     queries: int = 1000
     seed: int = 1
@@ -103,14 +112,21 @@ def marginals_compare_config_from_dict(d: dict, where: str = "config") -> Margin
             "s": 0.1,
             "marginal": list(schemas)[-1],
             "w": None,
+            "skew": None,
         },
         default_sweep={"vary": "m", "values": [4, 5, 6, 7, 8, 9, 10]},
         default_repeats=1,
         where=where,
+        fixable=True,
     )
-    for vary, values in sw.sweeps:
-        if vary == "marginal" and set(values) - set(schemas):
+    for vary, values, *fixed in sw.sweeps:
+        used = set(values) if vary == "marginal" else set()
+        used |= {f["marginal"] for f in fixed if "marginal" in f}
+        if used - set(schemas):
             raise SpecError(f"{where}: marginal sweep values must be among {', '.join(schemas)}")
+        skews = list(values) if vary == "skew" else [f["skew"] for f in fixed if "skew" in f]
+        if any(x is not None and not 0 < float(x) < 1 for x in [*skews, sw.defaults["skew"]]):
+            raise SpecError(f"{where}: skew (the top value's share times m) must be in (0, 1)")
     inp = d["input"]
     return MarginalsCompareConfig(
         input_path=str(inp["path"]),
@@ -149,6 +165,7 @@ def bucketize_table(
     tries: int,
     blocks: int,
     partitioning: str = "mondrian",
+    assign: str = "random",
 ) -> tuple[pd.DataFrame, np.ndarray, dict]:
     """The publisher's bucketization in memory: (rows in chunk and canonical order,
     bucket, diagnostics: sub-tables and which rows were leftovers of the assigning step)."""
@@ -160,11 +177,22 @@ def bucketize_table(
     frames, buckets, left, base, subs, spent = [], [], [], 0, 0, 0.0
     for p in range(plan.parts):
         canon, sub, bucket = bucketize_chunk(
-            frame[part == p], qi, sensitive, m, extents, seed, p, tries, blocks, partitioning
+            frame[part == p],
+            qi,
+            sensitive,
+            m,
+            extents,
+            seed,
+            p,
+            tries,
+            blocks,
+            partitioning,
+            assign,
         )
         t0 = time.perf_counter()  # the assigning step again, for its leftovers: not timed
         s = canon[sensitive].to_numpy(dtype=np.int64)
-        left.append(assign_buckets(s, m, partition_seed(seed, 0, p) + 1, sub) < 0)
+        local = qi_order(canon[list(qi)], extents, m, sub) if assign == "local" else None
+        left.append(assign_buckets(s, m, partition_seed(seed, 0, p) + 1, sub, local=local) < 0)
         spent += time.perf_counter() - t0
         frames.append(canon)
         buckets.append(bucket + base)
@@ -188,129 +216,6 @@ def box_width(boxes: pd.DataFrame, attrs, sizes, weight: np.ndarray | None = Non
     )
 
 
-@dataclass(frozen=True)
-class Published:
-    """One marginal as the estimator sees it: boxes per row of `boxes`, and per row the
-    cumulative sensitive counts (`cum[:, v]` = tuples with value < v) times a weight."""
-
-    boxes: pd.DataFrame
-    cum: np.ndarray
-
-    def share(self, ranges: dict[str, tuple[int, int]]) -> np.ndarray:
-        """Per box, the share of its tuples inside `ranges` (Zhang et al.: uniform)."""
-        return box_fraction(self.boxes, ranges)
-
-    def estimate(self, ranges: dict[str, tuple[int, int]], s_range: tuple[int, int]) -> float:
-        lo, hi = s_range
-        return float((self.share(ranges) * (self.cum[:, hi + 1] - self.cum[:, lo])).sum())
-
-
-@dataclass(frozen=True)
-class EndsPublished(Published):
-    """`marginals_ends`: a group of n >= 2 tuples has one at each end of its box's
-    interval on every attribute and n - 2 spread uniformly over the interval."""
-
-    def share(self, ranges) -> np.ndarray:
-        share = np.ones(len(self.boxes))
-        n = self.boxes[COUNT].to_numpy(dtype=np.float64)
-        for a, (ql, qh) in ranges.items():
-            bmin, bmax = self.boxes[f"{a}_min"].to_numpy(), self.boxes[f"{a}_max"].to_numpy()
-            w = bmax - bmin + 1
-            cover = np.clip(np.minimum(bmax, qh) - np.maximum(bmin, ql) + 1, 0, None)
-            ends = ((bmin >= ql) & (bmin <= qh)).astype(float) + ((bmax >= ql) & (bmax <= qh))
-            share *= np.where(
-                (w == 1) | (n < 2), cover / w, (ends + (n - 2) * cover / w) / np.maximum(n, 1)
-            )
-        return share
-
-
-def turnbull(
-    lo: np.ndarray, hi: np.ndarray, weight: np.ndarray, size: int, rounds: int = 200
-) -> np.ndarray:
-    """The maximum-likelihood distribution over 0..size-1 of values known only to lie in
-    [lo, hi] (Turnbull's EM for interval-censored data): f <- f * E[share of each
-    interval at x] / n, from the uniform distribution."""
-    f = np.full(size, 1.0 / size)
-    total = float(weight.sum())
-    for _ in range(rounds):
-        c = np.concatenate([[0.0], np.cumsum(f)])
-        per = weight / np.maximum(c[hi + 1] - c[lo], 1e-300)
-        diff = np.bincount(lo, per, size + 1) - np.bincount(hi + 1, per, size + 1)
-        f = f * np.cumsum(diff)[:size] / total
-    return f
-
-
-@dataclass(frozen=True)
-class FittedPublished(Published):
-    """`marginals_ml`: each attribute's fitted distribution (`turnbull`) spread inside a box."""
-
-    cdf: dict = field(default_factory=dict)
-
-    def share(self, ranges) -> np.ndarray:
-        share = np.ones(len(self.boxes))
-        for a, (ql, qh) in ranges.items():
-            c = self.cdf[a]
-            bmin, bmax = self.boxes[f"{a}_min"].to_numpy(), self.boxes[f"{a}_max"].to_numpy()
-            a0, a1 = np.maximum(bmin, ql), np.minimum(bmax, qh)
-            inside = np.where(a1 >= a0, c[np.maximum(a1, a0 - 1) + 1] - c[a0], 0.0)
-            share *= inside / np.maximum(c[bmax + 1] - c[bmin], 1e-300)
-        return share
-
-
-@dataclass(frozen=True)
-class Bound(Published):
-    """`bound_exact_qi` / `bound_group_marginals` (see the module docstring)."""
-
-    codes: pd.DataFrame = field(default_factory=pd.DataFrame)
-    values: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    group: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    exact_qi: bool = True
-
-    def estimate(self, ranges, s_range) -> float:
-        lo, hi = s_range
-        g, size = self.group, np.bincount(self.group).astype(np.float64)
-        chosen = np.bincount(g, (self.values >= lo) & (self.values <= hi), len(size))
-        inside = [
-            (self.codes[a].to_numpy() >= ql) & (self.codes[a].to_numpy() <= qh)
-            for a, (ql, qh) in ranges.items()
-        ]
-        if self.exact_qi:
-            share = (
-                np.bincount(g, np.logical_and.reduce(inside) if inside else None, len(size)) / size
-            )
-        else:
-            share = (
-                np.prod([np.bincount(g, m, len(size)) / size for m in inside], axis=0)
-                if inside
-                else np.ones(len(size))
-            )
-        return float((chosen * share).sum())
-
-
-def fitted(pub: Published, attrs, sizes) -> FittedPublished:
-    b, n = pub.boxes, pub.cum[:, -1]
-    cdf = {
-        a: np.concatenate(
-            [
-                [0.0],
-                np.cumsum(
-                    turnbull(b[f"{a}_min"].to_numpy(), b[f"{a}_max"].to_numpy(), n, sizes[a])
-                ),
-            ]
-        )
-        for a in attrs
-    }
-    return FittedPublished(pub.boxes, pub.cum, cdf)
-
-
-def _cumulative(
-    keys: np.ndarray, values: np.ndarray, weights: np.ndarray, rows: int, domain: int
-) -> np.ndarray:
-    mat = np.zeros((rows, domain + 1))
-    np.add.at(mat, (keys, values + 1), weights)
-    return np.cumsum(mat, axis=1)
-
-
 def ours(frame: pd.DataFrame, bucket: np.ndarray, attrs, sensitive: str, sizes) -> Published:
     """Zhang et al. on our marginal: est = sum_G n_G(S in V) * frac(box_G, R)."""
     s = frame[sensitive].to_numpy()
@@ -324,7 +229,7 @@ def generalized_estimator(
     """Zhang et al. on any generalized partition (`group` per row, dense ids)."""
     s = frame[sensitive].to_numpy()
     b = boxes(frame[list(attrs)], group).sort_values("group_id").reset_index(drop=True)
-    return Published(b, _cumulative(group, s, np.ones(len(s)), len(b), sizes[sensitive]))
+    return Published(b, cumulative(group, s, np.ones(len(s)), len(b), sizes[sensitive]))
 
 
 def angel(
@@ -334,7 +239,7 @@ def angel(
     s = frame[sensitive].to_numpy()
     gt, bt = angel_tables(frame[list(qi)], list(attrs), s, m, {a: sizes[a] - 1 for a in qi}, batch)
     size = bt.groupby("batch")["count"].sum()
-    share = _cumulative(
+    share = cumulative(
         bt["batch"].to_numpy(),
         bt["s"].to_numpy(),
         bt["count"].to_numpy() / size.reindex(bt["batch"]).to_numpy(),
@@ -446,46 +351,66 @@ def run_marginals_compare(cfg: MarginalsCompareConfig, progress=None) -> pd.Data
     sizes = {a: loaded.dictionaries[a].size for a in loaded.names}
     schemas = dict(cfg.marginals)
     rows = []
-    cache: dict[tuple[int, int], dict] = {}
+    cache: dict[tuple, tuple[pd.DataFrame, dict]] = {}
 
-    def built(m: int, rep: int) -> dict:
-        """Every method's marginals for m and repeat `rep`, the last ones kept."""
-        if (m, rep) not in cache:
-            out = _built_marginals(cfg, frame, qi, sizes, schemas, m, cfg.seed + rep)
-            cache.clear()  # keep one m in memory
-            cache[(m, rep)] = out
-        return cache[(m, rep)]
+    def built(m: int, skew: float | None, rep: int) -> tuple[pd.DataFrame, dict]:
+        """The table for (m, skew) and every method's marginals for it and repeat `rep`,
+        the last ones kept."""
+        if (m, skew, rep) not in cache:
+            data = skewed(frame, cfg.sensitive, skew, m, cfg.seed)
+            out = _built_marginals(cfg, data, qi, sizes, schemas, m, cfg.seed + rep)
+            cache.clear()  # keep one point's marginals in memory
+            cache[(m, skew, rep)] = (data, out)
+        return cache[(m, skew, rep)]
 
-    for vary, values in cfg.sweeps:
+    for vary, values, *fixed in cfg.sweeps:
+        held = fixed[0] if fixed else {}
+        label = "_".join([vary, *(f"{k}{v}" for k, v in held.items())])  # e.g. marginal_m2
         for value in values:
-            p = dict(cfg.defaults) | {vary: value}
+            p = dict(cfg.defaults) | held | {vary: value}
+            skew = None if p["skew"] is None else float(p["skew"])
             for rep in range(cfg.repeats):
-                made = built(int(p["m"]), rep)
+                data, made = built(int(p["m"]), skew, rep)
                 rows.extend(
-                    _sweep_point_rows(cfg, frame, sizes, schemas, made, vary, value, p, rep)
+                    _sweep_point_rows(cfg, data, sizes, schemas, made, label, value, p, rep)
                 )
                 if progress:
                     progress(1)
     return pd.DataFrame(rows)
 
 
+def skewed(frame: pd.DataFrame, sensitive: str, skew: float | None, m: int, seed: int):
+    """The table with its most frequent sensitive value at a share of skew / m
+    (`synthetic.with_top_share`, seeded); `skew` None: the table as it is."""
+    if skew is None:
+        return frame
+    values = frame[sensitive].to_numpy()
+    top = int(np.bincount(values).argmax())
+    rng = np.random.default_rng([seed, m, 0x7095])
+    return frame.assign(**{sensitive: with_top_share(values, top, skew / m, rng)})
+
+
 def _built_marginals(cfg: MarginalsCompareConfig, frame, qi, sizes, schemas, m, seed) -> dict:
     """Every method's marginals for m (all of M1..Mk, timed like 002 Figure 5):
     method -> (marginal -> estimator, seconds, marginal -> diagnostics)."""
-    ours_methods = [x for x in cfg.methods if x != "angel"]
+    ours_methods = [x for x in cfg.methods if x not in ("angel", "marginals_local")]
     out: dict[str, Any] = {}
     if ours_methods:
         out.update(_our_marginals(cfg, frame, qi, sizes, schemas, m, seed, ours_methods))
+    if "marginals_local" in cfg.methods:
+        local = _our_marginals(cfg, frame, qi, sizes, schemas, m, seed, ["marginals"], "local")
+        out["marginals_local"] = local["marginals"]
     if "angel" in cfg.methods:
         out["angel"] = _angel_marginals(cfg, frame, qi, sizes, schemas, m)
     return out
 
 
 def _our_marginals(
-    cfg: MarginalsCompareConfig, frame, qi, sizes, schemas, m, seed, methods
+    cfg: MarginalsCompareConfig, frame, qi, sizes, schemas, m, seed, methods, assign="random"
 ) -> dict:
-    """Our marginals for m, bucketized as the publisher does and timed together, per
-    estimator in `methods`: method -> (marginal -> estimator, seconds, diagnostics)."""
+    """Our marginals for m, bucketized as the publisher does (with `assign`'s dealing)
+    and timed together, per estimator in `methods`: method -> (marginal -> estimator,
+    seconds, diagnostics)."""
     t0 = time.perf_counter()
     canon, bucket, info = bucketize_table(
         frame,
@@ -498,6 +423,7 @@ def _our_marginals(
         cfg.tries,
         cfg.blocks,
         cfg.partitioning,
+        assign,
     )
     made = {
         k: _ours(canon, bucket, info, attrs, cfg.sensitive, sizes, methods)
@@ -569,6 +495,7 @@ def _sweep_point_rows(
                 "redrawn": redrawn,
                 "rows": len(frame),
                 "partitioning": cfg.partitioning if method != "angel" else "",
+                "top_share": float(np.bincount(frame[cfg.sensitive].to_numpy()).max() / len(frame)),
                 **diag[p["marginal"]],
             }
         )

@@ -41,7 +41,7 @@ class Comparison:
 
     @property
     def steps(self) -> int:
-        return sum(len(values) for _, values in self.cfg.sweeps) * self.cfg.repeats
+        return sum(len(sweep[1]) for sweep in self.cfg.sweeps) * self.cfg.repeats
 
 
 def load_comparison(

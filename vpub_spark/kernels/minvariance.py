@@ -15,6 +15,20 @@ m-eligible sub-table.
   sizes only, so it is computed in runs (the m largest stay the same until the m-th
   falls to the (m+1)-th) and the tuples of each pool, in a seeded order, are dealt to
   the runs that take from it: no loop per tuple.
+- QI-local dealing (`assign_buckets(local=...)`, `_deal_along`; marginals.assign:
+  local): the same runs, but each pool is dealt along a value-blind QI order
+  (`mondrian.qi_order`). A run taking k tuples of a pool has slots at (j + u) / k,
+  j < k, with one secret u per run shared by all its pools, and a pool's leftover
+  slots are uniform; the pool's tuples in QI order fill its slots in position order.
+  A run's tuples thus sit at the same quantiles of each of its values, close in QI when
+  the values are spread alike. Decision, on safety: the random dealing gives every
+  table the release allows the same probability of giving it (a pool's order is
+  uniform and runs depend on pool sizes only), so no posterior exceeds 1/m against an
+  adversary who knows the algorithm. The QI-local dealing does not: which tuple fills
+  a slot depends on where the other tuples of its value lie, and on 6 tuples (a a b b
+  c c in a row, m = 2) one posterior reaches 4/7 (tests/kernels/test_adversary.py).
+  It is therefore an opt-in that keeps m-invariance's own guarantee (m-unique buckets,
+  one signature per tuple), not the algorithm-aware one; the default stays random.
 - Leftovers (at most m-1 tuples, distinct values). Decision: a leftover with value v
   may not simply join one QI-group, because the groups differ between marginals and
   the signatures would then differ too (002 needs one signature per tuple across all
@@ -166,11 +180,13 @@ def assign_buckets(
     seed: int,
     sub: np.ndarray | None = None,
     order_key: np.ndarray | None = None,
+    local: np.ndarray | None = None,
 ) -> np.ndarray:
     """Each row's bucket (-1: a leftover), for every sub-table (`sub`, default one) at
     once. Buckets are keyed by (sub-table, signature) and numbered in that order; a
     pool's tuples, in a seeded order (or in `order_key` order), are dealt to the runs that
-    take from it."""
+    take from it; with `local` (a QI order, `_deal_along`) each run's tuples are spread
+    along it."""
     n = len(sensitive)
     sub = _subs(sub, n)
     subs = int(sub.max()) + 1 if n else 0
@@ -198,7 +214,10 @@ def assign_buckets(
     )
     base = np.repeat(csum[block] - rp_k[block], np.diff(np.append(block, len(rp_pool))))
     end = pool_start[rp_pool] + csum - base  # sorted position where each (pool, run) share ends
-    deal = np.random.default_rng(seed).random(n) if order_key is None else order_key
+    rng = np.random.default_rng(seed)
+    deal = rng.random(n) if order_key is None else order_key
+    if local is not None:  # QI-local dealing: each run's share spread along the QI order
+        return _deal_along(local, deal, pool_of, pool_count, rp_pool, rp_run, rp_k, run_bucket, rng)
     order = np.lexsort((deal, pool_of))  # each pool, seeded
     j = np.searchsorted(end, np.arange(n), side="right")
     ok = (
@@ -208,6 +227,39 @@ def assign_buckets(
     )
     bucket = np.full(n, -1, dtype=np.int64)
     bucket[order[ok]] = run_bucket[rp_run[j[ok]]]
+    return bucket
+
+
+def _deal_along(
+    local: np.ndarray,
+    deal: np.ndarray,
+    pool_of: np.ndarray,
+    pool_count: np.ndarray,
+    rp_pool: np.ndarray,
+    rp_run: np.ndarray,
+    rp_k: np.ndarray,
+    run_bucket: np.ndarray,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """QI-local dealing (see the module docstring): a run taking k tuples of a pool gets
+    slots at (j + u) / k, j < k, u drawn per run, and the pool's leftover slots are drawn
+    uniformly; the pool's tuples, in `local` order (ties in `deal` order), fill its slots
+    in position order, so each run takes its tuples of every pool evenly along the order."""
+    n = len(pool_of)
+    k = rp_k.astype(np.int64)
+    slot_pool = np.repeat(rp_pool, k)
+    j = np.arange(len(slot_pool)) - np.repeat(np.cumsum(k) - k, k)
+    u = rng.random(int(rp_run.max()) + 1 if len(rp_run) else 0)
+    pos = (j + np.repeat(u[rp_run], k)) / np.repeat(k, k)
+    slot_bucket = np.repeat(run_bucket[rp_run], k)
+    spare = pool_count - np.bincount(slot_pool, minlength=len(pool_count))
+    slot_pool = np.concatenate([slot_pool, np.repeat(np.arange(len(pool_count)), spare)])
+    pos = np.concatenate([pos, rng.random(int(spare.sum()))])
+    slot_bucket = np.concatenate([slot_bucket, np.full(int(spare.sum()), -1, dtype=np.int64)])
+    slots = np.lexsort((pos, slot_pool))
+    rows = np.lexsort((deal, local, pool_of))
+    bucket = np.full(n, -1, dtype=np.int64)
+    bucket[rows] = slot_bucket[slots]
     return bucket
 
 
@@ -329,13 +381,15 @@ def bucketize(
     tries: int = 5,
     blocks: int = 32,
     sub: np.ndarray | None = None,
+    local: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """002's partitioning and assigning steps: (sub-table, bucket) per row; `sub`: the
-    m-eligible sub-tables made another way (then `tries`, `blocks` are unused). The
-    rows' order matters for ties: callers put them in a canonical order first."""
+    m-eligible sub-tables made another way (then `tries`, `blocks` are unused); `local`:
+    deal along this QI order (`assign_buckets`). The rows' order matters for ties:
+    callers put them in a canonical order first."""
     if sub is None:
         sub = partition(qi, sensitive, m, extents, seed, tries, blocks)
-    bucket = assign_buckets(sensitive, m, seed + 1, sub)
+    bucket = assign_buckets(sensitive, m, seed + 1, sub, local=local)
     return sub, place_leftovers(qi, sensitive, bucket, extents, sub)
 
 

@@ -39,7 +39,7 @@ from ..encoding import Dictionary, write_decoded
 from ..engines.base import LoadedTable
 from ..errors import SpecError
 from ..kernels.minvariance import bucketize, check_m_eligible_counts, decompose, partition
-from ..kernels.mondrian import mondrian
+from ..kernels.mondrian import mondrian, qi_order
 from ..kernels.partitioning import QiShards, combine_counts, partition_seed, plan_chunks
 from ..model import PublishedTable, Rule
 from ..release.keys import check_key, keys_from_source
@@ -192,8 +192,10 @@ def bucketize_chunk(
     tries: int,
     blocks: int,
     partitioning: str = "mondrian",
+    assign: str = "random",
 ):
-    """One chunk's rows in canonical order, their sub-tables and buckets (seeded by part)."""
+    """One chunk's rows in canonical order, their sub-tables and buckets (seeded by part);
+    `assign`: `random` (002's dealing) or `local` (along `mondrian.qi_order`)."""
     canon = canonical(frame[[*qi, sensitive]])
     codes, s, seed = (
         canon[list(qi)],
@@ -201,7 +203,8 @@ def bucketize_chunk(
         partition_seed(seed, 0, part),
     )
     sub = subtables(codes, s, m, extents, seed, tries, blocks, partitioning)
-    return (canon, *bucketize(codes, s, m, extents, seed, sub=sub))
+    local = qi_order(codes, extents, m, sub) if assign == "local" else None
+    return (canon, *bucketize(codes, s, m, extents, seed, sub=sub, local=local))
 
 
 def plan_marginal_chunks(
@@ -241,6 +244,7 @@ class MarginalsJob:
     dictionaries: Mapping[str, Dictionary]
     sharding: QiShards
     partitioning: str = "mondrian"
+    assign: str = "random"
 
     summary_schema = summary_schema(SUMMARY_COLUMNS)
 
@@ -256,6 +260,7 @@ class MarginalsJob:
         first_id: tuple[int, ...],
         loaded: LoadedTable,
         sharding: QiShards,
+        assign: str = "random",
     ) -> MarginalsJob:
         """The job that only bucketizes into the store (vpub statdb build): no release,
         no marginal, the chunk's rows as they come (no partitioning into groups)."""
@@ -274,6 +279,7 @@ class MarginalsJob:
             dict(loaded.dictionaries),
             sharding,
             "none",
+            assign,
         )
 
     def shards(self, frame: pd.DataFrame) -> np.ndarray:
@@ -292,6 +298,7 @@ class MarginalsJob:
             self.tries,
             self.blocks,
             self.partitioning,
+            self.assign,
         )
         codes, s = canon[list(self.qi)], canon[self.sensitive].to_numpy(dtype=np.int64)
         first = self.first_id[part]
@@ -490,6 +497,7 @@ class MarginalsMethod:
             dict(loaded.dictionaries),
             plan.detail,
             s.partitioning,
+            s.assign,
         )
 
     def table_entries(self, stage, design, loaded, summary) -> list[dict]:
@@ -515,6 +523,7 @@ class MarginalsMethod:
             "subtables": int(one["subtables"].sum()),
             "buckets": int(one["buckets"].sum()),
             "partitioning": s.partitioning,
+            "assign": s.assign,
             "tries": s.tries,
             "blocks": s.blocks,
         }

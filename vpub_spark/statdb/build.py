@@ -144,7 +144,7 @@ def _bucketize(
         covered(Plan(counts, chunks), loaded)
     first = tuple(int(x) for x in chunks.first_group)
     job = MarginalsJob.store_only(
-        str(store), qi, s.sensitive, m, cfg.secret_seed, s.blocks, first, loaded, sharding
+        str(store), qi, s.sensitive, m, cfg.secret_seed, s.blocks, first, loaded, sharding, s.assign
     )
     with step("bucketize"):
         engine.run_partitions(loaded, chunks, job)
