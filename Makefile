@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 PY      = $(BIN)/python
 
-.PHONY: demo test lint docs wheel-check mutation-check bench-docs bench-scale bench-statdb bench-update compare-adult compare-texas bench-generate bench-publish bench-publish-10m bench-workers bench-texas bench-utility bench-multi-sa bench-marginals compare-marginals compare-marginals-skew bench-bip-adult bench-cluster bench-cold spark-archive clean check-java
+.PHONY: demo test lint docs wheel-check mutation-check bench-docs bench-scale bench-statdb bench-update bench-lake compare-adult compare-texas bench-generate bench-publish bench-publish-10m bench-workers bench-texas bench-utility bench-multi-sa bench-marginals compare-marginals compare-marginals-skew bench-bip-adult bench-cluster bench-cold spark-archive clean check-java
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -62,7 +62,7 @@ bench-generate: check-java $(VENV)/.installed
 DOCS_DATA := docs/benchmarks/data
 
 # every benchmark and comparison the docs show, one after another (hours on 2 cores)
-bench-docs: bench-publish bench-publish-10m bench-workers bench-texas bench-cold bench-utility bench-marginals bench-scale bench-statdb bench-update compare-adult compare-texas bench-bip-adult compare-marginals compare-marginals-skew
+bench-docs: bench-publish bench-publish-10m bench-workers bench-texas bench-cold bench-utility bench-marginals bench-scale bench-statdb bench-update compare-adult compare-texas bench-bip-adult compare-marginals compare-marginals-skew bench-lake
 
 # a comparison's means, run record and plots, into the docs (from OUT to FIGURES)
 define copy-comparison
@@ -155,6 +155,11 @@ compare-marginals: check-java $(VENV)/.installed
 	$(call copy-comparison,out/compare/census-marginals,docs/figures/marginals_census)
 	$(BIN)/vpub compare --config conf/compare_marginals_adult.yaml
 	$(call copy-comparison,out/compare/adult-marginals,docs/figures/marginals_adult)
+
+# the lake's readers: Iceberg registration and a DuckDB estimate on a 10M-row release
+bench-lake: $(VENV)/.installed-dev
+	$(BIN)/vpub bench lake --rows 10000000 --out out/bench-lake
+	cp out/bench-lake/lake.json $(DOCS_DATA)/lake-10m.json
 
 # marginals on a skewed sensitive attribute (top share 0.9/m .. 0.99/m, m = 2, 3, 4)
 compare-marginals-skew: $(VENV)/.installed

@@ -198,6 +198,7 @@ def test_every_feature_registers_its_commands():
         "utility",
         "statdb",
         "update",
+        "lake",
         "scale",
         "kl",
         "streamliner",

@@ -7,6 +7,7 @@ import time
 
 from ..experiments.bench import BenchPublish, BenchUtility, bench_publish, bench_utility
 from ..experiments.bench_cold import BenchCold, bench_cold
+from ..experiments.bench_lake import BenchLake, bench_lake
 from ..experiments.bench_methods import (
     BenchMarginals,
     BenchMultiSa,
@@ -74,6 +75,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         "utility": (BenchUtility, bench_utility),
         "statdb": (BenchStatdb, bench_statdb),
         "update": (BenchUpdate, bench_update),
+        "lake": (BenchLake, bench_lake),
         "streamliner": (BenchStreamliner, bench_streamliner),
         "serve": (BenchServe, bench_serve),
         "scale": (BenchScale, bench_scale),
@@ -177,6 +179,19 @@ def _bench_update(bn) -> None:
     bu.add_argument("--queries", type=int, default=500)
     bu.add_argument("--seed", type=int, default=7)
     bu.add_argument("--out", default="out/bench-update", help="where update.json goes")
+
+
+def _bench_lake(bn) -> None:
+    bl = bn.add_parser(
+        "lake", help="Iceberg registration and a DuckDB estimate against publish and vpub query"
+    )
+    bl.add_argument("--rows", type=int, default=10_000_000)
+    bl.add_argument("--l", type=int, default=10)
+    bl.add_argument("--c", type=int, default=5, help="random rules")
+    bl.add_argument("--lhs", type=int, default=3, help="attributes per rule, at most")
+    bl.add_argument("--repeat", type=int, default=3)
+    bl.add_argument("--seed", type=int, default=7)
+    bl.add_argument("--out", default="out/bench-lake", help="where lake.json goes")
 
 
 def _bench_statdb(bn) -> None:
@@ -314,6 +329,7 @@ def register(sub) -> None:
         _bench_others,
         _bench_statdb,
         _bench_update,
+        _bench_lake,
         _bench_streamliner,
         _bench_serve,
         _bench_scale,

@@ -147,6 +147,8 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 
 def cmd_register(args: argparse.Namespace) -> int:
+    if args.iceberg is not None:
+        return _register_iceberg(args)
     from ..engines import make_engine
     from ..engines.settings import SparkSettings
     from ..lake.sql import register
@@ -167,6 +169,23 @@ def cmd_register(args: argparse.Namespace) -> int:
     console.print(f"registered {kind}: " + ", ".join(names))
     if args.sql:  # collected whole (at most 1,000 rows), so no task is left running at exit
         print(engine.sql(args.sql, 1000).to_string(index=False))  # a bad query: one line
+    return 0
+
+
+def _register_iceberg(args: argparse.Namespace) -> int:
+    """`--iceberg`: Iceberg tables over the release's files (lake/iceberg.py), no Spark."""
+    from ..lake.iceberg import WAREHOUSE, default_catalog, register_iceberg
+    from ..release.reader import open_release
+    from ..storage import is_remote, join
+
+    root = Root(args.root)
+    rel = open_release(root.uri(args.release_id), in_place=is_remote(args.root))
+    catalog = args.iceberg or default_catalog(args.root)
+    warehouse = args.warehouse or join(args.root, WAREHOUSE, "warehouse")
+    with console.status("registering Iceberg tables ..."):
+        done = register_iceberg(rel, catalog, warehouse, args.namespace)
+    for name, changed in zip(done.tables, done.changed, strict=True):
+        console.print(f"{name}: " + ("a new snapshot" if changed else "already holds this release"))
     return 0
 
 
@@ -242,8 +261,14 @@ def _register_releases(sub) -> None:
     )
     pr.add_argument("--dry-run", action="store_true")
     pr.set_defaults(func=cmd_prune)
+    _register_register(rs)
+
+
+def _register_register(rs) -> None:
+    """`vpub releases register`: Spark SQL tables, or Iceberg tables."""
     rg = rs.add_parser(
-        "register", help="SQL tables over a release's parts (Spark catalog or Hive metastore)"
+        "register",
+        help="SQL tables over a release's parts (Spark catalog or Hive metastore), or Iceberg tables",
     )
     rg.add_argument("root")
     rg.add_argument("release_id")
@@ -253,4 +278,19 @@ def _register_releases(sub) -> None:
         help="Spark settings YAML (a Hive metastore: conf spark.sql.catalogImplementation: hive)",
     )
     rg.add_argument("--sql", default=None, help="a query to run once registered")
+    rg.add_argument(
+        "--iceberg",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="CATALOG",
+        help="Apache Iceberg tables instead, in this catalog: an SQLAlchemy URI (default "
+        "sqlite:///ROOT/_iceberg/catalog.db) or a REST catalog's http(s):// URI",
+    )
+    rg.add_argument(
+        "--warehouse",
+        default=None,
+        help="where Iceberg's metadata goes (default ROOT/_iceberg/warehouse; the data stay the release's files)",
+    )
+    rg.add_argument("--namespace", default="vpub", help="the Iceberg namespace (default vpub)")
     rg.set_defaults(func=cmd_register)
