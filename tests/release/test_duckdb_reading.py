@@ -27,15 +27,16 @@ WHERE qit.{a} = $qi AND st.{s} = $sv
 """
 
 
-def test_duckdb_and_pandas_give_the_release_estimate(tmp_path):
-    data = write_table(job_table(8, 3000), tmp_path / "t")
-    out = {"path": str(tmp_path / "out"), "release_id": "r"}
-    rel = open_release(
-        publish(
-            config(data, tmp_path / "out", ["age -> job", "sex -> zip"], 3, seed=4, output=out),
-            InProcessEngine(),
-        ).path
-    )
+@pytest.fixture(scope="module")
+def rel(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("duck")
+    data = write_table(job_table(8, 3000), tmp / "t")
+    out = {"path": str(tmp / "out"), "release_id": "r"}
+    cfg = config(data, tmp / "out", ["age -> job", "sex -> zip"], 3, seed=4, output=out)
+    return open_release(publish(cfg, InProcessEngine()).path)
+
+
+def test_duckdb_and_pandas_give_the_release_estimate(rel):
     entry = next(t for t in rel.tables if t["kind"] == "anatomy")
     s = entry["sensitive"]
     a = next(x for x in entry["attributes"] if x != s)
@@ -56,3 +57,33 @@ def test_duckdb_and_pandas_give_the_release_estimate(tmp_path):
             assert (by_duckdb or 0.0) == pytest.approx(ours) and by_pandas == pytest.approx(ours)
             tried += ours > 0
     assert tried >= 6  # most pairs have a non-zero estimate: the test compares numbers
+
+
+def test_vpub_query_reader_duckdb(rel):
+    """`vpub query --reader duckdb` (lake/duckdb.py): the release's estimate for queries
+    one anatomy or projection table holds, value lists included; other queries refused
+    with the tables to choose from."""
+    from vpub_spark.errors import SpecError
+    from vpub_spark.lake.duckdb import duckdb_count
+    from vpub_spark.utility.queries import duckdb_estimate
+
+    models, domains = release_models(rel)
+    n = int(rel.manifest["source"]["rows"])
+    held = [t for t in rel.tables if t["kind"] in ("anatomy", "projection")]
+    assert {t["kind"] for t in held} == {"anatomy", "projection"}
+    for t in held:
+        for a in t["attributes"]:
+            values = list(domains[a])[:2]
+            where = f"{a} in ({', '.join(repr(v) for v in values)})"
+            query = parse_where(where, domains)
+            by_sql, table = duckdb_count(rel, query, domains)
+            assert table == t["name"] or set(query) <= set(
+                next(x for x in rel.tables if x["name"] == table)["attributes"]
+            )
+            assert by_sql == pytest.approx(estimate_count(models, query, n, domains))
+            assert duckdb_estimate(rel, where)[0] == pytest.approx(by_sql)  # labels by DuckDB
+    apart = [next(iter(held[0]["attributes"])), next(iter(held[1]["attributes"]))]
+    query = parse_where(" and ".join(f"{a} = {domains[a][0]!r}" for a in apart), domains)
+    assert not any(set(apart) <= set(t["attributes"]) for t in held)  # two tables' attributes
+    with pytest.raises(SpecError, match="DuckDB answers a query one anatomy or projection"):
+        duckdb_count(rel, query, domains)

@@ -22,14 +22,24 @@ def cmd_query(args: argparse.Namespace) -> int:
     """The estimate comes from the release's models, in this process on either engine
     (as `vpub utility`); `--source`'s exact count is read and counted by the engine."""
     rel = open_release(args.release)
-    models, domains = release_models(rel)
-    query = parse_where(args.where, domains)
     n = int(rel.manifest["source"]["rows"])
-    est = estimate_count(models, query, n, domains)
+    how = ""
+    if args.reader == "duckdb":
+        from ..utility.queries import duckdb_estimate
+
+        est, table = duckdb_estimate(rel, args.where)
+        how = f"; DuckDB SQL on table {table}"
+    else:
+        models, domains = release_models(rel)
+        query = parse_where(args.where, domains)
+        est = estimate_count(models, query, n, domains)
     console.print(
-        f"estimate: [bold]{est:,.1f}[/bold] of {n:,} rows  (COUNT(*) WHERE {escape(args.where)})"
+        f"estimate: [bold]{est:,.1f}[/bold] of {n:,} rows  (COUNT(*) WHERE {escape(args.where)}{how})"
     )
     if args.source:
+        if args.reader == "duckdb":  # the source is read against the release's domains
+            domains = release_models(rel)[1]
+            query = parse_where(args.where, domains)
         act, chosen = _exact_count(args, rel, domains, query)
         error = abs(act - est) / act if act else float("nan")
         console.print(
@@ -446,6 +456,13 @@ def _register_query(sub) -> None:
     )
     qy.add_argument(
         "--source", default=None, help="also compute the exact count and the relative error"
+    )
+    qy.add_argument(
+        "--reader",
+        choices=["vpub", "duckdb"],
+        default="vpub",
+        help="vpub: the release's models (any query); duckdb: DuckDB SQL over the release's "
+        "files (a query one anatomy or projection table holds)",
     )
     engine_options(qy, default="auto")  # the engine that reads --source
     qy.set_defaults(func=cmd_query)

@@ -414,3 +414,15 @@ def relative_errors(
     estimator = Estimator(models, n, domains)
     est = estimator.counts(wl.queries)
     return np.abs(wl.actual - est) / wl.actual
+
+
+def duckdb_estimate(rel, where: str) -> tuple[float, str]:
+    """`vpub query --reader duckdb`: DuckDB's estimate of COUNT(*) WHERE `where` on the
+    table holding its attributes (lake/duckdb.py), and that table's name; the labels
+    are read by DuckDB from that table, so no model of the release is built."""
+    from ..lake.duckdb import duckdb_count, holding_table, table_domains
+    from .where import parse_conditions, parse_where
+
+    attrs = {c.attr for c in parse_conditions(where)}
+    domains = table_domains(rel, holding_table(rel, attrs), attrs)
+    return duckdb_count(rel, parse_where(where, domains), domains)

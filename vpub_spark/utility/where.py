@@ -19,6 +19,7 @@ bare where the grammar reads them back unchanged, else single-quoted (a quote do
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -189,10 +190,13 @@ def attr_text(attr: str) -> str:
 
 
 def increasing_numbers(labels: Sequence[str]) -> bool:
-    """Whether every label is a number, in increasing order (what `between` compares)."""
+    """Whether every label is a finite number, in increasing order (what `between`
+    compares; `NaN` and `inf` parse as floats but order nothing)."""
     try:
         numbers = [float(v) for v in labels]
     except ValueError:
+        return False
+    if not all(math.isfinite(x) for x in numbers):
         return False
     return all(x < y for x, y in zip(numbers, numbers[1:], strict=False))
 
