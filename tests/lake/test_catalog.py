@@ -6,28 +6,13 @@ from __future__ import annotations
 import json
 import subprocess
 
-import pytest
-from release_helpers import config, job_table, vpub, write_table
-from s3_helpers import new_bucket
+from release_helpers import config, vpub
 
 from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.lake.catalog import Root, diff, latest, lineage, manifests, prunable, set_latest
 from vpub_spark.publish.pipeline import publish
 
 RULES = ["age, zip -> job", "sex -> job"]
-
-
-@pytest.fixture(scope="module")
-def table(tmp_path_factory):
-    return write_table(job_table(4, 3000), tmp_path_factory.mktemp("jobs") / "t")
-
-
-@pytest.fixture(params=["local", "s3"])
-def root(request, tmp_path):
-    if request.param == "s3":
-        request.getfixturevalue("s3")
-        return new_bucket() + "/lake"
-    return str(tmp_path / "lake")
 
 
 def _family(table, root: str, seeds=(1, 2, 3)) -> None:

@@ -12,8 +12,7 @@ import subprocess
 import duckdb
 import pandas as pd
 import pytest
-from release_helpers import config, job_table, vpub, write_table
-from s3_helpers import new_bucket
+from release_helpers import config, vpub
 
 from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.errors import DataError
@@ -24,19 +23,6 @@ from vpub_spark.release.reader import open_release
 from vpub_spark.storage import is_remote
 
 RULES = ["age, zip -> job", "sex -> job"]
-
-
-@pytest.fixture(scope="module")
-def table(tmp_path_factory):
-    return write_table(job_table(4, 2000), tmp_path_factory.mktemp("jobs") / "t")
-
-
-@pytest.fixture(params=["local", "s3"])
-def root(request, tmp_path):
-    if request.param == "s3":
-        request.getfixturevalue("s3")
-        return new_bucket() + "/lake"
-    return str(tmp_path / "lake")
 
 
 def _publish(table, root: str, seed: int) -> str:
