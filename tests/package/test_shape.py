@@ -35,6 +35,7 @@ ORDER = [
     "release",  # the release format: layout, manifest, kinds, read, audit, private store
     "lake",  # publishing into a data lake: commit protocol, catalog of releases, SQL tables
     "datasets",  # the Adult preset and synthetic data sets, written through an engine
+    "settings",  # the methods' config sections (multi-SA, marginals, streamliner)
     "config",  # job configs, parsed once
     "utility",  # estimates over whole releases: KL, queries, risk; `vpub check`
     "publish",  # the pipeline and its methods
