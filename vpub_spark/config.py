@@ -31,6 +31,7 @@ from .settings import MarginalSettings as MarginalSettings
 from .settings import MultiSaSettings as MultiSaSettings
 from .settings import StreamlinerSettings as StreamlinerSettings
 from .settings import number as number
+from .settings import one_of
 from .tablespec import load_yaml
 
 ENGINES = ("auto", "spark", "inprocess")
@@ -175,10 +176,7 @@ class PublishConfig:
             raise SpecError(f"seed must be an integer >= 0, not {self.seed!r}")
         if self.seed is not None and self.seed_file is not None:
             raise SpecError("give seed or seed_file, not both")
-        if self.anonymizer not in ANONYMIZERS:
-            raise SpecError(
-                f"anonymizer must be one of {', '.join(ANONYMIZERS)}, not {self.anonymizer!r}"
-            )
+        one_of(self.anonymizer, ANONYMIZERS, "anonymizer")
         if self.release_id is not None and (
             not self.release_id or "/" in self.release_id or self.release_id.startswith(".")
         ):

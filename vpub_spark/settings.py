@@ -31,14 +31,8 @@ class MultiSaSettings:
     def __post_init__(self) -> None:
         from .kernels.solvers import SOLVERS
 
-        if self.mode not in BIP_MODES:
-            raise SpecError(
-                f"multi_sa.mode must be one of {', '.join(BIP_MODES)}, not {self.mode!r}"
-            )
-        if self.solver not in SOLVERS:
-            raise SpecError(
-                f"multi_sa.solver must be one of {', '.join(SOLVERS)}, not {self.solver!r}"
-            )
+        one_of(self.mode, BIP_MODES, "multi_sa.mode")
+        one_of(self.solver, SOLVERS, "multi_sa.solver")
         if self.time_limit_s is not None and not self.time_limit_s > 0:
             raise SpecError(f"multi_sa.time_limit_s must be positive, not {self.time_limit_s!r}")
         if (
@@ -60,6 +54,12 @@ class MultiSaSettings:
             number(t, "multi_sa.time_limit_s"),
             d.get("chunk_rows", 20_000),
         )
+
+
+def one_of(value: Any, choices: tuple, key: str) -> None:
+    """Refuse a setting that is not one of its choices, naming them."""
+    if value not in choices:
+        raise SpecError(f"{key} must be one of {', '.join(choices)}, not {value!r}")
 
 
 def number(value: Any, key: str, kind: type = float, minimum: float = 0) -> Any:
@@ -143,14 +143,8 @@ class MarginalSettings:
     ASSIGNS = ("random", "local")
 
     def __post_init__(self) -> None:
-        if self.partitioning not in self.PARTITIONINGS:
-            raise SpecError(
-                f"marginals.partitioning must be one of {', '.join(self.PARTITIONINGS)}, not {self.partitioning!r}"
-            )
-        if self.assign not in self.ASSIGNS:
-            raise SpecError(
-                f"marginals.assign must be one of {', '.join(self.ASSIGNS)}, not {self.assign!r}"
-            )
+        one_of(self.partitioning, self.PARTITIONINGS, "marginals.partitioning")
+        one_of(self.assign, self.ASSIGNS, "marginals.assign")
         for k in ("chunk_rows", "tries", "blocks"):
             v = getattr(self, k)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:

@@ -92,14 +92,18 @@ def table_domains(rel: Release, entry: dict, attributes: set[str]) -> dict[str, 
 
 
 def duckdb_count(
-    rel: Release, query: Mapping[str, frozenset[int]], domains: Mapping[str, Sequence[str]]
+    rel: Release,
+    query: Mapping[str, frozenset[int]],
+    domains: Mapping[str, Sequence[str]],
+    entry: dict | None = None,
 ) -> tuple[float, str]:
     """The estimate of COUNT(*) WHERE `query` (attribute -> codes of `domains`) by DuckDB
-    SQL on the first table holding every attribute of it, and that table's name."""
+    SQL on `entry` (default: the first table holding every attribute of it), and that
+    table's name."""
     import duckdb
 
     labels = {a: [str(domains[a][c]) for c in sorted(codes)] for a, codes in query.items()}
-    entry = holding_table(rel, set(labels))
+    entry = entry or holding_table(rel, set(labels))
     sql, params = SQL_OF[entry["kind"]](rel, entry, labels)
     with duckdb.connect() as con:
         row = con.execute(sql, params).fetchone()

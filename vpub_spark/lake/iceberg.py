@@ -47,7 +47,6 @@ class Registered:
 
     tables: tuple[str, ...]
     changed: tuple[bool, ...]
-    catalog: str
 
 
 def default_catalog(root: str) -> str:
@@ -132,7 +131,7 @@ def register_iceberg(
                 raise DataError(f"{rel.path}: table {entry['name']} part {part} has no files")
             changed.append(_replace_files(catalog, ident, files, props))
             names.append(ident)
-    return Registered(tuple(names), tuple(changed), catalog_uri)
+    return Registered(tuple(names), tuple(changed))
 
 
 def _replace_files(catalog: Any, ident: str, files: list[str], props: dict[str, str]) -> bool:
@@ -142,13 +141,13 @@ def _replace_files(catalog: Any, ident: str, files: list[str], props: dict[str, 
     from pyiceberg.io.pyarrow import parquet_file_to_data_file
     from pyiceberg.table.name_mapping import create_mapping_from_schema
 
-    table = catalog.create_table_if_not_exists(ident, schema=_read_schema(pq, files[0]))
+    schema = _read_schema(pq, files[0])
+    table = catalog.create_table_if_not_exists(ident, schema=schema)
     if (
         table.current_snapshot() is not None
         and table.properties.get(RELEASE_ID) == props[RELEASE_ID]
     ):
         return False
-    schema = _read_schema(pq, files[0])
     with table.transaction() as tx:
         with tx.update_schema() as update:
             update.union_by_name(schema)

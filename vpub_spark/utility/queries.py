@@ -424,5 +424,6 @@ def duckdb_estimate(rel, where: str) -> tuple[float, str]:
     from .where import parse_conditions, parse_where
 
     attrs = {c.attr for c in parse_conditions(where)}
-    domains = table_domains(rel, holding_table(rel, attrs), attrs)
-    return duckdb_count(rel, parse_where(where, domains), domains)
+    entry = holding_table(rel, attrs)
+    domains = table_domains(rel, entry, attrs)
+    return duckdb_count(rel, parse_where(where, domains), domains, entry)
