@@ -263,22 +263,24 @@ def _canonical_int(text: str) -> bool:
     )
 
 
+def value_codes(c: ColumnCodes, values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """Each raw value's code under `c`, null where it has none (a missing value): an
+    integer column's values compared as integers (`_integer_raw`), others as normalized
+    strings."""
+    if pa.types.is_integer(values.type):
+        raw, codes = _integer_raw(c, values.type)
+        idx = pc.index_in(values, value_set=pa.array(raw, values.type))
+    else:
+        codes = list(c.codes)
+        idx = pc.index_in(normalized(values), value_set=pa.array(c.raw, pa.string()))
+    return pc.take(pa.array(codes, CODE_TYPE), idx)
+
+
 def encode_batch(batch: pa.RecordBatch | pa.Table, plan: EncodingPlan) -> pa.RecordBatch | pa.Table:
     """Encode the attributes of one batch to int32 codes; rows with a missing value are
     dropped. A table comes back as a table, its chunks as they are: combining them
     copied the 10M `sal` source's codes once more (1.2 s of a 4.4 s load)."""
-    arrays = []
-    for c in plan.columns:
-        col = batch.column(c.column)
-        if pa.types.is_integer(col.type):
-            raw, codes = _integer_raw(c, col.type)
-            idx = pc.index_in(col, value_set=pa.array(raw, col.type))
-        else:
-            codes, idx = (
-                list(c.codes),
-                pc.index_in(normalized(col), value_set=pa.array(c.raw, pa.string())),
-            )
-        arrays.append(pc.take(pa.array(codes, CODE_TYPE), idx))
+    arrays = [value_codes(c, batch.column(c.column)) for c in plan.columns]
     chunked = isinstance(arrays[0], pa.ChunkedArray)
     out = (pa.Table if chunked else pa.RecordBatch).from_arrays(arrays, schema=plan.schema)
     valid = None

@@ -118,6 +118,28 @@ def test_row_slices_and_partial_counts_agree_with_one_pass():
         sliced = np.concatenate(_pooled(workers)._row_slices(frame, sharding.of))
         assert (sliced == sharding.of(frame)).all()
 
+    # the plan's shards serve the partitions of a job with the same sharding on the same
+    # frame, once; any other job or frame is hashed again
+    class Job:
+        def __init__(self, sharding):
+            self.sharding = sharding
+
+        def shards(self, f: pd.DataFrame) -> np.ndarray:
+            return self.sharding.of(f)
+
+    other = ContentShards(12, ("age", "zip", "sex"))
+    for workers in (1, 2):
+        engine = _pooled(workers)
+        engine.shard_counts(loaded, ["job"], sharding)
+        kept = engine._kept_shards[2]
+        assert (kept == sharding.of(frame)).all()
+        assert engine._shards(frame, Job(sharding)) is kept
+        assert engine._shards(frame, Job(sharding)) is not kept  # used once
+        engine.shard_counts(loaded, ["job"], sharding)
+        assert (engine._shards(frame, Job(other)) == other.of(frame)).all()
+        engine.shard_counts(loaded, ["job"], sharding)
+        assert engine._shards(frame.copy(), Job(sharding)) is not kept
+
     def double(f: pd.DataFrame) -> pd.DataFrame:
         return f.assign(age=f["age"] * 2)
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
 
 from ..encoding import encode_batch, raw_value_counts
-from ..errors import DataError, SpecError
+from ..errors import SpecError
 from ..kernels.anatomy import COUNT as ANATOMY_COUNT
 from ..kernels.classes import (
     COUNT,
@@ -33,6 +34,7 @@ from .base import (
 )
 from .files import data_files, detect_format
 from .kl_sums import kl_sums
+from .parquet_load import broken_parquet, load_parquet
 from .pool import MIN_ROWS, SLICE_ROWS, default_workers, run_tasks
 
 
@@ -55,7 +57,7 @@ def read_arrow(path: str, spec: TableSpec, fmt: str | None = None) -> pa.Table:
         check_columns(dataset.schema.names, spec, path)
         return dataset.to_table(columns=cols)
     except (pa.ArrowException, OSError) as e:
-        raise _broken_parquet(files, e) from None
+        raise broken_parquet(files, e) from None
 
 
 def _read_csv(file: str, spec: TableSpec, cols: list[str], path: str) -> pa.Table:
@@ -95,99 +97,6 @@ def lf_newlines(table: pa.Table) -> pa.Table:
     return table
 
 
-def _broken_parquet(files: list[str], error: Exception) -> DataError:
-    """The first file pyarrow cannot read, named, with what is wrong."""
-    import pyarrow.parquet as pq
-
-    for f in files:
-        try:
-            pq.ParquetFile(f).read()
-        except (pa.ArrowException, OSError) as e:
-            return unreadable(f, e)
-    return unreadable(files[0] if len(files) == 1 else Path(files[0]).parent, error)
-
-
-def _load_parquet(path: str, spec: TableSpec, workers_for) -> LoadedTable:
-    """Parquet by row groups, twice: the raw value counts, then the codes, each row group
-    written straight into its rows of one int32 array that becomes the frame's block
-    (no copy); both passes on the workers (`workers_for(rows)`), the array shared with
-    them (an anonymous shared mapping). The peak holds the codes and a row group per
-    worker, not the whole source as read (80 bytes a row of `sal`)."""
-    import pandas as pd
-    import pyarrow.parquet as pq
-
-    files = data_files(path, "parquet")
-    cols = sorted({a.column for a in spec.attributes})
-    try:
-        metas = [pq.read_metadata(f) for f in files]  # each footer read once
-        check_columns(metas[0].schema.to_arrow_schema().names, spec, path)
-        units = [(f, g) for f, m in zip(files, metas, strict=True) for g in range(m.num_row_groups)]
-        workers = workers_for(sum(m.num_rows for m in metas))
-        tasks = [units[i :: max(1, workers)] for i in range(max(1, workers))]
-
-        def count(task):
-            return [raw_value_counts(_row_group(f, g, cols), spec) for f, g in task]
-
-        counted = dict(zip(units, _by_unit(tasks, run_tasks(count, tasks, workers)), strict=True))
-        raw, rows, missing = _merged([counted[u] for u in units], spec)
-        plan, dictionaries, per_code = plan_encoding(spec, raw, rows, missing)
-        kept = np.cumsum([0] + [n - m for _, n, m in (counted[u] for u in units)])
-        at = dict(zip(units, kept[:-1], strict=False))
-        codes = _shared_int32((len(plan.schema), rows - missing), workers > 1)
-
-        def encode(task):
-            for f, g in task:
-                encoded = encode_batch(_row_group(f, g, cols), plan)
-                start = at[(f, g)]
-                for j in range(encoded.num_columns):
-                    codes[j, start : start + encoded.num_rows] = encoded.column(j).to_numpy()
-
-        run_tasks(encode, tasks, workers)
-    except (pa.ArrowException, OSError) as e:
-        raise _broken_parquet(files, e) from None
-    pa.default_memory_pool().release_unused()  # the row groups' buffers, back to the system
-    frame = pd.DataFrame(codes.T, columns=plan.schema.names)
-    return LoadedTable(spec, dictionaries, per_code, rows, missing, frame, source=str(path))
-
-
-def _row_group(file: str, group: int, cols: list[str]) -> pa.Table:
-    import pyarrow.parquet as pq
-
-    return pq.ParquetFile(file).read_row_group(group, columns=cols)
-
-
-def _by_unit(tasks: list[list], results: list[list]) -> list:
-    """Results per task, back in the order of the units (task i holds units i, i + w, ...)."""
-    out: list = [None] * sum(len(t) for t in tasks)
-    for i, done in enumerate(results):
-        out[i :: len(tasks)] = done
-    return out
-
-
-def _merged(parts: list, spec: TableSpec) -> tuple[dict[str, dict[str, int]], int, int]:
-    """Raw value counts of several row groups summed."""
-    raw: dict[str, dict[str, int]] = {a.name: {} for a in spec.attributes}
-    rows = missing = 0
-    for counts, n, m in parts:
-        rows, missing = rows + n, missing + m
-        for name, values in counts.items():
-            into = raw[name]
-            for value, c in values.items():
-                into[value] = into.get(value, 0) + c
-    return raw, rows, missing
-
-
-def _shared_int32(shape: tuple[int, int], shared: bool) -> np.ndarray:
-    """An int32 array; with `shared`, in an anonymous shared mapping, so that forked
-    workers write into the caller's array."""
-    size = int(np.prod(shape)) * 4
-    if not shared or size == 0:
-        return np.empty(shape, dtype=np.int32)
-    import mmap
-
-    return np.frombuffer(mmap.mmap(-1, size), dtype=np.int32).reshape(shape)
-
-
 class InProcessEngine:
     """Rows in pandas; partitions and row slices run on every core in forked workers
     (`pool.py`), through the same jobs as Spark's tasks, with the serial run's results.
@@ -200,6 +109,7 @@ class InProcessEngine:
     def __init__(self, workers: int | None = None, min_rows: int = MIN_ROWS) -> None:
         self.workers = default_workers(workers)
         self.min_rows = min_rows
+        self._kept_shards: tuple | None = None  # (frame's weak reference, sharding, shards)
 
     @property
     def audits_in_tasks(self) -> bool:
@@ -226,7 +136,7 @@ class InProcessEngine:
 
     def load(self, path: str, spec: TableSpec, fmt: str | None = None) -> LoadedTable:
         if detect_format(path, fmt) == "parquet":
-            return _load_parquet(path, spec, self._workers_for)
+            return load_parquet(path, spec, self._workers_for)
         table = read_arrow(path, spec, fmt)
         raw, rows, missing = raw_value_counts(table, spec)
         plan, dictionaries, counts = plan_encoding(spec, raw, rows, missing)
@@ -321,15 +231,28 @@ class InProcessEngine:
         return self.sample(loaded, n, seed).data
 
     def shard_counts(self, loaded: LoadedTable, sensitive, sharding):
-        """Partial counts per row slice, on the workers (summed by `combine_counts`)."""
+        """Partial counts per row slice, on the workers (summed by `combine_counts`);
+        each row's shard is kept for the partitions of the job with this sharding
+        (`_shards`), which would otherwise hash every row again."""
         import pandas as pd
 
-        from ..kernels.partitioning import shard_counts
+        from ..kernels.partitioning import counted_shards
 
         def count(frame):
-            return shard_counts(frame, sensitive, sharding)
+            return counted_shards(frame, sensitive, sharding)
 
-        return pd.concat(self._row_slices(loaded.data, count), ignore_index=True)
+        done = self._row_slices(loaded.data, count)
+        shards = np.concatenate([s for _, s in done]) if done else np.zeros(0, np.int32)
+        self._kept_shards = (weakref.ref(loaded.data), sharding, shards)
+        return pd.concat([c for c, _ in done], ignore_index=True)
+
+    def _shards(self, frame, job) -> np.ndarray:
+        """Each row's shard under the job: the plan's, if it counted this very frame
+        with the job's sharding, else hashed again on the workers."""
+        kept, self._kept_shards = self._kept_shards, None
+        if kept and kept[0]() is frame and kept[1] == getattr(job, "sharding", None):
+            return kept[2]
+        return np.concatenate(self._row_slices(frame, job.shards))
 
     def combination_counts(self, loaded: LoadedTable, columns):
         """Rows per distinct combination of `columns` (codes + `count`), sorted."""
@@ -390,7 +313,7 @@ class InProcessEngine:
         import pandas as pd
 
         df = loaded.data
-        part = plan.part_of(np.concatenate(self._row_slices(df, job.shards)))
+        part = plan.part_of(self._shards(df, job))
         # a stable radix sort of 16-bit partition numbers: linear in the rows
         order = np.argsort(part.astype(np.int16 if plan.parts < 2**15 else np.int64), kind="stable")
         bounds = np.searchsorted(part[order], np.arange(plan.parts + 1))

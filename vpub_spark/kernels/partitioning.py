@@ -132,8 +132,17 @@ def shard_counts(frame: pd.DataFrame, sensitive: Sequence[str], sharding: Shardi
     """Partial counts of one batch: rows per shard (attr = ROWS), values of each sensitive
     attribute per shard (attr = its index in `sensitive`), and the fingerprint halves
     (attr = FINGERPRINT, value 0 and 1). Engines sum `count` by (attr, shard, value)."""
+    return counted_shards(frame, sensitive, sharding)[0]
+
+
+def counted_shards(
+    frame: pd.DataFrame, sensitive: Sequence[str], sharding: Sharding
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """`shard_counts`, and each row's shard (`sharding.of`), for an engine that keeps
+    them for the partitions."""
     h = content_hash(frame, 0)
-    shard = sharding.of(frame, h).astype(np.int64)
+    shards = sharding.of(frame, h)
+    shard = shards.astype(np.int64)
     parts = [_tally(ROWS, shard, np.zeros_like(shard), 1)]
     for i, s in enumerate(sensitive):
         codes = frame[s].to_numpy().astype(np.int64)
@@ -144,9 +153,8 @@ def shard_counts(frame: pd.DataFrame, sensitive: Sequence[str], sharding: Shardi
     ]
     parts.append(pd.DataFrame({"attr": FINGERPRINT, "shard": 0, "value": [0, 1], "count": halves}))
     out = pd.concat(parts, ignore_index=True)
-    return out.astype({"attr": "int32", "shard": "int32", "value": "int32", "count": "int64"})[
-        list(COUNT_COLUMNS)
-    ]
+    types = {"attr": "int32", "shard": "int32", "value": "int32", "count": "int64"}
+    return out.astype(types)[list(COUNT_COLUMNS)], shards
 
 
 def _tally(attr: int, shard: np.ndarray, value: np.ndarray, width: int) -> pd.DataFrame:

@@ -36,7 +36,6 @@ from ..kernels.partitioning import (
     combine_counts,
     partition_seed,
     plan_partitions,
-    shard_of,
 )
 from ..kernels.streamliner import streamline
 from ..model import PublishedTable, Schema
@@ -70,8 +69,13 @@ class AnatomyJob:
 
     summary_schema = summary_schema(SUMMARY_COLUMNS)
 
+    @property
+    def sharding(self) -> ContentShards:
+        """The plan's sharding (`AnatomyMethod.plan`)."""
+        return ContentShards(self.seed, self.hashed)
+
     def shards(self, frame: pd.DataFrame):
-        return shard_of(frame, self.seed, self.hashed)
+        return self.sharding.of(frame)
 
     def run(self, frame: pd.DataFrame, part: int, task: int = -1) -> pd.DataFrame:
         """Anonymize and write every table of one partition that has a sensitive
