@@ -154,7 +154,10 @@ def test_a_small_local_stage_is_audited_in_the_driver(releases, monkeypatch):
     assert not commit.audit_in_tasks(stage, None)
     assert not commit.audit_in_tasks(stage, engine)  # a few KB: one Spark job costs more
     monkeypatch.setattr(commit, "IN_DRIVER_BYTES", 0)
-    assert commit.audit_in_tasks(stage, engine)  # larger than the bound: in the tasks
+    assert commit.audit_in_tasks(stage, object())  # larger than the bound: in the tasks
+    assert not commit.audit_in_tasks(stage, engine)  # ... but the engine's own bound
+    monkeypatch.setattr(engine, "in_driver_bytes", 0)
+    assert commit.audit_in_tasks(stage, engine)
     monkeypatch.undo()
     (stage / REMOTE).write_text("{}")
     try:

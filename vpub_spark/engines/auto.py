@@ -14,9 +14,9 @@ Decisions, from measurements (docs/how-to/choose-engine.md):
   workers' counts, starting pools; the rest on the workers), Spark `SPARK_FIXED_S` +
   `SPARK_CORE_S` n / C. Spark's core-seconds per row are about eight times the
   in-process engine's, so in process is faster whatever the rows below (SPARK_CORE_S -
-  INPROCESS_CORE_S) / INPROCESS_SERIAL_S cores (22 with the constants below) and, above
+  INPROCESS_CORE_S) / INPROCESS_SERIAL_S cores (44 with the constants below) and, above
   that, up to n = SPARK_FIXED_S / (INPROCESS_SERIAL_S - (SPARK_CORE_S -
-  INPROCESS_CORE_S) / C) rows (about 48M on 64 cores). The constants
+  INPROCESS_CORE_S) / C) rows (about 200M on 64 cores). The constants
   were fitted on this project's 2-core machine at 1M, 3M and 10M rows with 1 and 2
   workers; the larger machines are predicted on paper.
 - A configured cluster master (`spark.master` not `local[...]`) or a run under
@@ -38,8 +38,8 @@ BYTES_PER_CELL = (
 CSV_FACTOR = 15.0  # measured peak RSS per CSV byte, in process (docs/how-to/choose-engine.md)
 SHARE = 0.5  # of the available memory
 WORKER_BYTES = 120 * 2**20  # measured private memory of one worker (131k-row partitions)
-INPROCESS_SERIAL_S = 0.24e-6  # seconds per row that do not shrink with more workers
-INPROCESS_CORE_S = 0.7e-6  # core-seconds per row on the workers
+INPROCESS_SERIAL_S = 0.12e-6  # seconds per row that do not shrink with more workers
+INPROCESS_CORE_S = 0.67e-6  # core-seconds per row on the workers
 SPARK_FIXED_S = 7.5  # a local session's start-up and a publish's fixed cost
 SPARK_CORE_S = 6.0e-6  # core-seconds per row in Spark's tasks
 # A Spark run on an input whose in-process estimate, less the interpreter, is at most this

@@ -35,7 +35,7 @@ from .base import (
 from .files import data_files, detect_format
 from .kl_sums import kl_sums
 from .parquet_load import broken_parquet, load_parquet
-from .pool import MIN_ROWS, SLICE_ROWS, default_workers, run_tasks
+from .pool import LIGHT, MIN_ROWS, SLICE_ROWS, default_workers, run_tasks
 
 
 def read_arrow(path: str, spec: TableSpec, fmt: str | None = None) -> pa.Table:
@@ -105,6 +105,10 @@ class InProcessEngine:
 
     name = "inprocess"
     reads_object_stores = False
+    # a release of at most this many bytes of parts is audited in this process, not on
+    # the workers: on 2 cores a 1M-row `sal` release (4.4 MB) audited in 0.08 s here and
+    # 0.10 s on 2 workers, a 3M-row one (13 MB) in 0.53 s and 0.21 s
+    in_driver_bytes = 8 << 20
 
     def __init__(self, workers: int | None = None, min_rows: int = MIN_ROWS) -> None:
         self.workers = default_workers(workers)
@@ -120,12 +124,16 @@ class InProcessEngine:
     def _workers_for(self, rows: int) -> int:
         return self.workers if rows >= self.min_rows else 1
 
+    def _light_workers_for(self, rows: int) -> int:
+        """Workers for light work per row (`pool.LIGHT`)."""
+        return self.workers if rows >= self.min_rows * LIGHT else 1
+
     def _row_slices(self, frame, fn, least: int = 1, workers: int | None = None) -> list:
         """`fn` over consecutive row slices of the frame, in order, on the workers (by
-        default as many as its rows call for): at least `least` slices and one per
-        worker, none over `SLICE_ROWS` rows (a slice's temporary arrays stay small), for
-        work whose result per row does not depend on the slice."""
-        workers = min(workers or self._workers_for(len(frame)), max(len(frame), 1))
+        default as many as its rows call for as light work): at least `least` slices and
+        one per worker, none over `SLICE_ROWS` rows (a slice's temporary arrays stay
+        small), for work whose result per row does not depend on the slice."""
+        workers = min(workers or self._light_workers_for(len(frame)), max(len(frame), 1))
         count = max(workers, least, -(-len(frame) // SLICE_ROWS))
         bounds = np.linspace(0, len(frame), count + 1).astype(np.int64)
         spans = list(zip(bounds[:-1], bounds[1:], strict=True))
@@ -136,7 +144,7 @@ class InProcessEngine:
 
     def load(self, path: str, spec: TableSpec, fmt: str | None = None) -> LoadedTable:
         if detect_format(path, fmt) == "parquet":
-            return load_parquet(path, spec, self._workers_for)
+            return load_parquet(path, spec, self._light_workers_for)
         table = read_arrow(path, spec, fmt)
         raw, rows, missing = raw_value_counts(table, spec)
         plan, dictionaries, counts = plan_encoding(spec, raw, rows, missing)

@@ -225,12 +225,14 @@ IN_DRIVER_BYTES = 2 << 20
 
 def audit_in_tasks(stage: Path, engine) -> bool:
     """Whether the staged release is audited in the engine's tasks (`release/distributed.py`):
-    with an engine, when its parts are on an object store or over `IN_DRIVER_BYTES`."""
+    with an engine, when its parts are on an object store or over `IN_DRIVER_BYTES` (or
+    the engine's own `in_driver_bytes`)."""
     if engine is None:
         return False
     if (stage / REMOTE).exists():
         return True
-    return sum(f.stat().st_size for f in stage.rglob("*.parquet")) > IN_DRIVER_BYTES
+    limit = getattr(engine, "in_driver_bytes", IN_DRIVER_BYTES)
+    return sum(f.stat().st_size for f in stage.rglob("*.parquet")) > limit
 
 
 def audit_and_commit(

@@ -49,7 +49,8 @@ def distinct_counts(source: pd.DataFrame, cols: Sequence[str]) -> tuple[pd.DataF
     columns = {}
     for c, r in zip(reversed(cols), reversed(radix), strict=True):
         keys, columns[c] = np.divmod(keys, r)
-    frame = pd.DataFrame({c: columns[c].astype(source[c].dtype) for c in cols})
+    # copy=False: one block per column, not one consolidated copy (0.4 s at 10M rows)
+    frame = pd.DataFrame({c: columns[c].astype(source[c].dtype) for c in cols}, copy=False)
     return frame, counts
 
 
