@@ -79,9 +79,17 @@ PAIRS = 1 << 22
 """At most about this many (key, group) pairs are expanded at once by
 `AnatomyModel.marginal` (a few arrays of this length: ~200 MB at most)."""
 DENSE_SHARES = 1 << 28
-"""An anatomy table's shares are found through a dense table of slots
-(`AnatomyModel._share_slots`, one byte a cell when groups hold at most 127 sensitive
-values: 256 MB at most) when groups x sensitive values is at most this many cells."""
+"""An anatomy table's shares are found through a dense table of counts
+(`AnatomyModel._count_cells`, one byte a cell when no count exceeds 127: 256 MB at
+most) when groups x sensitive values is at most this many cells."""
+
+
+def _distinct(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(key, return_inverse=True)`, without its sort when the keys are
+    already strictly increasing (a KL term's distinct source rows, in key order)."""
+    if len(key) < 2 or bool(np.all(key[1:] > key[:-1])):
+        return key, np.arange(len(key))
+    return np.unique(key, return_inverse=True)
 
 
 def _spans(sizes: np.ndarray, limit: int) -> list[tuple[int, int]]:
@@ -279,15 +287,13 @@ class AnatomyModel:
         outside = np.zeros(len(keys), bool)
         for c, r in zip(codes, radix, strict=True):
             outside |= (c < 0) | (c >= r)  # a code the QIT never shows: no group holds it
-        qkey = np.where(
-            outside,
-            -1,
-            pack_codes(
-                [np.clip(c, 0, r - 1) for c, r in zip(codes, radix, strict=True)], radix, len(keys)
-            ),
-        )
+        if outside.any():
+            codes = [np.clip(c, 0, r - 1) for c, r in zip(codes, radix, strict=True)]
+        qkey = pack_codes(codes, radix, len(keys))
+        if outside.any():
+            qkey[outside] = -1
         top = int(max(s.max(initial=0), self.st[self.sensitive].max()) + 1) if with_s else 1
-        wanted, back = np.unique(qkey * top + s, return_inverse=True)
+        wanted, back = _distinct(qkey * top + s)
         kq, ks = np.floor_divide(wanted, top), np.mod(wanted, top)
         lo, hi = np.searchsorted(pk, kq, "left"), np.searchsorted(pk, kq, "right")
         if not with_s:
@@ -315,36 +321,35 @@ class AnatomyModel:
         return first, s[order], w[order]
 
     @cached_property
-    def _share_slots(self) -> tuple[np.ndarray, int] | None:
-        """Per group x (max s + 1) cell, where c_g(s) / |g| sits among `_shares`' values
-        of group g (-1: g does not hold s), in the smallest integer type (groups hold few
-        values), when that has at most `DENSE_SHARES` cells; else None."""
-        g, (first, values, _) = self.groups, self._shares
-        top = int(values.max(initial=-1)) + 1
+    def _count_cells(self) -> tuple[np.ndarray, int] | None:
+        """c_g(s) per group x (max s + 1) cell (0: g does not hold s), in the smallest
+        integer type that holds the counts, when that has at most `DENSE_SHARES`
+        cells; else None. A share is then one lookup and a division by |g|."""
+        g = self.groups
+        s = self.st[self.sensitive].to_numpy(np.int64)
+        count = self.st[COUNT].to_numpy(np.int64)
+        top = int(s.max(initial=-1)) + 1
         if g.count * top > DENSE_SHARES or top == 0:
             return None
-        held = np.diff(first)
-        kind = np.int8 if held.max(initial=0) <= 127 else np.int32
-        group = np.repeat(np.arange(g.count), held)
-        table = np.full(g.count * top, -1, kind)
-        known = values >= 0  # a suppressed value (-1) is never asked for
-        table[(group * top + values)[known]] = (np.arange(len(values)) - first[group])[known]
+        kind = np.int8 if count.max(initial=0) <= 127 else np.int64
+        table = np.zeros(g.count * top, kind)
+        known = s >= 0  # a suppressed value (-1) is never asked for
+        table[(g.st * top + s)[known]] = count[known]
         return table, top
 
     def _share_at(self, group: np.ndarray, s: np.ndarray) -> np.ndarray:
-        """c_g(s) / |g| for each (group, s) pair (0 where g does not hold s): its slot
-        in `_share_slots` when that table is small enough, else a binary search within
-        each group's few values, all pairs at once. At 10M rows (1M groups of 10, 50
-        sensitive values: a 50 MB table) one task's 34M pairs took 1.8 s by the slots
-        and 12.6 s by the search; one search over all (group, s) keys took 22 s for
-        67M pairs (~12 cache misses a pair)."""
+        """c_g(s) / |g| for each (group, s) pair (0 where g does not hold s): its count
+        in `_count_cells` over the group's size when that table is small enough, else a
+        binary search within each group's few values, all pairs at once. At 10M rows
+        (1M groups of 10, 50 sensitive values: a 50 MB table) one task's 34M pairs took
+        1.8 s by a dense table and 12.6 s by the search; one search over all (group, s)
+        keys took 22 s for 67M pairs (~12 cache misses a pair)."""
+        cells = self._count_cells
+        if cells is not None:
+            table, top = cells
+            count = table[group * top + np.minimum(s, top - 1)]
+            return np.where(s < top, count / self.groups.size[group], 0.0)
         first, values, share = self._shares
-        slots = self._share_slots
-        if slots is not None:
-            table, top = slots
-            slot = table[group * top + np.minimum(s, top - 1)].astype(np.int64)
-            held = (s < top) & (slot >= 0)
-            return np.where(held, share[np.where(held, first[group] + slot, 0)], 0.0)
         lo, end = first[group], first[group + 1]
         hi = end.copy()
         while True:
