@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from ...encoding import EncodingPlan, encode_batch
 from ...storage import is_remote
+from ..base import unreadable
 from ..files import data_files, detect_format
 from .schema import struct_type
 
@@ -62,46 +63,73 @@ class DirectSource:
 
 
 def direct_source(path: str, fmt: str | None, plan: EncodingPlan) -> DirectSource | None:
-    """The source of a load as its tasks can read it: local Parquet whose columns
-    (the first file's footer) are integers, floats, strings or booleans, which Spark
-    hands to Python as the same Arrow types, so both reads encode the same values; None
-    otherwise (CSV, an object store, timestamps, decimals)."""
+    """The source of a load as its tasks can read it (`readable_directly`), or None."""
+    used = {c.column for c in plan.columns}
+    return DirectSource(path, plan) if readable_directly(path, fmt, used) else None
+
+
+def readable_directly(path: str, fmt: str | None, columns: set[str]) -> bool:
+    """Whether tasks may read the source themselves: local Parquet whose `columns` (the
+    first file's footer) are integers, floats, strings or booleans, which Spark hands to
+    Python as the same Arrow types, so both reads see the same values; not CSV, an
+    object store, timestamps or decimals."""
     if is_remote(path) or detect_format(path, fmt) != "parquet":
-        return None
+        return False
     schema = pq.read_schema(data_files(path, "parquet")[0])
     plain = (pa.types.is_integer, pa.types.is_floating, pa.types.is_string, pa.types.is_boolean)
-    used = {c.column for c in plan.columns}
-    return (
-        DirectSource(path, plan)
-        if all(any(t(schema.field(c).type) for t in plain) for c in used)
-        else None
-    )
+    names = set(schema.names)
+    return all(c in names and any(t(schema.field(c).type) for t in plain) for c in columns)
+
+
+def raw_batches(splits, columns: list[str]) -> Iterator[pa.RecordBatch]:
+    """In a task: the rows of `splits` ((file, first, end) rows of a batch) as read; a
+    file that cannot be read is a one-line error naming it (`unreadable`)."""
+    for b in splits:
+        for f, first, end in zip(*(b.column(i).to_pylist() for i in range(3)), strict=True):
+            try:
+                parquet = pq.ParquetFile(f)
+                yield from parquet.iter_batches(
+                    BATCH_ROWS, row_groups=range(first, end), columns=columns
+                )
+            except (pa.ArrowException, OSError) as e:
+                raise unreadable(f, e) from None
 
 
 def encoded_batches(splits, plan: EncodingPlan, columns: list[str]) -> Iterator[pa.RecordBatch]:
-    """In a task: the rows of `splits` ((file, first, end) rows of a batch) read and
-    encoded (rows with a missing value dropped, as the load drops them)."""
-    for b in splits:
-        for f, first, end in zip(*(b.column(i).to_pylist() for i in range(3)), strict=True):
-            parquet = pq.ParquetFile(f)
-            for batch in parquet.iter_batches(
-                BATCH_ROWS, row_groups=range(first, end), columns=columns
-            ):
-                yield encode_batch(batch, plan)
+    """In a task: the rows of `splits` read and encoded (rows with a missing value
+    dropped, as the load drops them)."""
+    for batch in raw_batches(splits, columns):
+        yield encode_batch(batch, plan)
 
 
 def direct_frame(spark, source: DirectSource, run: Callable, schema):
     """A DataFrame of `run`'s output (`schema`, a pyspark StructType), `run` called in
     each task with the encoded batches of the task's row groups: one task per split,
     no JVM rows in."""
-    splits = source.splits(spark.sparkContext.defaultParallelism)
     columns = sorted({c.column for c in source.plan.columns})
     task = partial(_task, run=run, plan=source.plan, columns=columns)
+    return source_frame(spark, source.path, task, schema)
+
+
+def raw_frame(spark, path: str, columns: list[str], run: Callable, schema):
+    """As `direct_frame`, `run` called with the task's row groups as read."""
+    task = partial(_raw_task, run=run, columns=columns)
+    return source_frame(spark, path, task, schema)
+
+
+def source_frame(spark, path: str, task: Callable, schema):
+    """One task per split of the files' row groups (`DirectSource.splits`), `task`
+    called with its splits' batch."""
+    splits = DirectSource(path, EncodingPlan(())).splits(spark.sparkContext.defaultParallelism)
     return item_frame(spark, splits, ("file", "first", "end"), task, schema)
 
 
 def _task(splits, run: Callable, plan: EncodingPlan, columns: list[str]):
     yield from run(encoded_batches(splits, plan, columns))
+
+
+def _raw_task(splits, run: Callable, columns: list[str]):
+    yield from run(raw_batches(splits, columns))
 
 
 def item_frame(spark, items: list[tuple], names: tuple[str, ...], run: Callable, schema):

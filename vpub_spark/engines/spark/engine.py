@@ -20,7 +20,7 @@ from ..base import (
     plan_encoding,
 )
 from ..files import data_files, detect_format
-from .direct import direct_source
+from .direct import direct_frame, direct_source, raw_frame, readable_directly
 from .errors import spark_errors
 from .read import (
     as_arrow_csv,
@@ -139,21 +139,30 @@ class SparkEngine:
 
     def load(self, path: str, spec: TableSpec, fmt: str | None = None) -> LoadedTable:
         """One pass counts the raw values (the shared pyarrow kernel per batch, summed by
-        Spark: small), the driver builds the dictionaries, `mapInArrow` encodes."""
+        Spark: small), the driver builds the dictionaries, `mapInArrow` encodes. A local
+        Parquet source of plain columns (`readable_directly`) is read by the tasks
+        themselves in both passes, a range of row groups each (`direct.py`): no source
+        row crosses from the JVM to Python."""
         from pyspark.sql import functions as F
 
         from ...encoding import RAW_COUNT_SCHEMA, raw_count_batch, raw_counts_from
 
         df = self.read(path, spec, fmt)
+        columns = sorted({a.column for a in spec.attributes})
+        direct = readable_directly(path, fmt, set(columns))
 
         def count(batches):
             for b in batches:
                 yield raw_count_batch(b, spec)
 
+        counted = (
+            raw_frame(self.spark, path, columns, count, struct_type(RAW_COUNT_SCHEMA))
+            if direct  # the tasks read the files: no JVM rows
+            else df.mapInArrow(count, struct_type(RAW_COUNT_SCHEMA))
+        )
         with spark_errors(path):
             sums = (
-                df.mapInArrow(count, struct_type(RAW_COUNT_SCHEMA))
-                .groupBy("attr", "value")
+                counted.groupBy("attr", "value")
                 .agg(F.sum("count").alias("count"))
                 .collect()  # small: one row per distinct raw value of each attribute
             )
@@ -163,10 +172,14 @@ class SparkEngine:
             ((r["attr"], r["value"], r["count"]) for r in sums), spec
         )
         plan, dictionaries, counts = plan_encoding(spec, raw, rows, missing_rows)
-        encoded = df.mapInArrow(_encoder(plan), struct_type(plan.schema))
-        direct = direct_source(path, fmt, plan)
+        source = direct_source(path, fmt, plan) if direct else None
+        encoded = (
+            direct_frame(self.spark, source, iter, struct_type(plan.schema))
+            if source is not None
+            else df.mapInArrow(_encoder(plan), struct_type(plan.schema))
+        )
         return LoadedTable(
-            spec, dictionaries, counts, rows, missing_rows, encoded, str(path), direct
+            spec, dictionaries, counts, rows, missing_rows, encoded, str(path), source
         )
 
     # --- data sets -------------------------------------------------------------
