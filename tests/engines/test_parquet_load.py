@@ -46,6 +46,7 @@ def _tables(draw):
         "i64": pa.array(nulls(ints.tolist()) if draw(st.booleans()) else ints, pa.int64()),
         "text": pa.array(nulls(rng.choice(TEXT, rows).tolist()), pa.string()),
         "real": pa.array(nulls(rng.choice([0.5, 1.0, 2.25], rows).tolist(), 0.05), pa.float64()),
+        "flag": pa.array(nulls((rng.random(rows) < 0.5).tolist(), 0.05), pa.bool_()),
     }
     files = draw(st.integers(1, 3))
     group_rows = draw(st.integers(1, 25))
@@ -70,6 +71,7 @@ def test_the_load_is_counting_and_encoding_the_table_as_read(tmp_path_factory, d
             Attribute("word", source="text"),
             Attribute("again", source="text"),  # two attributes of one column
             Attribute("real", source="real", kind="numeric"),
+            Attribute("flag", source="flag"),
         ),
         missing="drop",
         missing_values=("?", "", "3"),

@@ -232,7 +232,7 @@ class InProcessEngine:
         return loaded  # already in memory
 
     def unpersist(self, loaded: LoadedTable) -> None:
-        pass
+        self._kept_shards = None  # the plan's shards, if no job used them
 
     def rows_sample(self, loaded: LoadedTable, n: int, seed: int):
         """A seeded sample of at most n rows as a pandas frame of codes (GD's scoring)."""
