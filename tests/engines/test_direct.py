@@ -12,9 +12,9 @@ from vpub_spark.engines.spark import direct
 from vpub_spark.engines.spark.direct import (
     DirectSource,
     direct_frame,
-    direct_source,
     frame_tasks,
     item_frame,
+    readable_directly,
 )
 from vpub_spark.engines.spark.schema import struct_type
 from vpub_spark.tablespec import table_spec_from_dict
@@ -58,17 +58,16 @@ def parquet_dir(tmp_path) -> str:
 
 
 def test_only_plain_local_parquet_is_read_directly(tmp_path, parquet_dir):
-    from vpub_spark.encoding import ColumnCodes, EncodingPlan
     from vpub_spark.engines.inprocess import InProcessEngine
 
     assert InProcessEngine().load(parquet_dir, SPEC).direct is None  # it holds its rows
-    plan = EncodingPlan((ColumnCodes("t", "t", (), ()),))
     ROWS.to_csv(tmp_path / "t.csv", index=False)
-    assert direct_source(str(tmp_path / "t.csv"), None, plan) is None
+    assert not readable_directly(str(tmp_path / "t.csv"), None, {"t"})
     stamps = tmp_path / "ts.parquet"
     pq.write_table(pa.table({"t": pa.array([0, 1], pa.timestamp("us"))}), stamps)
-    assert direct_source(str(stamps), None, plan) is None  # Spark would hand it over as UTC
-    assert direct_source("s3://bucket/data", "parquet", plan) is None
+    assert not readable_directly(str(stamps), None, {"t"})  # Spark would hand it over as UTC
+    assert not readable_directly("s3://bucket/data", "parquet", {"t"})
+    assert readable_directly(parquet_dir, None, {a.column for a in SPEC.attributes})
 
 
 @pytest.mark.spark

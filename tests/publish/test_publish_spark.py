@@ -123,7 +123,7 @@ def test_spark_utility_equals_inprocess_utility(spark_engine, sal, tmp_path, mon
     from vpub_spark.engines.spark import engine, kl_one_pass
 
     if rows != "direct":
-        monkeypatch.setattr(engine, "direct_source", lambda *a: None)
+        monkeypatch.setattr(engine, "readable_directly", lambda *a: False)
     if rows == "columns":  # domains too wide to pack
         monkeypatch.setattr(kl_one_pass, "term_of", lambda *a: None)
     from vpub_spark.utility.engine_jobs import engine_utility

@@ -62,12 +62,6 @@ class DirectSource:
         return out
 
 
-def direct_source(path: str, fmt: str | None, plan: EncodingPlan) -> DirectSource | None:
-    """The source of a load as its tasks can read it (`readable_directly`), or None."""
-    used = {c.column for c in plan.columns}
-    return DirectSource(path, plan) if readable_directly(path, fmt, used) else None
-
-
 def readable_directly(path: str, fmt: str | None, columns: set[str]) -> bool:
     """Whether tasks may read the source themselves: local Parquet whose `columns` (the
     first file's footer) are integers, floats, strings or booleans, which Spark hands to

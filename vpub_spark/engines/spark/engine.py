@@ -20,7 +20,7 @@ from ..base import (
     plan_encoding,
 )
 from ..files import data_files, detect_format
-from .direct import direct_frame, direct_source, raw_frame, readable_directly
+from .direct import DirectSource, direct_frame, raw_frame, readable_directly
 from .errors import spark_errors
 from .read import (
     as_arrow_csv,
@@ -172,7 +172,7 @@ class SparkEngine:
             ((r["attr"], r["value"], r["count"]) for r in sums), spec
         )
         plan, dictionaries, counts = plan_encoding(spec, raw, rows, missing_rows)
-        source = direct_source(path, fmt, plan) if direct else None
+        source = DirectSource(path, plan) if direct else None
         encoded = (
             direct_frame(self.spark, source, iter, struct_type(plan.schema))
             if source is not None
