@@ -47,6 +47,11 @@ def _tables(draw):
         "text": pa.array(nulls(rng.choice(TEXT, rows).tolist()), pa.string()),
         "real": pa.array(nulls(rng.choice([0.5, 1.0, 2.25], rows).tolist(), 0.05), pa.float64()),
         "flag": pa.array(nulls((rng.random(rows) < 0.5).tolist(), 0.05), pa.bool_()),
+        "huge": pa.array(  # straddling 2**63 when wide
+            np.uint64(2**64 - 1)
+            - rng.integers(0, 3, rows).astype(np.uint64) * np.uint64(2**62 if wide else 1),
+            pa.uint64(),
+        ),
     }
     files = draw(st.integers(1, 3))
     group_rows = draw(st.integers(1, 25))
@@ -72,6 +77,7 @@ def test_the_load_is_counting_and_encoding_the_table_as_read(tmp_path_factory, d
             Attribute("again", source="text"),  # two attributes of one column
             Attribute("real", source="real", kind="numeric"),
             Attribute("flag", source="flag"),
+            Attribute("huge", source="huge"),
         ),
         missing="drop",
         missing_values=("?", "", "3"),

@@ -6,6 +6,7 @@ is configured and checked."""
 from __future__ import annotations
 
 import os
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -139,6 +140,11 @@ def test_row_slices_and_partial_counts_agree_with_one_pass():
         assert (engine._shards(frame, Job(other)) == other.of(frame)).all()
         engine.shard_counts(loaded, ["job"], sharding)
         assert engine._shards(frame.copy(), Job(sharding)) is not kept
+        gone = SimpleNamespace(data=frame.copy())
+        engine.shard_counts(gone, ["job"], sharding)
+        assert engine._kept_shards is not None
+        del gone  # the frame's last reference: its shards go with it
+        assert engine._kept_shards is None
 
     def double(f: pd.DataFrame) -> pd.DataFrame:
         return f.assign(age=f["age"] * 2)

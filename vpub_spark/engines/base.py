@@ -293,5 +293,5 @@ def encoding_error(path: str | Path, encoding: str) -> DataError | None:
 def unreadable(path: str | Path, error: Exception) -> DataError:
     """One line naming the file and what is wrong with it (never a traceback)."""
     first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    shown = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in first)
+    shown = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in first)
     return DataError(f"{path}: cannot read the input: {without_values(shown)}")

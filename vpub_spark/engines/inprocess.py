@@ -251,8 +251,13 @@ class InProcessEngine:
 
         done = self._row_slices(loaded.data, count)
         shards = np.concatenate([s for _, s in done]) if done else np.zeros(0, np.int32)
-        self._kept_shards = (weakref.ref(loaded.data), sharding, shards)
+        self._kept_shards = (weakref.ref(loaded.data, self._forget_shards), sharding, shards)
         return pd.concat([c for c, _ in done], ignore_index=True)
+
+    def _forget_shards(self, frame_ref) -> None:
+        """The frame the kept shards belong to is gone: let them go too."""
+        if self._kept_shards is not None and self._kept_shards[0] is frame_ref:
+            self._kept_shards = None
 
     def _shards(self, frame, job) -> np.ndarray:
         """Each row's shard under the job: the plan's, if it counted this very frame

@@ -105,6 +105,8 @@ def load_parquet(path: str, spec: TableSpec, workers_for) -> LoadedTable:
         raise broken_parquet(files, e) from None
     pa.default_memory_pool().release_unused()  # the row groups' buffers, back to the system
     kept = _complete_first(codes) if missing else codes
+    if kept.shape[1] < 0.75 * codes.shape[1]:  # do not hold many dropped rows
+        kept = np.ascontiguousarray(kept)
     frame = pd.DataFrame(kept.T, columns=plan.schema.names)
     return LoadedTable(spec, dictionaries, per_code, rows, missing, frame, source=str(path))
 
@@ -113,9 +115,9 @@ def _units(path: str, files: list[str], metas: list, spec: TableSpec) -> list[_U
     """Every file's row groups, in order; a file without a spec's column is an error."""
     units, start = [], 0
     cols = sorted({a.column for a in spec.attributes})
-    for f, m in zip(files, metas, strict=True):
+    for i, (f, m) in enumerate(zip(files, metas, strict=True)):
         schema = m.schema.to_arrow_schema()
-        check_columns(schema.names, spec, path)
+        check_columns(schema.names, spec, f if i else path)  # a later file: named
         strings = tuple(c for c in cols if _is_text(schema.field(c).type))
         for g in range(m.num_row_groups):
             rows = m.row_group(g).num_rows
@@ -188,10 +190,11 @@ def _dense_integers(values: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
         return None, values
     if values.dtype.itemsize < 4:  # the range may not fit a narrow type
         values = values.astype(np.int32)
-    shifted = values - values.dtype.type(low)  # within the range: no overflow
+    base = values.dtype.type(low)
+    shifted = values - base  # within the range: no overflow
     present = np.bincount(shifted, minlength=high - low + 1) > 0
     rank = (np.cumsum(present) - 1).astype(np.int32)
-    return np.flatnonzero(present) + low, rank[shifted]
+    return np.flatnonzero(present).astype(values.dtype) + base, rank[shifted]
 
 
 def _missing_of(distinct: pa.Array, tokens: tuple[str, ...], nulls: bool) -> np.ndarray | None:

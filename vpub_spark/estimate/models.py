@@ -80,7 +80,7 @@ PAIRS = 1 << 22
 `AnatomyModel.marginal` (a few arrays of this length: ~200 MB at most)."""
 DENSE_SHARES = 1 << 28
 """An anatomy table's shares are found through a dense table of counts
-(`AnatomyModel._count_cells`, one byte a cell when no count exceeds 127: 256 MB at
+(`AnatomyModel._count_cells`, one byte a cell when no count exceeds 255: 256 MB at
 most) when groups x sensitive values is at most this many cells."""
 
 
@@ -323,7 +323,7 @@ class AnatomyModel:
     @cached_property
     def _count_cells(self) -> tuple[np.ndarray, int] | None:
         """c_g(s) per group x (max s + 1) cell (0: g does not hold s), in the smallest
-        integer type that holds the counts, when that has at most `DENSE_SHARES`
+        unsigned integer type that holds the counts, when that has at most `DENSE_SHARES`
         cells; else None. A share is then one lookup and a division by |g|."""
         g = self.groups
         s = self.st[self.sensitive].to_numpy(np.int64)
@@ -331,8 +331,7 @@ class AnatomyModel:
         top = int(s.max(initial=-1)) + 1
         if g.count * top > DENSE_SHARES or top == 0:
             return None
-        kind = np.int8 if count.max(initial=0) <= 127 else np.int64
-        table = np.zeros(g.count * top, kind)
+        table = np.zeros(g.count * top, np.min_scalar_type(int(count.max(initial=0))))
         known = s >= 0  # a suppressed value (-1) is never asked for
         table[(g.st * top + s)[known]] = count[known]
         return table, top
