@@ -61,8 +61,8 @@ def test_duckdb_and_pandas_give_the_release_estimate(rel):
 
 def test_vpub_query_reader_duckdb(rel):
     """`vpub query --reader duckdb` (lake/duckdb.py): the release's estimate for queries
-    one anatomy or projection table holds, value lists included; other queries refused
-    with the tables to choose from."""
+    one anatomy or projection table holds, value lists included, and for queries over
+    several tables that share no attribute."""
     from vpub_spark.errors import SpecError
     from vpub_spark.lake.duckdb import duckdb_count
     from vpub_spark.utility.queries import duckdb_estimate
@@ -82,8 +82,46 @@ def test_vpub_query_reader_duckdb(rel):
             )
             assert by_sql == pytest.approx(estimate_count(models, query, n, domains))
             assert duckdb_estimate(rel, where)[0] == pytest.approx(by_sql)  # labels by DuckDB
+    # a query over two tables that share no attribute (UAD): the product of their counts
     apart = [next(iter(held[0]["attributes"])), next(iter(held[1]["attributes"]))]
-    query = parse_where(" and ".join(f"{a} = {domains[a][0]!r}" for a in apart), domains)
+    where = " and ".join(f"{a} in ({domains[a][0]!r}, {domains[a][1]!r})" for a in apart)
+    query = parse_where(where, domains)
     assert not any(set(apart) <= set(t["attributes"]) for t in held)  # two tables' attributes
     with pytest.raises(SpecError, match="DuckDB answers a query one anatomy or projection"):
-        duckdb_count(rel, query, domains)
+        duckdb_count(rel, query, domains)  # one table's SQL cannot
+    est, tables = duckdb_estimate(rel, where)
+    assert est == pytest.approx(estimate_count(models, query, n, domains), rel=1e-12)
+    assert est > 0 and set(tables.split(", ")) == {held[0]["name"], held[1]["name"]}
+
+
+def test_vpub_query_reader_duckdb_refuses_overlapping_tables(tmp_path):
+    """GD's tables share attributes: a query across them needs the junction tree, so
+    DuckDB refuses it and names the tables; one table's query is still answered."""
+    from vpub_spark.errors import SpecError
+    from vpub_spark.utility.queries import duckdb_estimate
+
+    data = write_table(job_table(3, 2000), tmp_path / "t")
+    out = {"path": str(tmp_path / "out"), "release_id": "g"}
+    cfg = config(
+        data, tmp_path / "out", ["age -> job", "sex, job -> zip"], 3, method="gd", output=out
+    )
+    rel = open_release(publish(cfg, InProcessEngine()).path)
+    models, domains = release_models(rel)
+    n = int(rel.manifest["source"]["rows"])
+    names = [a for t in rel.tables for a in t["attributes"]]
+    assert len(names) > len(set(names)), rel.tables  # the tables overlap
+    attrs = {a for t in rel.tables for a in t["attributes"]}
+    spread = [a for a in attrs if not all(a in t["attributes"] for t in rel.tables)]
+    pair = next(
+        (a, b)
+        for a in spread
+        for b in spread
+        if not any({a, b} <= set(t["attributes"]) for t in rel.tables)
+    )
+    where = " and ".join(f"{a} = {domains[a][0]!r}" for a in pair)
+    with pytest.raises(SpecError, match="DuckDB answers a query one anatomy or projection"):
+        duckdb_estimate(rel, where)
+    one = rel.tables[0]["attributes"][0]
+    est, _ = duckdb_estimate(rel, f"{one} = {domains[one][0]!r}")
+    query = parse_where(f"{one} = {domains[one][0]!r}", domains)
+    assert est == pytest.approx(estimate_count(models, query, n, domains))

@@ -28,7 +28,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         from ..utility.queries import duckdb_estimate
 
         est, table = duckdb_estimate(rel, args.where)
-        how = f"; DuckDB SQL on table {table}"
+        how = f"; DuckDB SQL on {'tables' if ', ' in table else 'table'} {table}"
     else:
         models, domains = release_models(rel)
         query = parse_where(args.where, domains)
@@ -462,7 +462,8 @@ def _register_query(sub) -> None:
         choices=["vpub", "duckdb"],
         default="vpub",
         help="vpub: the release's models (any query); duckdb: DuckDB SQL over the release's "
-        "files (a query one anatomy or projection table holds)",
+        "files (a query one anatomy or projection table holds, or tables that share no "
+        "attribute)",
     )
     engine_options(qy, default="auto")  # the engine that reads --source
     qy.set_defaults(func=cmd_query)

@@ -5,10 +5,13 @@ duckdb`), the way an analyst reads a release without vpub
 Decision: SQL answers a query that one table holds, every attribute of it in that
 table: an anatomy table (000 §4; each QIT row stands for each value v of its group with
 weight c_g(v) / |g|, so the count is the sum of the weights of the matching rows) or a
-projection (the sum of its matching counts). That is the release's own estimate for
-such a query (tested equal to `estimate_count`). A query spanning several tables needs
-the junction tree of `utility/queries.py` and is refused with the tables to choose
-from; so are releases of other kinds (generalized boxes, multi-SA).
+projection (the sum of its matching counts). Where the release's tables share no
+attribute (UAD, single-attribute), a query over several of them is the product of their
+counts over n^(k-1) (000 §6.1: the tables are independent given nothing), one SQL count
+per table. Both are the release's own estimate (tested equal to `estimate_count`). A
+query over tables that overlap (GD) needs the junction tree of `utility/queries.py` and
+is refused with the tables to choose from; so are a query on an attribute no table
+shows and releases of other kinds (generalized boxes, multi-SA).
 """
 
 from __future__ import annotations
@@ -71,6 +74,25 @@ def holding_table(rel: Release, attributes: set[str]) -> dict:
     raise SpecError(
         f"DuckDB answers a query one anatomy or projection table holds; no table holds {', '.join(sorted(attributes))} ({held or 'the release has none'}): ask without --reader duckdb"
     )
+
+
+def tables_for(rel: Release, attributes: set[str]) -> list[tuple[dict, set[str]]]:
+    """The tables whose SQL counts answer a query on `attributes`, each with the
+    attributes it answers: the first table holding them all, else, when the release's
+    tables share no attribute, every table holding some (see the module docstring)."""
+    sql_tables = [t for t in rel.tables if t["kind"] in SQL_OF]
+    if any(attributes <= set(t.get("attributes", ())) for t in sql_tables):
+        return [(holding_table(rel, attributes), attributes)]
+    names = [a for t in rel.tables for a in t.get("attributes", ())]
+    apart = len(names) == len(set(names)) and len(sql_tables) == len(rel.tables)
+    held = {a for t in sql_tables for a in t["attributes"]}
+    if not apart or not attributes <= held:
+        holding_table(rel, attributes)  # raises, naming the tables to choose from
+    return [
+        (t, attributes & set(t["attributes"]))
+        for t in sql_tables
+        if attributes & set(t["attributes"])
+    ]
 
 
 def table_domains(rel: Release, entry: dict, attributes: set[str]) -> dict[str, list[str]]:

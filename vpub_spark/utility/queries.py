@@ -418,12 +418,17 @@ def relative_errors(
 
 def duckdb_estimate(rel, where: str) -> tuple[float, str]:
     """`vpub query --reader duckdb`: DuckDB's estimate of COUNT(*) WHERE `where` on the
-    table holding its attributes (lake/duckdb.py), and that table's name; the labels
-    are read by DuckDB from that table, so no model of the release is built."""
-    from ..lake.duckdb import duckdb_count, holding_table, table_domains
+    table holding its attributes, or the product over tables that share no attribute
+    (lake/duckdb.py), and the tables' names; the labels are read by DuckDB from those
+    tables, so no model of the release is built."""
+    from ..lake.duckdb import duckdb_count, table_domains, tables_for
     from .where import parse_conditions, parse_where
 
     attrs = {c.attr for c in parse_conditions(where)}
-    entry = holding_table(rel, attrs)
-    domains = table_domains(rel, entry, attrs)
-    return duckdb_count(rel, parse_where(where, domains), domains, entry)
+    tables = tables_for(rel, attrs)
+    domains = {a: v for e, held in tables for a, v in table_domains(rel, e, held).items()}
+    query = parse_where(where, domains)
+    counts = [duckdb_count(rel, {a: query[a] for a in held}, domains, e)[0] for e, held in tables]
+    n = float(rel.manifest["source"]["rows"])
+    est = counts[0] * math.prod(c / n for c in counts[1:])
+    return est, ", ".join(e["name"] for e, _ in tables)
