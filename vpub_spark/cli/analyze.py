@@ -462,8 +462,7 @@ def _register_query(sub) -> None:
         choices=["vpub", "duckdb"],
         default="vpub",
         help="vpub: the release's models (any query); duckdb: DuckDB SQL over the release's "
-        "files (a query one anatomy or projection table holds, or tables that share no "
-        "attribute)",
+        "files (releases of anatomy and projection tables)",
     )
     engine_options(qy, default="auto")  # the engine that reads --source
     qy.set_defaults(func=cmd_query)

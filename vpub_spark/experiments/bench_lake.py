@@ -89,7 +89,8 @@ def _vpub_query(rel_path: Path, where: str) -> float:
 
 
 def _duckdb_query(rel_path: Path, where: str) -> float:
-    """What `vpub query --reader duckdb` does: open the release, DuckDB SQL on one table."""
+    """What `vpub query --reader duckdb` does: open the release, DuckDB SQL on the tables
+    the query needs (here one)."""
     from ..release.reader import open_release
     from ..utility.queries import duckdb_estimate
 

@@ -2,16 +2,19 @@
 duckdb`), the way an analyst reads a release without vpub
 (docs/how-to/use-a-release.md, "Read a release with DuckDB or pandas").
 
-Decision: SQL answers a query that one table holds, every attribute of it in that
-table: an anatomy table (000 §4; each QIT row stands for each value v of its group with
-weight c_g(v) / |g|, so the count is the sum of the weights of the matching rows) or a
-projection (the sum of its matching counts). Where the release's tables share no
-attribute (UAD, single-attribute), a query over several of them is the product of their
-counts over n^(k-1) (000 §6.1: the tables are independent given nothing), one SQL count
-per table. Both are the release's own estimate (tested equal to `estimate_count`). A
-query over tables that overlap (GD) needs the junction tree of `utility/queries.py` and
-is refused with the tables to choose from; so are a query on an attribute no table
-shows and releases of other kinds (generalized boxes, multi-SA).
+Decision: SQL answers a query on a release of anatomy and projection tables, the
+release's own estimate in each case (tested equal to `estimate_count`):
+- one table holding every attribute of the query: an anatomy table (000 §4; each QIT
+  row stands for each value v of its group with weight c_g(v) / |g|, so the count is
+  the sum of the weights of the matching rows) or a projection (the sum of its matching
+  counts);
+- tables that share no attribute (UAD, single-attribute): the product of each table's
+  count over n for all but one (000 §6.1: the tables are independent), one SQL count
+  per table;
+- tables that overlap (GD): sum-product message passing on the junction tree, one CTE
+  per table (`tree_count`).
+A query on an attribute no table shows, and releases with tables of other kinds
+(generalized boxes, multi-SA), are refused with the tables to choose from.
 """
 
 from __future__ import annotations
@@ -32,12 +35,14 @@ def _files(rel: Release, table: str, part: str) -> list[str]:
     return [str(rel.local_file(table, part, f)) for f in rel.part_files(table, part)]
 
 
-def _conditions(alias_of: Mapping[str, str], labels: Mapping[str, list[str]]) -> tuple[str, dict]:
-    """`list_contains($p<i>, <alias>."<attr>")` per attribute, and the parameters."""
+def _conditions(
+    alias_of: Mapping[str, str], labels: Mapping[str, list[str]], prefix: str = "p"
+) -> tuple[str, dict]:
+    """`list_contains($<prefix><i>, <alias>."<attr>")` per attribute, and the parameters."""
     where, params = [], {}
     for i, (attr, values) in enumerate(sorted(labels.items())):
-        where.append(f"list_contains($p{i}, {alias_of[attr]}.{_quoted(attr)})")
-        params[f"p{i}"] = values
+        where.append(f"list_contains(${prefix}{i}, {alias_of[attr]}.{_quoted(attr)})")
+        params[f"{prefix}{i}"] = values
     return " AND ".join(where) or "TRUE", params
 
 
@@ -66,28 +71,39 @@ def holding_table(rel: Release, attributes: set[str]) -> dict:
     for entry in rel.tables:
         if entry["kind"] in SQL_OF and attributes <= set(entry.get("attributes", ())):
             return entry
+    raise _refused(rel, attributes)
+
+
+def _refused(rel: Release, attributes: set[str]) -> SpecError:
     held = "; ".join(
         f"{t['name']}: {', '.join(t.get('attributes', ()))}"
         for t in rel.tables
         if t["kind"] in SQL_OF
     )
-    raise SpecError(
-        f"DuckDB answers a query one anatomy or projection table holds; no table holds {', '.join(sorted(attributes))} ({held or 'the release has none'}): ask without --reader duckdb"
+    return SpecError(
+        f"DuckDB answers a query over anatomy and projection tables; no table holds {', '.join(sorted(attributes))} ({held or 'the release has none'}): ask without --reader duckdb"
     )
 
 
-def tables_for(rel: Release, attributes: set[str]) -> list[tuple[dict, set[str]]]:
-    """The tables whose SQL counts answer a query on `attributes`, each with the
-    attributes it answers: the first table holding them all, else, when the release's
-    tables share no attribute, every table holding some (see the module docstring)."""
-    sql_tables = [t for t in rel.tables if t["kind"] in SQL_OF]
-    if any(attributes <= set(t.get("attributes", ())) for t in sql_tables):
-        return [(holding_table(rel, attributes), attributes)]
+def overlapping(rel: Release) -> bool:
+    """Whether some attribute is in two of the release's tables (GD)."""
     names = [a for t in rel.tables for a in t.get("attributes", ())]
-    apart = len(names) == len(set(names)) and len(sql_tables) == len(rel.tables)
+    return len(names) != len(set(names))
+
+
+def tables_for(rel: Release, attributes: set[str]) -> list[tuple[dict, set[str]]]:
+    """The tables whose SQL answers a query on `attributes`, each with the attributes
+    of the query it holds (see the module docstring): the first table holding them all
+    when the tables share no attribute, else every table holding some; a query SQL
+    cannot answer (an attribute no table shows, a table of another kind) is refused,
+    naming the tables to choose from."""
+    sql_tables = [t for t in rel.tables if t["kind"] in SQL_OF]
+    whole = any(attributes <= set(t.get("attributes", ())) for t in sql_tables)
+    if whole and not overlapping(rel):
+        return [(holding_table(rel, attributes), attributes)]
     held = {a for t in sql_tables for a in t["attributes"]}
-    if not apart or not attributes <= held:
-        holding_table(rel, attributes)  # raises, naming the tables to choose from
+    if len(sql_tables) != len(rel.tables) or not attributes <= held:
+        raise _refused(rel, attributes)
     return [
         (t, attributes & set(t["attributes"]))
         for t in sql_tables
@@ -133,3 +149,79 @@ def duckdb_count(
 
 
 SQL_OF = {"anatomy": _anatomy_sql, "projection": _projection_sql}
+
+
+def _joint_sql(rel: Release, entry: dict, i: int, params: dict) -> str:
+    """Table i's estimate at every combination of its attributes its rows give, as a
+    SELECT of the attributes and `__est` (anatomy: sum over groups of n_g(x_q) c_g(s) / |g|,
+    000 §4; projection: its counts)."""
+    cols = ", ".join(_quoted(a) for a in entry["attributes"])
+    c, g = _quoted(COUNT), _quoted(GROUP)
+    if entry["kind"] == "projection":
+        params[f"t{i}"] = _files(rel, entry["name"], "counts")
+        return f"SELECT {cols}, SUM({c}) AS __est FROM read_parquet($t{i}) GROUP BY {cols}"
+    params[f"qit{i}"] = _files(rel, entry["name"], "qit")
+    params[f"st{i}"] = _files(rel, entry["name"], "st")
+    s = _quoted(entry["sensitive"])
+    picked = ", ".join(
+        f"st.{s}" if a == entry["sensitive"] else f"qit.{_quoted(a)}" for a in entry["attributes"]
+    )
+    return (
+        f"SELECT {picked}, SUM(st.{c} / size.n) AS __est FROM read_parquet($qit{i}) qit "
+        f"JOIN read_parquet($st{i}) st USING ({g}) "
+        f"JOIN (SELECT {g}, SUM({c}) AS n FROM read_parquet($st{i}) GROUP BY {g}) size "
+        f"USING ({g}) GROUP BY {picked}"
+    )
+
+
+def tree_count(
+    rel: Release,
+    tree: Sequence[tuple[int, int | None, tuple[str, ...]]],
+    labels: Mapping[str, list[str]],
+    n: int,
+) -> float:
+    """COUNT(*) WHERE `labels` (attribute -> labels) over a release whose tables overlap
+    (GD), by DuckDB SQL: sum-product message passing on the junction tree `tree` of its
+    tables (`utility/junction.junction_tree`, in the order of `rel.tables`), as the
+    release's estimator does it (`utility/queries.Estimator`): each table's estimates
+    restricted to the query's region, times its children's messages, summed onto its
+    separator and divided by the separator's estimate from the same table; roots
+    multiply."""
+    import duckdb
+
+    params: dict = {}
+    ctes = [f"j{i} AS ({_joint_sql(rel, e, i, params)})" for i, e in enumerate(rel.tables)]
+    children: dict[int, list[tuple[tuple[str, ...], str]]] = {}
+    roots = []
+    for i, parent, sep in reversed(tree):
+        held = {a: v for a, v in labels.items() if a in rel.tables[i]["attributes"]}
+        where, cond = _conditions({a: "j" for a in held}, held, f"q{i}_")
+        params |= cond
+        joins, weight = "", "j.__est"
+        for child_sep, name in children.pop(i, []):
+            using = ", ".join(_quoted(a) for a in child_sep)
+            joins += f" LEFT JOIN {name} USING ({using})" if child_sep else f" CROSS JOIN {name}"
+            weight += f" * COALESCE({name}.__msg, 0)"
+        body = f"FROM j{i} j{joins} WHERE {where}"
+        if parent is None:
+            ctes.append(f"r{i} AS (SELECT COALESCE(SUM({weight}), 0) / {n} AS __total {body})")
+            roots.append(f"r{i}")
+        elif not sep:
+            ctes.append(f"m{i} AS (SELECT COALESCE(SUM({weight}), 0) / {n} AS __msg {body})")
+            children.setdefault(parent, []).append(((), f"m{i}"))
+        else:
+            cols = ", ".join(f"j.{_quoted(a)}" for a in sep)
+            using = ", ".join(_quoted(a) for a in sep)
+            ctes.append(
+                f"m{i} AS (SELECT {using}, CASE WHEN s.__sep > 0 THEN w.__w / s.__sep "
+                f"ELSE 0 END AS __msg "
+                f"FROM (SELECT {cols}, SUM({weight}) AS __w {body} GROUP BY {cols}) w "
+                f"JOIN (SELECT {using}, SUM(__est) AS __sep FROM j{i} GROUP BY {using}) s "
+                f"USING ({using}))"
+            )
+            children.setdefault(parent, []).append((sep, f"m{i}"))
+    product = " * ".join(f"{r}.__total" for r in roots) or "1"
+    sql = f"WITH {', '.join(ctes)} SELECT {n} * {product} FROM {', '.join(roots)}"
+    with duckdb.connect() as con:
+        row = con.execute(sql, params).fetchone()
+    return float(row[0] or 0.0) if row else 0.0

@@ -417,18 +417,28 @@ def relative_errors(
 
 
 def duckdb_estimate(rel, where: str) -> tuple[float, str]:
-    """`vpub query --reader duckdb`: DuckDB's estimate of COUNT(*) WHERE `where` on the
-    table holding its attributes, or the product over tables that share no attribute
-    (lake/duckdb.py), and the tables' names; the labels are read by DuckDB from those
-    tables, so no model of the release is built."""
-    from ..lake.duckdb import duckdb_count, table_domains, tables_for
+    """`vpub query --reader duckdb`: DuckDB's estimate of COUNT(*) WHERE `where` over
+    the release's tables (lake/duckdb.py: one table, a product over tables that share
+    no attribute, or the junction tree over tables that overlap), and the tables'
+    names; the labels are read by DuckDB from those tables, so no model is built."""
+    from ..estimate.codes import sort_labels
+    from ..lake.duckdb import duckdb_count, overlapping, table_domains, tables_for, tree_count
+    from .junction import junction_tree
     from .where import parse_conditions, parse_where
 
     attrs = {c.attr for c in parse_conditions(where)}
     tables = tables_for(rel, attrs)
-    domains = {a: v for e, held in tables for a, v in table_domains(rel, e, held).items()}
+    seen: dict[str, set[str]] = {}
+    for e, held in tables:
+        for a, values in table_domains(rel, e, held).items():
+            seen.setdefault(a, set()).update(values)
+    domains = {a: sort_labels(v) for a, v in seen.items()}
     query = parse_where(where, domains)
+    n = int(rel.manifest["source"]["rows"])
+    if overlapping(rel):
+        tree = junction_tree([t["attributes"] for t in rel.tables])
+        labels = {a: [domains[a][c] for c in sorted(codes)] for a, codes in query.items()}
+        return tree_count(rel, tree, labels, n), ", ".join(t["name"] for t in rel.tables)
     counts = [duckdb_count(rel, {a: query[a] for a in held}, domains, e)[0] for e, held in tables]
-    n = float(rel.manifest["source"]["rows"])
     est = counts[0] * math.prod(c / n for c in counts[1:])
     return est, ", ".join(e["name"] for e, _ in tables)
