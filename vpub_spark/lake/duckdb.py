@@ -46,18 +46,25 @@ def _conditions(
     return " AND ".join(where) or "TRUE", params
 
 
+def _anatomy_rows(rel: Release, entry: dict, suffix: str, params: dict) -> str:
+    """FROM an anatomy table's QIT rows joined with their groups' ST rows and sizes:
+    `st."count" / size.n` is a row's weight c_g(s) / |g| (000 §4)."""
+    params[f"qit{suffix}"] = _files(rel, entry["name"], "qit")
+    params[f"st{suffix}"] = _files(rel, entry["name"], "st")
+    g, c = _quoted(GROUP), _quoted(COUNT)
+    return (
+        f"read_parquet($qit{suffix}) qit JOIN read_parquet($st{suffix}) st USING ({g}) "
+        f"JOIN (SELECT {g}, SUM({c}) AS n FROM read_parquet($st{suffix}) GROUP BY {g}) size "
+        f"USING ({g})"
+    )
+
+
 def _anatomy_sql(rel: Release, entry: dict, labels: Mapping[str, list[str]]) -> tuple[str, dict]:
     s = entry["sensitive"]
     alias = {a: ("st" if a == s else "qit") for a in labels}
     where, params = _conditions(alias, labels)
-    params |= {"qit": _files(rel, entry["name"], "qit"), "st": _files(rel, entry["name"], "st")}
-    g, c = _quoted(GROUP), _quoted(COUNT)
-    return (
-        f"WITH qit AS (SELECT * FROM read_parquet($qit)), st AS (SELECT * FROM read_parquet($st)), "
-        f"size AS (SELECT {g}, SUM({c}) AS n FROM st GROUP BY {g}) "
-        f"SELECT SUM(st.{c} / size.n) FROM qit JOIN st USING ({g}) JOIN size USING ({g}) "
-        f"WHERE {where}"
-    ), params
+    rows = _anatomy_rows(rel, entry, "", params)
+    return f"SELECT SUM(st.{_quoted(COUNT)} / size.n) FROM {rows} WHERE {where}", params
 
 
 def _projection_sql(rel: Release, entry: dict, labels: Mapping[str, list[str]]) -> tuple[str, dict]:
@@ -156,22 +163,16 @@ def _joint_sql(rel: Release, entry: dict, i: int, params: dict) -> str:
     SELECT of the attributes and `__est` (anatomy: sum over groups of n_g(x_q) c_g(s) / |g|,
     000 §4; projection: its counts)."""
     cols = ", ".join(_quoted(a) for a in entry["attributes"])
-    c, g = _quoted(COUNT), _quoted(GROUP)
+    c = _quoted(COUNT)
     if entry["kind"] == "projection":
         params[f"t{i}"] = _files(rel, entry["name"], "counts")
         return f"SELECT {cols}, SUM({c}) AS __est FROM read_parquet($t{i}) GROUP BY {cols}"
-    params[f"qit{i}"] = _files(rel, entry["name"], "qit")
-    params[f"st{i}"] = _files(rel, entry["name"], "st")
     s = _quoted(entry["sensitive"])
     picked = ", ".join(
         f"st.{s}" if a == entry["sensitive"] else f"qit.{_quoted(a)}" for a in entry["attributes"]
     )
-    return (
-        f"SELECT {picked}, SUM(st.{c} / size.n) AS __est FROM read_parquet($qit{i}) qit "
-        f"JOIN read_parquet($st{i}) st USING ({g}) "
-        f"JOIN (SELECT {g}, SUM({c}) AS n FROM read_parquet($st{i}) GROUP BY {g}) size "
-        f"USING ({g}) GROUP BY {picked}"
-    )
+    rows = _anatomy_rows(rel, entry, str(i), params)
+    return f"SELECT {picked}, SUM(st.{c} / size.n) AS __est FROM {rows} GROUP BY {picked}"
 
 
 def tree_count(
