@@ -68,6 +68,11 @@ def test_only_plain_local_parquet_is_read_directly(tmp_path, parquet_dir):
     assert not readable_directly(str(stamps), None, {"t"})  # Spark would hand it over as UTC
     assert not readable_directly("s3://bucket/data", "parquet", {"t"})
     assert readable_directly(parquet_dir, None, {a.column for a in SPEC.attributes})
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    pq.write_table(pa.table({"t": pa.array([1], pa.int64())}), mixed / "a.parquet")
+    pq.write_table(pa.table({"t": pa.array([1], pa.int32())}), mixed / "b.parquet")
+    assert not readable_directly(str(mixed), None, {"t"})  # Spark's reader decides
 
 
 @pytest.mark.spark

@@ -94,3 +94,30 @@ def test_the_load_is_counting_and_encoding_the_table_as_read(tmp_path_factory, d
     assert got.dictionaries == dictionaries
     assert all((got.counts[a] == counts[a]).all() for a in counts)
     assert got.data.reset_index(drop=True).equals(frame.astype("int32"))
+
+
+@pytest.mark.parametrize(
+    "first, later",
+    [
+        (pa.array([7, 1, 3], pa.int64()), pa.array(["07", "1", "3"], pa.string())),
+        (pa.array([0.1, 0.5], pa.float64()), pa.array([0.1, 0.5], pa.float32())),
+        (pa.array([1, 2], pa.int32()), pa.array([2, 3], pa.int64())),
+        (pa.array(["a", "b"], pa.string()), pa.array([1, 2], pa.int16())),
+    ],
+)
+def test_files_of_other_types_are_read_as_the_first_files(tmp_path, first, later):
+    """A directory whose files disagree on a column's type: every file is read as the
+    first file's types, as the table read whole (a dataset) reads them."""
+    d = tmp_path / "data"
+    d.mkdir()
+    pq.write_table(pa.table({"x": first}), d / "part-0.parquet")
+    pq.write_table(pa.table({"x": later}), d / "part-1.parquet")
+    spec = TableSpec((Attribute("x"),))
+    frame, dictionaries, counts, rows, missing = _reference(str(d), spec)
+    for workers in (1, 2):
+        got = InProcessEngine(workers, min_rows=0).load(str(d), spec)
+        assert got.dictionaries == dictionaries and (got.rows_read, got.rows_dropped) == (
+            rows,
+            missing,
+        )
+        assert got.data.reset_index(drop=True).equals(frame.astype("int32"))

@@ -43,6 +43,7 @@ class _Unit:
     start: int
     rows: int
     strings: tuple[str, ...]  # its string columns, read as Parquet's dictionaries
+    cast: pa.Schema | None = None  # the first file's types, where this file's differ
 
 
 @dataclass(frozen=True)
@@ -112,16 +113,22 @@ def load_parquet(path: str, spec: TableSpec, workers_for) -> LoadedTable:
 
 
 def _units(path: str, files: list[str], metas: list, spec: TableSpec) -> list[_Unit]:
-    """Every file's row groups, in order; a file without a spec's column is an error."""
+    """Every file's row groups, in order; a file without a spec's column is an error.
+    A file whose columns have other types than the first file's is read as those types
+    (cast), as `read_arrow`'s dataset reads it, so both give the same raw values."""
     units, start = [], 0
     cols = sorted({a.column for a in spec.attributes})
+    first: pa.Schema | None = None
     for i, (f, m) in enumerate(zip(files, metas, strict=True)):
         schema = m.schema.to_arrow_schema()
         check_columns(schema.names, spec, f if i else path)  # a later file: named
-        strings = tuple(c for c in cols if _is_text(schema.field(c).type))
+        mine = pa.schema([pa.field(c, schema.field(c).type) for c in cols])  # nullable
+        first = first or mine
+        cast = None if mine.types == first.types else first
+        strings = tuple(c for c in cols if _is_text(schema.field(c).type) and cast is None)
         for g in range(m.num_row_groups):
             rows = m.row_group(g).num_rows
-            units.append(_Unit(f, g, start, rows, strings))
+            units.append(_Unit(f, g, start, rows, strings, cast))
             start += rows
     return units
 
@@ -139,6 +146,8 @@ def _read(unit: _Unit, spec: TableSpec, codes: np.ndarray) -> _Seen:
     table = pq.ParquetFile(unit.file, read_dictionary=unit.strings).read_row_group(
         unit.group, columns=cols
     )
+    if unit.cast is not None:
+        table = table.select(cols).cast(unit.cast)
     by_column = {c: _dictionary_of(table.column(c), spec.missing_values) for c in cols}
     complete: np.ndarray | None = None  # None: every row
     for _, index, missing in by_column.values():

@@ -63,18 +63,23 @@ class DirectSource:
 
 
 def readable_directly(path: str, fmt: str | None, columns: set[str]) -> bool:
-    """Whether tasks may read the source themselves: local Parquet whose `columns` (in
-    every file's footer) are integers, floats, strings or booleans, which Spark hands to
+    """Whether tasks may read the source themselves: local Parquet whose `columns` (of
+    the same types in every file's footer) are integers, floats, strings or booleans, which Spark hands to
     Python as the same Arrow types, so both reads see the same values; not CSV, an
     object store, timestamps or decimals."""
     if is_remote(path) or detect_format(path, fmt) != "parquet":
         return False
     plain = (pa.types.is_integer, pa.types.is_floating, pa.types.is_string, pa.types.is_boolean)
+    seen = None
     for f in data_files(path, "parquet"):  # every footer: a later file may differ
         schema = pq.read_schema(f)
         names = set(schema.names)
         if not all(c in names and any(t(schema.field(c).type) for t in plain) for c in columns):
             return False
+        types = [schema.field(c).type for c in sorted(columns)]
+        if seen is not None and types != seen:
+            return False  # files of other types: Spark's reader decides how to read them
+        seen = types
     return True
 
 
