@@ -84,7 +84,7 @@ bench-workers: $(VENV)/.installed
 	    --engines inprocess --workers 1,2 --repeat 3 --out out/bench-workers-$$n/kl && \
 	  cp out/bench-workers-$$n/kl/bench-inprocess.json $(DOCS_DATA)/kl-workers-$$n.json || exit 1; \
 	done
-	for n in 1000000 3000000; do \
+	for n in 1000000 3000000 10000000; do \
 	  $(BIN)/vpub bench marginals --rows $$n --m 6 --engines inprocess --workers 1,2 --out out/bench-marginals-$$n && \
 	  cp out/bench-marginals-$$n/marginals.json $(DOCS_DATA)/marginals-workers-$$n.json || exit 1; \
 	done
