@@ -75,7 +75,7 @@ bench-publish: check-java $(VENV)/.installed
 	cp out/bench-1m/results.json $(DOCS_DATA)/publish-1m.json
 
 # in process on 1 and 2 workers at 1M, 3M and 10M rows: rows/s per step and the speed-up
-# of the publish, the KL and workload of its release, and the marginals (1M and 3M)
+# of the publish, the KL and workload of its release, and the marginals
 bench-workers: $(VENV)/.installed
 	for n in 1000000 3000000 10000000; do \
 	  $(BIN)/vpub bench publish --rows $$n --repeat 3 --engines inprocess --workers 1,2 --out out/bench-workers-$$n && \
