@@ -10,11 +10,11 @@ from test_engines import ROWS, SPEC, _sorted
 
 from vpub_spark.engines.spark import direct
 from vpub_spark.engines.spark.direct import (
-    DirectSource,
     direct_frame,
     frame_tasks,
     item_frame,
     readable_directly,
+    row_group_splits,
 )
 from vpub_spark.engines.spark.schema import struct_type
 from vpub_spark.tablespec import table_spec_from_dict
@@ -33,7 +33,7 @@ def _files(tmp_path, groups_per_file=(3, 1, 4), rows=10) -> str:
 def test_splits_cover_every_row_group_once(tmp_path, monkeypatch, cores, task_rows):
     monkeypatch.setattr(direct, "TASK_ROWS", task_rows)
     path = _files(tmp_path)
-    splits = DirectSource(path, None).splits(cores)  # type: ignore[arg-type]
+    splits = row_group_splits(path, cores)
     covered = [(f, g) for f, first, end in splits for g in range(first, end)]
     every = [
         (f, g)

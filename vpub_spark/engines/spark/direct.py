@@ -39,27 +39,28 @@ class DirectSource:
     path: str
     plan: EncodingPlan
 
-    def splits(self, cores: int) -> list[tuple[str, int, int]]:
-        """The files' row groups as (file, first, end) ranges of about equal rows: at
-        least `cores` ranges when there are that many row groups, each at most about
-        `TASK_ROWS` rows (a row group is never split). Read from the footers only."""
-        groups = [
-            (f, g, meta.row_group(g).num_rows)
-            for f in data_files(self.path, "parquet")
-            for meta in [pq.read_metadata(f)]
-            for g in range(meta.num_row_groups)
-        ]
-        total = sum(n for _, _, n in groups)
-        target = max(1, -(-total // max(cores, -(-total // TASK_ROWS))))
-        out: list[tuple[str, int, int]] = []
-        held = 0
-        for f, g, n in groups:
-            if out and out[-1][0] == f and out[-1][2] == g and held + n <= target:
-                out[-1], held = (f, out[-1][1], g + 1), held + n
-            else:
-                out.append((f, g, g + 1))
-                held = n
-        return out
+
+def row_group_splits(path: str, cores: int) -> list[tuple[str, int, int]]:
+    """The files' row groups as (file, first, end) ranges of about equal rows: at least
+    `cores` ranges when there are that many row groups, each at most about `TASK_ROWS`
+    rows (a row group is never split). Read from the footers only."""
+    groups = [
+        (f, g, meta.row_group(g).num_rows)
+        for f in data_files(path, "parquet")
+        for meta in [pq.read_metadata(f)]
+        for g in range(meta.num_row_groups)
+    ]
+    total = sum(n for _, _, n in groups)
+    target = max(1, -(-total // max(cores, -(-total // TASK_ROWS))))
+    out: list[tuple[str, int, int]] = []
+    held = 0
+    for f, g, n in groups:
+        if out and out[-1][0] == f and out[-1][2] == g and held + n <= target:
+            out[-1], held = (f, out[-1][1], g + 1), held + n
+        else:
+            out.append((f, g, g + 1))
+            held = n
+    return out
 
 
 def readable_directly(path: str, fmt: str | None, columns: set[str]) -> bool:
@@ -120,9 +121,9 @@ def raw_frame(spark, path: str, columns: list[str], run: Callable, schema):
 
 
 def source_frame(spark, path: str, task: Callable, schema):
-    """One task per split of the files' row groups (`DirectSource.splits`), `task`
-    called with its splits' batch."""
-    splits = DirectSource(path, EncodingPlan(())).splits(spark.sparkContext.defaultParallelism)
+    """One task per split of the files' row groups (`row_group_splits`), `task` called
+    with its splits' batch."""
+    splits = row_group_splits(path, spark.sparkContext.defaultParallelism)
     return item_frame(spark, splits, ("file", "first", "end"), task, schema)
 
 
