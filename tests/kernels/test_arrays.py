@@ -99,3 +99,16 @@ def test_dense_ids_are_numpys_unique_with_inverse(values):
     expected, where = np.unique(values, return_inverse=True)
     np.testing.assert_array_equal(ids, expected)
     np.testing.assert_array_equal(inverse, where.reshape(-1))
+
+
+@given(
+    st.lists(st.integers(0, 300), min_size=1, max_size=60, unique=True),
+    st.lists(st.integers(-5, 400), max_size=80),
+)
+def test_positions_equal_searchsorted(ids, values):
+    from vpub_spark.kernels.arrays import positions
+
+    ids_, values_ = np.sort(np.array(ids, np.int64)), np.array(values, np.int64)
+    np.testing.assert_array_equal(positions(ids_, values_), np.searchsorted(ids_, values_))
+    inside = values_[(values_ >= 0) & (values_ <= ids_[-1])]  # the lookup table's case
+    np.testing.assert_array_equal(positions(ids_, inside), np.searchsorted(ids_, inside))

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from release_helpers import RULES_1_3, TABLE1, publish_inprocess, write_table
 
-from vpub_spark.estimate import models
+from vpub_spark.estimate import models, qi_runs
 from vpub_spark.estimate.codes import to_codes
 from vpub_spark.estimate.models import AnatomyModel, ProjectionModel
 from vpub_spark.kernels.anatomy import anatomize
@@ -331,7 +331,7 @@ def test_anatomy_marginal_is_its_definition(seed, cols):
         want.append(float(np.dot(n_g.to_numpy(), share)))
     assert np.allclose(model.marginal(keys), want)
     with pytest.MonkeyPatch.context() as patch:  # a few pairs at a time; shares searched
-        patch.setattr(models, "PAIRS", int(rng.integers(1, 5)))
+        patch.setattr(qi_runs, "PAIRS", int(rng.integers(1, 5)))
         patch.setattr(models, "DENSE_SHARES", 0)  # the search within groups
         assert np.allclose(AnatomyModel("t", ("a", "b", "s"), "s", qit, st_).marginal(keys), want)
 

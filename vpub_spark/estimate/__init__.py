@@ -3,7 +3,8 @@
 A model (`models.EstimateModel`) answers what an analyst asks of one published table:
 its estimated count at given values (`marginal`), a query's COUNT(*) (`count`) and
 its whole estimated distribution (`joint`). `models.py` holds anatomy and projection
-tables, `multi_sa.py` multi-SA tables, `generalized.py` generalized marginals;
+tables (`qi_runs.py`: an anatomy table's QI rows sorted for estimates at many keys),
+`multi_sa.py` multi-SA tables, `generalized.py` generalized marginals;
 `codes.py` turns a table's labels into codes; `columns.py` names the columns a part
 carries beside its attributes.
 

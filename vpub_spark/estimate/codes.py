@@ -9,11 +9,32 @@ manifest entry lists (docs/reference/release-format.md).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 Query = Mapping[str, frozenset[int]]
+
+
+@dataclass
+class LocalCodes:
+    """A part read file by file into arrays of its final size (`utility/release_models`):
+    its label columns hold each file's own dictionary indices, and `labels[column]`
+    lists (first row, dictionary) per file, until `to_codes` recodes them in place into
+    a release's domains, once. The part never exists as labels nor as Arrow whole."""
+
+    columns: dict[str, np.ndarray]
+    labels: dict[str, list[tuple[int, list]]]
+    recoded: bool = False
+
+
+Part: TypeAlias = pd.DataFrame | pa.Table | LocalCodes
+"""One part of a published table: read whole (Arrow), file by file (`LocalCodes`), or
+a frame of labels."""
 EST = "__est"
 
 
@@ -25,26 +46,76 @@ def sort_labels(labels: Iterable[object]) -> list[str]:
         return out
 
 
-def shown_labels(frame: pd.DataFrame, columns: Iterable[str]) -> dict[str, set]:
-    """The labels `frame` shows in each of `columns` (nulls are not labels)."""
+def shown_labels(table: pa.Table | LocalCodes, columns: Iterable[str]) -> dict[str, set]:
+    """The labels a part (`table`) shows in each of `columns` (nulls are not labels): a
+    dictionary column's dictionaries, another column's distinct values."""
     out: dict[str, set] = {}
     for a in columns:
-        col = frame[a]
-        out[a] = set(
-            col.cat.categories
-            if isinstance(col.dtype, pd.CategoricalDtype)
-            else col.dropna().unique()
-        )
+        if isinstance(table, LocalCodes):
+            found = table.labels.get(a)
+            out[a] = {v for _, d in found for v in d} if found else set(pd.unique(table.columns[a]))
+            out[a].discard(None)
+            continue
+        col = table.column(a)
+        if pa.types.is_dictionary(col.type):
+            out[a] = {v for chunk in col.chunks for v in chunk.dictionary.to_pylist()}
+        else:
+            out[a] = set(pc.unique(col).to_pylist())
+        out[a].discard(None)
     return out
 
 
-def to_codes(frame: pd.DataFrame, domains: Mapping[str, Sequence[str]]) -> pd.DataFrame:
-    """Labels -> codes of `domains` (-1 for a label outside the domain or null)."""
-    out = frame.copy()
-    for a in frame.columns:
-        if a in domains:
-            out[a] = _label_codes(frame[a], domains[a])
-    return out
+def to_codes(frame: Part, domains: Mapping[str, Sequence[str]]) -> pd.DataFrame:
+    """Labels -> codes of `domains` (-1 for a label outside the domain or null). The
+    other columns are framed as they are, not copied (a 10M-row QIT's copy was 0.5 GB).
+    A part read as Arrow is coded chunk by chunk from its dictionaries, without a
+    pandas copy of its labels first."""
+    if isinstance(frame, LocalCodes):
+        return _recoded(frame, domains)
+    if isinstance(frame, pa.Table):
+        columns = {
+            a: _chunk_codes(frame.column(a), domains[a])
+            if a in domains
+            else frame.column(a).to_pandas()
+            for a in frame.column_names
+        }
+    else:
+        columns = {
+            a: _label_codes(frame[a], domains[a]) if a in domains else frame[a] for a in frame
+        }
+    return pd.DataFrame(columns, copy=False)
+
+
+def _recoded(part: LocalCodes, domains: Mapping[str, Sequence[str]]) -> pd.DataFrame:
+    """`to_codes` of `LocalCodes`: each file's indices through its dictionary's lookup,
+    in place (so once); a label column outside `domains` back to its labels."""
+    if part.recoded:
+        raise RuntimeError("a part's local codes are recoded once")
+    part.recoded = True
+    columns = {}
+    for a, values in part.columns.items():
+        files = part.labels.get(a)
+        if files is None:
+            columns[a] = _label_codes(pd.Series(values), domains[a]) if a in domains else values
+            continue
+        ends = [start for start, _ in files[1:]] + [len(values)]
+        out = values if a in domains else np.empty(len(values), object)
+        for (start, dictionary), end in zip(files, ends, strict=True):
+            lut = (
+                _lookup(dictionary, domains[a])
+                if a in domains
+                else np.array([*dictionary, None], object)
+            )
+            out[start:end] = lut[values[start:end]]
+        columns[a] = out
+    return pd.DataFrame(columns, copy=False)
+
+
+def _lookup(values: Sequence[object], domain: Sequence[str]) -> np.ndarray:
+    """Codes of `domain` for `values` (by their text), then -1 for a null or a label
+    outside the domain: the last entry, where a null's index points."""
+    lut = pd.Categorical([str(v) for v in values], categories=list(domain)).codes
+    return np.append(lut.astype(np.int32), np.int32(-1))
 
 
 def _label_codes(column: pd.Series, domain: Sequence[str]) -> np.ndarray:
@@ -55,8 +126,24 @@ def _label_codes(column: pd.Series, domain: Sequence[str]) -> np.ndarray:
         seen, values = column.cat.codes.to_numpy(), column.cat.categories
     else:
         seen, values = pd.factorize(column)  # nulls -> -1, the lookup's last entry
-    lut = pd.Categorical([str(v) for v in values], categories=list(domain)).codes
-    return np.append(lut.astype(np.int32), np.int32(-1))[seen]
+    return _lookup(values, domain)[seen]
+
+
+def _chunk_codes(column: pa.ChunkedArray, domain: Sequence[str]) -> np.ndarray:
+    """`_label_codes` of an Arrow column, chunk by chunk into one array: each chunk's
+    dictionary looked up once (one lookup for chunks that share a dictionary), its
+    indices gathered through it (a null index: the lookup's last entry, -1)."""
+    out = np.empty(len(column), np.int32)
+    at, last, lut = 0, None, np.empty(0, np.int32)
+    for chunk in column.chunks:
+        if not pa.types.is_dictionary(chunk.type):
+            chunk = pc.dictionary_encode(chunk)
+        if last is None or not chunk.dictionary.equals(last):
+            last, lut = chunk.dictionary, _lookup(chunk.dictionary.to_pylist(), domain)
+        index = chunk.indices.fill_null(len(last)).to_numpy()
+        out[at : at + len(chunk)] = lut[index]
+        at += len(chunk)
+    return out
 
 
 def recoding(loaded, domains: Mapping[str, Sequence[str]]) -> dict[str, np.ndarray]:

@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..errors import DataError
 from ..kernels.angel import Ranges, box_fraction
-from .codes import Query, to_codes
+from .codes import Part, Query, to_codes
 from .columns import COUNT, COUNTERFEITS, GROUP, SIZE
 
 
@@ -144,9 +144,7 @@ class GeneralizedModel:
         )
 
     @classmethod
-    def from_parts(
-        cls, entry: dict, parts: Mapping[str, pd.DataFrame], domains
-    ) -> GeneralizedModel:
+    def from_parts(cls, entry: dict, parts: Mapping[str, Part], domains) -> GeneralizedModel:
         qi = [a for a in entry["attributes"] if a != entry["sensitive"]]
         ends = {f"{a}_{e}": domains[a] for a in qi for e in ("min", "max")}
         groups = to_codes(parts["groups"], ends).sort_values(GROUP).reset_index(drop=True)

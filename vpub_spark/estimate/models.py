@@ -26,9 +26,10 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-from ..kernels.arrays import dense_ids, pack_codes
-from .codes import EST, Query, mask, to_codes
+from ..kernels.arrays import dense_ids, pack_codes, positions
+from .codes import EST, Part, Query, mask, to_codes
 from .columns import COUNT, GROUP
+from .qi_runs import QiRuns, pair_sums, qi_runs
 
 
 class EstimateModel(Protocol):
@@ -75,9 +76,6 @@ def _cell_index(
     return pack_codes([c[ok] for c in codes], [sizes[a] for a in cols], int(ok.sum())), ok
 
 
-PAIRS = 1 << 22
-"""At most about this many (key, group) pairs are expanded at once by
-`AnatomyModel.marginal` (a few arrays of this length: ~200 MB at most)."""
 DENSE_SHARES = 1 << 28
 """An anatomy table's shares are found through a dense table of counts
 (`AnatomyModel._count_cells`, one byte a cell when no count exceeds 255: 256 MB at
@@ -90,19 +88,6 @@ def _distinct(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if len(key) < 2 or bool(np.all(key[1:] > key[:-1])):
         return key, np.arange(len(key))
     return np.unique(key, return_inverse=True)
-
-
-def _spans(sizes: np.ndarray, limit: int) -> list[tuple[int, int]]:
-    """Consecutive index ranges of `sizes` whose sums stay within `limit` (a single
-    larger entry is a range of its own)."""
-    ends = np.cumsum(sizes)
-    out, a = [], 0
-    while a < len(sizes):
-        base = ends[a - 1] if a else 0
-        b = max(a + 1, int(np.searchsorted(ends, base + limit, "right")))
-        out.append((a, b))
-        a = b
-    return out
 
 
 def _summed(values: pd.Series, frame: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
@@ -146,27 +131,8 @@ class ProjectionModel:
         return self.estimates(list(self.attributes))
 
     @classmethod
-    def from_parts(cls, entry: dict, parts: Mapping[str, pd.DataFrame], domains) -> ProjectionModel:
+    def from_parts(cls, entry: dict, parts: Mapping[str, Part], domains) -> ProjectionModel:
         return cls(entry["name"], tuple(entry["attributes"]), to_codes(parts["counts"], domains))
-
-
-def _runs(
-    key: np.ndarray, group: np.ndarray, groups: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The distinct (key, group) pairs sorted by key then group, and each one's rows:
-    one sort of key * groups + group when that fits in int64 (10M rows: about 1 s
-    against 3 s for `np.lexsort` of the two), else the lexsort."""
-    if len(key) and float(key.max()) * groups + groups < 2.0**62:
-        both = key * groups + group
-        both.sort()
-        start = np.flatnonzero(np.r_[True, both[1:] != both[:-1]])
-        k, gs = np.divmod(both[start], groups)
-    else:
-        order = np.lexsort((group, key))
-        k, gs = key[order], group[order]
-        start = np.flatnonzero(np.r_[True, (k[1:] != k[:-1]) | (gs[1:] != gs[:-1])])
-        k, gs = k[start], gs[start]
-    return k, gs, np.diff(np.r_[start, len(key)]).astype(float)
 
 
 @dataclass(frozen=True)
@@ -195,7 +161,7 @@ class AnatomyModel:
     _per_q_held: dict[tuple[str, ...], pd.DataFrame] = field(
         default_factory=dict, compare=False, repr=False
     )
-    _sorted_held: dict[tuple[str, ...], tuple] = field(
+    _sorted_held: dict[tuple[str, ...], QiRuns | None] = field(
         default_factory=dict, compare=False, repr=False
     )
 
@@ -210,7 +176,7 @@ class AnatomyModel:
     def groups(self) -> Groups:
         ids, index = dense_ids(self.st[GROUP].to_numpy())
         size = np.bincount(index, weights=self.st[COUNT].to_numpy(), minlength=len(ids))
-        return Groups(np.searchsorted(ids, self.qit[GROUP].to_numpy()), index, size)
+        return Groups(positions(ids, self.qit[GROUP].to_numpy()), index, size)
 
     @cached_property
     def share(self) -> pd.DataFrame:
@@ -254,59 +220,59 @@ class AnatomyModel:
         joined = joined.merge(self.share, on=[GROUP, self.sensitive], how="inner")
         return _at(keys, _summed(joined["n"] * joined["w"], joined, cols), cols)
 
-    def _sorted_per_q(
-        self, q: list[str]
-    ) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray] | None:
-        """n_g(x_q) as arrays sorted by the QI codes packed into one int64 (mixed radix over
-        the QIT's code ranges): (radix, key, dense group, n), kept per q; None when the
-        codes do not pack."""
+    def _qi_runs(self, q: list[str]) -> QiRuns | None:
+        """n_g(x_q) as `QiRuns`, kept per q; None when the codes do not pack."""
         if tuple(q) not in self._sorted_held:
-            codes = [self.qit[c].to_numpy(np.int64) for c in q]
-            radix = [int(c.max()) + 1 for c in codes]
-            if (
-                any(c.min() < 0 for c in codes)
-                or float(np.prod(np.asarray(radix, float))) >= 2.0**62
-            ):
-                return None
-            key, g = pack_codes(codes, radix, self.rows()), self.groups
-            self._sorted_held[tuple(q)] = (radix, *_runs(key, g.qit, g.count))
+            g = self.groups
+            codes = [self.qit[c].to_numpy() for c in q]  # as stored: packed in place
+            self._sorted_held[tuple(q)] = qi_runs(codes, g.qit, g.count)
         return self._sorted_held[tuple(q)]
 
     def _sorted_marginal(self, keys: pd.DataFrame, q: list[str]) -> np.ndarray | None:
         """`marginal` by sorted packed keys in NumPy, without pandas joins (they do not
         scale: at 7.8M keys of a 10M-row table they took 99 s): each distinct key meets the
-        (group, x_q) runs of its QI key, weighted by c_g(s) / |g| when s is asked for.
-        None when the codes do not pack into int64 (then the joins answer)."""
+        (group, x_q) runs of its QI key (`qi_runs.pair_sums`), weighted by c_g(s) / |g|
+        when s is asked for. None when the codes do not pack into int64 (then the joins
+        answer)."""
         with_s = self.sensitive in keys.columns
-        s = keys[self.sensitive].to_numpy(np.int64) if with_s else np.zeros(len(keys), np.int64)
-        held = self._sorted_per_q(q) if self.rows() and not self.st.empty else None
-        if held is None or s.min(initial=0) < 0:
+        s = keys[self.sensitive].to_numpy() if with_s else np.zeros(len(keys), np.int32)
+        runs = self._qi_runs(q) if self.rows() and not self.st.empty else None
+        if runs is None or s.min(initial=0) < 0:
             return None
-        radix, pk, pg, pn = held
-        codes = [keys[c].to_numpy(np.int64) for c in q]
+        codes = [keys[c].to_numpy() for c in q]
         outside = np.zeros(len(keys), bool)
-        for c, r in zip(codes, radix, strict=True):
+        for c, r in zip(codes, runs.radix, strict=True):
             outside |= (c < 0) | (c >= r)  # a code the QIT never shows: no group holds it
         if outside.any():
-            codes = [np.clip(c, 0, r - 1) for c, r in zip(codes, radix, strict=True)]
-        qkey = pack_codes(codes, radix, len(keys))
+            codes = [np.clip(c, 0, r - 1) for c, r in zip(codes, runs.radix, strict=True)]
+        qkey = pack_codes(codes, runs.radix, len(keys))
+        top = int(max(s.max(initial=0), self.st[self.sensitive].max()) + 1) if with_s else 1
+        qkey *= top
+        qkey += s
         if outside.any():
             qkey[outside] = -1
-        top = int(max(s.max(initial=0), self.st[self.sensitive].max()) + 1) if with_s else 1
-        wanted, back = _distinct(qkey * top + s)
-        kq, ks = np.floor_divide(wanted, top), np.mod(wanted, top)
-        lo, hi = np.searchsorted(pk, kq, "left"), np.searchsorted(pk, kq, "right")
+        wanted, back = _distinct(qkey)
+        kq = np.floor_divide(wanted, top)
+        lo, hi = runs.slices(kq)
         if not with_s:
-            total = np.r_[0.0, np.cumsum(pn)]
+            total = np.r_[0.0, np.cumsum(runs.n)]
             return (total[hi] - total[lo])[back]
-        est = np.zeros(len(wanted))
-        for a, b in _spans(hi - lo, PAIRS):  # (key, group) pairs, a bounded number at a time
-            runs = (hi - lo)[a:b]
-            which = np.repeat(np.arange(b - a), runs)
-            at = np.repeat(lo[a:b] - np.cumsum(runs) + runs, runs) + np.arange(runs.sum())
-            w = self._share_at(pg[at], ks[a:b][which])
-            est[a:b] = np.bincount(which, weights=pn[at] * w, minlength=b - a)
-        return est[back]
+        ks = (wanted - kq * top).astype(np.int32)
+        return pair_sums(lo, hi, self._weights(runs, ks), ks)[back]
+
+    def _weights(self, runs: QiRuns, s: np.ndarray):
+        """The pairs' terms n_g(x_q) c_g(s) / |g| for `pair_sums`: a lookup in the dense
+        table of counts (`_count_cells`) times each run's n_g / |g| when the table is
+        small enough, else `_share_at`'s search within each group."""
+        cells = self._count_cells
+        if cells is None:
+            return lambda at, s_: self._share_at(runs.group[at], s_) * runs.n[at]
+        table, top = cells
+        np.minimum(s, top, out=s)  # a value no group holds: the zero column past the table
+        rate = runs.per_run("rate", lambda: runs.n / self.groups.size[runs.group])
+        # int32: the table has at most DENSE_SHARES cells
+        base = runs.per_run("cell", lambda: runs.group.astype(np.int32) * np.int32(top + 1))
+        return lambda at, s_: table[base[at] + s_] * rate[at]
 
     @cached_property
     def _shares(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -322,32 +288,28 @@ class AnatomyModel:
 
     @cached_property
     def _count_cells(self) -> tuple[np.ndarray, int] | None:
-        """c_g(s) per group x (max s + 1) cell (0: g does not hold s), in the smallest
+        """c_g(s) per group x (max s + 2) cell (0: g does not hold s; the last column,
+        s = top, is always 0: every larger value is looked up there), in the smallest
         unsigned integer type that holds the counts, when that has at most `DENSE_SHARES`
         cells; else None. A share is then one lookup and a division by |g|."""
         g = self.groups
         s = self.st[self.sensitive].to_numpy(np.int64)
         count = self.st[COUNT].to_numpy(np.int64)
         top = int(s.max(initial=-1)) + 1
-        if g.count * top > DENSE_SHARES or top == 0:
+        if g.count * (top + 1) > DENSE_SHARES or top == 0:
             return None
-        table = np.zeros(g.count * top, np.min_scalar_type(int(count.max(initial=0))))
+        table = np.zeros(g.count * (top + 1), np.min_scalar_type(int(count.max(initial=0))))
         known = s >= 0  # a suppressed value (-1) is never asked for
-        table[(g.st * top + s)[known]] = count[known]
+        table[(g.st * (top + 1) + s)[known]] = count[known]
         return table, top
 
     def _share_at(self, group: np.ndarray, s: np.ndarray) -> np.ndarray:
-        """c_g(s) / |g| for each (group, s) pair (0 where g does not hold s): its count
-        in `_count_cells` over the group's size when that table is small enough, else a
-        binary search within each group's few values, all pairs at once. At 10M rows
-        (1M groups of 10, 50 sensitive values: a 50 MB table) one task's 34M pairs took
-        1.8 s by a dense table and 12.6 s by the search; one search over all (group, s)
-        keys took 22 s for 67M pairs (~12 cache misses a pair)."""
-        cells = self._count_cells
-        if cells is not None:
-            table, top = cells
-            count = table[group * top + np.minimum(s, top - 1)]
-            return np.where(s < top, count / self.groups.size[group], 0.0)
+        """c_g(s) / |g| for each (group, s) pair (0 where g does not hold s), when the
+        dense table of counts is too large: a binary search within each group's few
+        values, all pairs at once. At 10M rows (1M groups of 10, 50 sensitive values: a
+        50 MB table) one task's 34M pairs took 1.8 s by the dense table and 12.6 s by the
+        search; one search over all (group, s) keys took 22 s for 67M pairs (~12 cache
+        misses a pair)."""
         first, values, share = self._shares
         lo, end = first[group], first[group + 1]
         hi = end.copy()
@@ -400,7 +362,7 @@ class AnatomyModel:
         return self.estimates(list(self.attributes))
 
     @classmethod
-    def from_parts(cls, entry: dict, parts: Mapping[str, pd.DataFrame], domains) -> AnatomyModel:
+    def from_parts(cls, entry: dict, parts: Mapping[str, Part], domains) -> AnatomyModel:
         qit, st = to_codes(parts["qit"], domains), to_codes(parts["st"], domains)
         return cls(entry["name"], tuple(entry["attributes"]), entry["sensitive"], qit, st)
 

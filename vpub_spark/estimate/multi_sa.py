@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..kernels.arrays import dense_ids
-from .codes import EST, Query, mask, to_codes
+from .codes import EST, Part, Query, mask, to_codes
 from .columns import COUNT, GROUP
 
 
@@ -134,7 +134,7 @@ class MultiSaModel:
         )
 
     @classmethod
-    def from_parts(cls, entry: dict, parts: Mapping[str, pd.DataFrame], domains) -> MultiSaModel:
+    def from_parts(cls, entry: dict, parts: Mapping[str, Part], domains) -> MultiSaModel:
         sizes = {a: len(domains[a]) for a in entry["sensitive"]}
         qit, st = to_codes(parts["qit"], domains), to_codes(parts["st"], domains)
         return cls(

@@ -103,15 +103,19 @@ class Release:
         except (pa.ArrowInvalid, KeyError) as e:  # a column one file lacks, or of another type
             raise DataError(f"{where}: files disagree on their columns ({e})") from None
 
+    def local_files(self, table: str, part: str) -> list[str]:
+        """Local paths of one part's Parquet files (downloaded first when remote)."""
+        names = self.part_files(table, part)
+        if not names:
+            raise DataError(f"tables/{table}/{part}: missing or no Parquet files")
+        return [str(self.local_file(table, part, n)) for n in names]
+
     def read_files(
         self, table: str, part: str, columns: list[str] | None = None
     ) -> Iterator[pa.Table]:
         """One part of one table, file by file (one partition's rows in memory at a time);
         string columns dictionary-encoded."""
-        names = self.part_files(table, part)
-        if not names:
-            raise DataError(f"tables/{table}/{part}: missing or no Parquet files")
-        files = [str(self.local_file(table, part, n)) for n in names]
+        files = self.local_files(table, part)
         schema = pq.read_schema(files[0])
         strings = [
             f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)

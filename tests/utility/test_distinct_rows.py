@@ -1,0 +1,120 @@
+"""The KL's distinct source rows (utility/kl.py) and the release's Arrow parts coded
+(estimate/codes.py) equal their plain pandas definitions."""
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vpub_spark.estimate.codes import LocalCodes, to_codes
+from vpub_spark.utility.kl import coarser, distinct_counts, sorted_distinct, unpacked
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    rows=st.integers(0, 300),
+    radix=st.lists(st.integers(1, 40), min_size=1, max_size=5),
+    wide=st.booleans(),
+)
+def test_distinct_rows_and_every_coarser_prefix_equal_groupby(seed, rows, radix, wide):
+    rng = np.random.default_rng(seed)
+    if wide:  # a packed range past the counting table's: the sort
+        radix = [*radix, 100_000]
+    cols = [f"c{i}" for i in range(len(radix))]
+    frame = pd.DataFrame(
+        {c: rng.integers(0, r, rows).astype(np.int32) for c, r in zip(cols, radix, strict=True)}
+    )
+    every = sorted_distinct(frame, cols)
+    assert every is not None
+    for k in range(1, len(cols) + 1):
+        want = frame.groupby(cols[:k]).size()
+        rows_k = coarser(every, k)
+        got = unpacked(rows_k, cols[:k], [np.int32] * k)
+        assert got.dtypes.tolist() == [np.dtype(np.int32)] * k
+        pd.testing.assert_frame_equal(got, want.index.to_frame(index=False))
+        np.testing.assert_array_equal(rows_k[1], want.to_numpy())
+        frame_k, counts_k = distinct_counts(frame, cols[:k])
+        pd.testing.assert_frame_equal(frame_k, got)
+        np.testing.assert_array_equal(counts_k, rows_k[1])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    chunks=st.lists(
+        st.lists(st.one_of(st.none(), st.sampled_from(["1", "2", "10", "x", "7"])), max_size=20),
+        min_size=1,
+        max_size=4,
+    ),
+    encoded=st.lists(st.booleans(), min_size=4, max_size=4),
+)
+def test_an_arrow_part_codes_as_its_pandas_frame(chunks, encoded):
+    """Chunks with their own dictionaries (or none), nulls, and labels outside the domain
+    ("x"): the same codes as the part read into pandas and coded."""
+    domain = ["1", "2", "7", "10"]
+    arrays = [
+        pa.array(c, pa.string()).dictionary_encode() if e else pa.array(c, pa.string())
+        for c, e in zip(chunks, encoded, strict=False)
+    ]
+    arrays = [a.cast(pa.string()) for a in arrays] if len({a.type for a in arrays}) > 1 else arrays
+    column = pa.chunked_array(arrays, arrays[0].type)
+    group = pa.chunked_array([pa.array(range(len(a)), pa.int64()) for a in arrays])
+    table = pa.table({"group_id": group, "a": column})
+    want = to_codes(table.to_pandas(), {"a": domain})
+    got = to_codes(table, {"a": domain})
+    pd.testing.assert_frame_equal(got, want)
+    assert got["a"].dtype == np.int32
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    files=st.lists(
+        st.lists(
+            st.tuples(
+                st.integers(0, 9),
+                st.one_of(st.none(), st.sampled_from(["1", "2", "10", "x"])),
+                st.integers(0, 3),
+            ),
+            min_size=1,
+            max_size=12,
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    counts_float=st.booleans(),
+)
+def test_a_part_read_file_by_file_codes_as_the_part_read_whole(
+    files, counts_float, tmp_path_factory
+):
+    """`read_part` (each file's dictionary indices, recoded in place) gives the codes
+    of the part read whole and coded; a null in a number column reads it whole."""
+    import pyarrow.parquet as pq
+
+    from vpub_spark.release.reader import Release
+    from vpub_spark.utility.release_models import read_part, release_domains
+
+    root = tmp_path_factory.mktemp("rel")
+    folder = root / "tables" / "t" / "qit"
+    folder.mkdir(parents=True)
+    number = pa.float64() if counts_float else pa.int64()
+    for i, rows in enumerate(files):
+        group, label, count = zip(*rows, strict=True)
+        counts = [float(c) if counts_float else c for c in count]
+        if counts_float and i == 0:
+            counts[0] = None  # a null in a number column: the whole-part reader
+        schema = pa.schema([("group_id", pa.int64()), ("a", pa.string()), ("count", number)])
+        pq.write_table(
+            pa.table({"group_id": list(group), "a": list(label), "count": counts}, schema),
+            folder / f"part-{i:05d}.parquet",
+        )
+    rel = Release(root, {"tables": [{"name": "t", "parts": ["qit"], "attributes": ["a"]}]})
+    whole = rel.read("t", "qit")
+    domains = release_domains(rel, {("t", "qit"): whole})
+    part = read_part(rel, "t", "qit")
+    assert isinstance(part, LocalCodes) != counts_float  # the null: read whole
+    assert release_domains(rel, {("t", "qit"): part}) == domains
+    got = to_codes(part, domains)
+    want = to_codes(whole.to_pandas(), domains)
+    pd.testing.assert_frame_equal(got, want, check_dtype=False)
+    assert got["a"].dtype == np.int32
