@@ -1,0 +1,79 @@
+"""The floor of a Spark publish's data movement on this machine: what Spark costs to
+move a source's rows through the steps a publish needs, with no work done on them.
+
+For a Parquet source (e.g. `out/bench-10m/sal-10000000/data`, made by
+`make bench-publish-10m`), in one warm local session (`SparkSettings()` defaults), the
+median of 3 runs of each plan after one warm-up run:
+
+- `read + Python pass + shuffle + Python pass`: every row to a Python worker, tagged
+  with a partition key (`mapInArrow`), back, shuffled, and to a Python worker again per
+  partition (`applyInPandas`), which returns one summary row;
+- `read + JVM key + shuffle + Python pass`: the same with the key a JVM expression;
+- `read + Python pass`: every row to a Python worker and counted.
+
+Usage: python scripts/spark_floor.py SOURCE
+"""
+
+import statistics
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from vpub_spark.engines.settings import SparkSettings
+from vpub_spark.engines.spark.session import get_session
+
+PARTS = 64
+
+
+def _tag(batches):
+    for b in batches:
+        key = (b.column(0).to_numpy() * 31 + b.column(1).to_numpy()) % PARTS
+        yield b.append_column("__p", pa.array(key.astype(np.int32)))
+
+
+def _summary(frame: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame({"n": [len(frame)]})
+
+
+def main(source: str) -> None:
+    spark = get_session(SparkSettings())
+    read = spark.read.parquet(source)
+    first, second = read.columns[:2]
+    tagged = T.StructType(read.schema.fields + [T.StructField("__p", T.IntegerType())])
+    plans = {
+        "read + Python pass + shuffle + Python pass": lambda: (
+            spark.read.parquet(source)
+            .mapInArrow(_tag, tagged)
+            .groupBy("__p")
+            .applyInPandas(_summary, "n long")
+            .collect()
+        ),
+        "read + JVM key + shuffle + Python pass": lambda: (
+            spark.read.parquet(source)
+            .withColumn("__p", F.pmod(F.col(first) * 31 + F.col(second), F.lit(PARTS)))
+            .groupBy("__p")
+            .applyInPandas(_summary, "n long")
+            .collect()
+        ),
+        "read + Python pass": lambda: (
+            spark.read.parquet(source).mapInArrow(_tag, tagged).agg(F.count("*")).collect()
+        ),
+    }
+    print(f"{read.count():,} rows, master {spark.sparkContext.master}")
+    for name, plan in plans.items():
+        plan()  # warm-up
+        runs = []
+        for _ in range(3):
+            start = time.perf_counter()
+            plan()
+            runs.append(time.perf_counter() - start)
+        print(f"{name}: median {statistics.median(runs):.2f} s, runs", [round(r, 2) for r in runs])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
