@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..kernels.arrays import pack_codes
+from ..kernels.arrays import pack_codes, run_starts
 
 PAIRS = 1 << 20
 """At most about this many (key, run) pairs are expanded at once by `pair_sums`: a few
@@ -73,7 +73,7 @@ def qi_runs(codes: Sequence[np.ndarray], group: np.ndarray, groups: int) -> QiRu
         key *= groups
         key += group
         key.sort()
-        start = _firsts(key)
+        start = run_starts(key)
         pairs = key[start]
         del key
         g = np.empty(len(pairs), np.int32 if groups < 2**31 else np.int64)
@@ -86,18 +86,10 @@ def qi_runs(codes: Sequence[np.ndarray], group: np.ndarray, groups: int) -> QiRu
         start = np.flatnonzero(np.r_[True, (k[1:] != k[:-1]) | (g[1:] != g[:-1])])
         k, g = k[start], g[start]
     n = np.diff(start, append=rows).astype(float)
-    first = _firsts(k)
+    first = run_starts(k)
     return QiRuns(
         radix, k[first], _narrow(np.append(first, len(k)), len(k) + 1), _narrow(g, groups), n
     )
-
-
-def _firsts(sorted_keys: np.ndarray) -> np.ndarray:
-    """Where each run of equal values of `sorted_keys` starts."""
-    new = np.empty(len(sorted_keys), bool)
-    new[:1] = True
-    np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=new[1:])
-    return np.flatnonzero(new)
 
 
 def _narrow(values: np.ndarray, top: int) -> np.ndarray:

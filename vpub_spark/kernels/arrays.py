@@ -37,6 +37,14 @@ def dense_ids(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ids, inverse.reshape(-1)
 
 
+def run_starts(sorted_values: np.ndarray) -> np.ndarray:
+    """Where each run of equal values of a sorted array starts (empty for no values)."""
+    new = np.empty(len(sorted_values), bool)
+    new[:1] = True
+    np.not_equal(sorted_values[1:], sorted_values[:-1], out=new[1:])
+    return np.flatnonzero(new)
+
+
 def positions(ids: np.ndarray, values: np.ndarray) -> np.ndarray:
     """`np.searchsorted(ids, values)` for ascending distinct non-negative `ids` (as
     `dense_ids` gives them), as int32 when that holds them: through a table of every

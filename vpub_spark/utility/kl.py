@@ -25,7 +25,7 @@ import pandas as pd
 
 from ..engines.pool import MIN_ROWS, default_workers
 from ..estimate.models import EstimateModel
-from ..kernels.arrays import packed
+from ..kernels.arrays import packed, run_starts
 from .junction import log_terms
 
 Distinct = tuple[np.ndarray, np.ndarray, list[int]]
@@ -46,7 +46,7 @@ def sorted_distinct(source: pd.DataFrame, cols: Sequence[str]) -> Distinct | Non
         keys = np.flatnonzero(counts)
         return keys, counts[keys], radix
     key.sort()
-    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else key
+    first = run_starts(key)
     return key[first], np.diff(first, append=len(key)), radix
 
 
@@ -58,7 +58,7 @@ def coarser(rows: Distinct, k: int) -> Distinct:
     if k == len(radix):
         return rows
     keys = keys // math.prod(radix[k:])
-    first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else keys
+    first = run_starts(keys)
     return keys[first], np.add.reduceat(counts, first) if len(first) else counts, radix[:k]
 
 
