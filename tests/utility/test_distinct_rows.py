@@ -118,3 +118,58 @@ def test_a_part_read_file_by_file_codes_as_the_part_read_whole(
     want = to_codes(whole.to_pandas(), domains)
     pd.testing.assert_frame_equal(got, want, check_dtype=False)
     assert got["a"].dtype == np.int32
+
+
+def test_each_anatomy_term_builds_its_runs_once_whatever_the_junction_order():
+    """A separator whose columns lead the packing in another order than its clique's:
+    the model's sorted runs are built once per attribute order (by `_warm`), not again
+    on the threads."""
+    from vpub_spark.estimate.models import AnatomyModel
+    from vpub_spark.kernels.anatomy import anatomize
+    from vpub_spark.utility.kl import kl_divergence
+
+    rng = np.random.default_rng(3)
+    n = 400
+    frame = pd.DataFrame({c: rng.integers(0, 4, n).astype(np.int32) for c in "abcst"})
+    models = []
+    for name, cols, s in (("t1", ["a", "b", "c", "s"], "s"), ("t2", ["b", "a", "t"], "t")):
+        qit, st_ = anatomize(frame[cols], s, 2, 0)
+        models.append(AnatomyModel(name, tuple(cols), s, qit, st_))
+    domains = {c: [str(i) for i in range(4)] for c in frame.columns}
+    kl = kl_divergence(models, frame, domains)
+    assert np.isfinite(kl) and kl >= -1e-12
+    # t2's term and its separator with t1 ask for (b, a) and (b, a, t): one order each
+    assert sorted(models[1]._sorted_held) == [("b", "a")]
+    assert sorted(models[0]._sorted_held) == [("a", "b", "c")]
+
+
+def test_a_later_file_of_another_column_type_is_an_error_not_a_cast(tmp_path):
+    import pytest
+
+    from vpub_spark.errors import DataError
+    from vpub_spark.release.reader import Release
+    from vpub_spark.utility.release_models import read_part
+
+    folder = tmp_path / "tables" / "t" / "qit"
+    folder.mkdir(parents=True)
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"a": ["1", "2"], "count": [1, 2]}), folder / "part-0.parquet")
+    for later in ([2.5, 1.0], ["3", "4"]):
+        pq.write_table(pa.table({"a": ["1", "2"], "count": later}), folder / "part-1.parquet")
+        rel = Release(tmp_path, {"tables": [{"name": "t", "parts": ["qit"], "attributes": ["a"]}]})
+        with pytest.raises(DataError, match="files disagree"):
+            read_part(rel, "t", "qit")
+
+
+def test_the_labels_a_part_shows_are_the_same_in_every_form():
+    """A float attribute with NaN and a null: no "nan" label in any form of a part."""
+    from vpub_spark.estimate.codes import LocalCodes, shown_labels
+
+    values = [1.5, float("nan"), None, 2.0]
+    table = pa.table({"a": pa.array(values, pa.float64())})
+    local = LocalCodes({"a": np.array([1.5, np.nan, np.nan, 2.0])}, {})
+    want = {"a": {1.5, 2.0}}
+    assert shown_labels(table, ["a"]) == want
+    assert shown_labels(table.to_pandas(), ["a"]) == want
+    assert shown_labels(local, ["a"]) == want

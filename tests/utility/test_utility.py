@@ -330,6 +330,12 @@ def test_anatomy_marginal_is_its_definition(seed, cols):
         ]
         want.append(float(np.dot(n_g.to_numpy(), share)))
     assert np.allclose(model.marginal(keys), want)
+    for dtype in (np.uint8, np.int8, np.uint64):  # keys of any integer type, packed as they are
+        assert np.allclose(model.marginal(keys.astype(dtype)), want)
+    if "s" in cols and k:  # values no group holds, past the narrow type's and 2**31
+        for big, dtype in ((255, np.uint8), (127, np.int8), (2**32 + 1, np.int64)):
+            far = keys.astype(dtype).assign(s=np.full(k, big, dtype))
+            assert model.marginal(far).tolist() == [0.0] * k
     with pytest.MonkeyPatch.context() as patch:  # a few pairs at a time; shares searched
         patch.setattr(qi_runs, "PAIRS", int(rng.integers(1, 5)))
         patch.setattr(models, "DENSE_SHARES", 0)  # the search within groups

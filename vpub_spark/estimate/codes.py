@@ -46,23 +46,28 @@ def sort_labels(labels: Iterable[object]) -> list[str]:
         return out
 
 
-def shown_labels(table: pa.Table | LocalCodes, columns: Iterable[str]) -> dict[str, set]:
-    """The labels a part (`table`) shows in each of `columns` (nulls are not labels): a
-    dictionary column's dictionaries, another column's distinct values."""
-    out: dict[str, set] = {}
-    for a in columns:
-        if isinstance(table, LocalCodes):
-            found = table.labels.get(a)
-            out[a] = {v for _, d in found for v in d} if found else set(pd.unique(table.columns[a]))
-            out[a].discard(None)
-            continue
-        col = table.column(a)
-        if pa.types.is_dictionary(col.type):
-            out[a] = {v for chunk in col.chunks for v in chunk.dictionary.to_pylist()}
-        else:
-            out[a] = set(pc.unique(col).to_pylist())
-        out[a].discard(None)
-    return out
+def shown_labels(part: Part, columns: Iterable[str]) -> dict[str, set]:
+    """The labels a part shows in each of `columns` (nulls and NaN are not labels): a
+    dictionary column's dictionaries (a categorical's categories), another column's
+    distinct values."""
+    return {a: _shown(part, a) for a in columns}
+
+
+def _shown(part: Part, a: str) -> set:
+    if isinstance(part, pd.DataFrame):
+        col = part[a]
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            return set(col.cat.categories)
+        return set(col.dropna().unique())
+    if isinstance(part, LocalCodes):
+        files = part.labels.get(a)
+        if files is None:
+            return set(pd.Series(part.columns[a]).dropna().unique())
+        return {v for _, d in files for v in d} - {None}
+    col = part.column(a)
+    if pa.types.is_dictionary(col.type):
+        return {v for chunk in col.chunks for v in chunk.dictionary.to_pylist()} - {None}
+    return set(pc.unique(col).to_pandas().dropna())
 
 
 def to_codes(frame: Part, domains: Mapping[str, Sequence[str]]) -> pd.DataFrame:
@@ -83,6 +88,7 @@ def to_codes(frame: Part, domains: Mapping[str, Sequence[str]]) -> pd.DataFrame:
         columns = {
             a: _label_codes(frame[a], domains[a]) if a in domains else frame[a] for a in frame
         }
+        return pd.DataFrame(columns, index=frame.index, copy=False)
     return pd.DataFrame(columns, copy=False)
 
 
@@ -140,7 +146,7 @@ def _chunk_codes(column: pa.ChunkedArray, domain: Sequence[str]) -> np.ndarray:
             chunk = pc.dictionary_encode(chunk)
         if last is None or not chunk.dictionary.equals(last):
             last, lut = chunk.dictionary, _lookup(chunk.dictionary.to_pylist(), domain)
-        index = chunk.indices.fill_null(len(last)).to_numpy()
+        index = chunk.indices.cast(pa.int32()).fill_null(len(last)).to_numpy()
         out[at : at + len(chunk)] = lut[index]
         at += len(chunk)
     return out

@@ -79,7 +79,7 @@ def _cell_index(
 DENSE_SHARES = 1 << 28
 """An anatomy table's shares are found through a dense table of counts
 (`AnatomyModel._count_cells`, one byte a cell when no count exceeds 255: 256 MB at
-most) when groups x sensitive values is at most this many cells."""
+most) when groups x (sensitive values + 1) is at most this many cells."""
 
 
 def _distinct(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -224,7 +224,7 @@ class AnatomyModel:
         """n_g(x_q) as `QiRuns`, kept per q; None when the codes do not pack."""
         if tuple(q) not in self._sorted_held:
             g = self.groups
-            codes = [self.qit[c].to_numpy() for c in q]  # as stored: packed in place
+            codes = [self.qit[c].to_numpy() for c in q]  # no int64 copies: packed as they are
             self._sorted_held[tuple(q)] = qi_runs(codes, g.qit, g.count)
         return self._sorted_held[tuple(q)]
 
@@ -246,9 +246,9 @@ class AnatomyModel:
         if outside.any():
             codes = [np.clip(c, 0, r - 1) for c, r in zip(codes, runs.radix, strict=True)]
         qkey = pack_codes(codes, runs.radix, len(keys))
-        top = int(max(s.max(initial=0), self.st[self.sensitive].max()) + 1) if with_s else 1
+        top = max(int(s.max(initial=0)), int(self.st[self.sensitive].max())) + 1 if with_s else 1
         qkey *= top
-        qkey += s
+        np.add(qkey, s, out=qkey, casting="unsafe")  # s of any integer type, >= 0
         if outside.any():
             qkey[outside] = -1
         wanted, back = _distinct(qkey)
@@ -257,7 +257,7 @@ class AnatomyModel:
         if not with_s:
             total = np.r_[0.0, np.cumsum(runs.n)]
             return (total[hi] - total[lo])[back]
-        ks = (wanted - kq * top).astype(np.int32)
+        ks = (wanted - kq * top).astype(np.int32 if top < 2**31 else np.int64)
         return pair_sums(lo, hi, self._weights(runs, ks), ks)[back]
 
     def _weights(self, runs: QiRuns, s: np.ndarray):

@@ -4,11 +4,11 @@ QIT rows showing x_q.
 
 `QiRuns` holds n_g(x_q) for every (x_q, g) the QIT shows, as "runs" sorted by x_q's
 codes packed into one int64: each distinct packed key owns a contiguous slice of runs,
-one per group. `pair_sums` walks the (key, run) pairs a bounded number at a time. Its
-arrays are kept small (int32 where they fit) and reused, chunk after chunk: on a
-machine that backs fresh memory lazily, first touching 1 GB took 2.5 s, and the 10M-row
-KL's pair arrays alone had grown its process by that much
-(docs/explanation/performance.md).
+one per group. `pair_sums` walks the (key, run) pairs a bounded number at a time, so
+its arrays stay small (int32 where they fit) and each chunk's memory is freed before
+the next one takes the same amount: on a machine that backs fresh memory lazily, first
+touching 1 GB took 2.5 s, and the 10M-row KL's pair arrays, expanded 4M at a time,
+had grown its process by that much (docs/explanation/performance.md).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ took 1.3x as long at 10M rows (110M pairs), 64K-pair chunks 1.4x (Python's per-c
 cost)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class QiRuns:
     """n_g(x_q) sorted by packed x_q: distinct packed keys `keys` (ascending; mixed radix
     over `radix`, the first QI column most significant), the runs of `keys[i]` at
@@ -52,7 +52,7 @@ class QiRuns:
         pos = np.searchsorted(self.keys, packed)
         found = pos < len(self.keys)
         found[found] = self.keys[pos[found]] == packed[found]
-        lo = self.starts[np.minimum(pos, len(self.keys))]
+        lo = self.starts[pos]  # pos <= len(keys): starts has one more entry
         return lo, np.where(found, self.starts[pos + found], lo)
 
 
@@ -62,14 +62,14 @@ def qi_runs(codes: Sequence[np.ndarray], group: np.ndarray, groups: int) -> QiRu
     bits. One sort of key * groups + group when that fits in int64 (10M rows: about
     1 s against 3 s for `np.lexsort` of the two), else the lexsort."""
     rows = len(group)
-    radix = [int(c.max()) + 1 if rows else 1 for c in codes]
-    if (
-        any(rows and int(c.min()) < 0 for c in codes)
-        or float(np.prod(radix, dtype=float)) >= 2.0**62
-    ):
+    if not rows:
+        nothing = np.zeros(0, np.int64)
+        return QiRuns([1] * len(codes), nothing, np.zeros(1, np.int32), nothing, nothing * 1.0)
+    radix = [int(c.max()) + 1 for c in codes]
+    if any(int(c.min()) < 0 for c in codes) or float(np.prod(radix, dtype=float)) >= 2.0**62:
         return None
     key = pack_codes(codes, radix, rows)  # in place, column by column: no int64 copies
-    if rows and float(key.max()) * groups + groups < 2.0**62:
+    if float(key.max()) * groups + groups < 2.0**62:
         key *= groups
         key += group
         key.sort()

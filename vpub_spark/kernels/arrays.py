@@ -105,8 +105,8 @@ def pack_codes(codes: Sequence[np.ndarray], radix: Sequence[int], rows: int) -> 
     """Codes of several columns as one int64 per row (mixed radix; no columns: zeros)."""
     key = np.zeros(rows, dtype=np.int64)
     for c, r in zip(codes, radix, strict=True):
-        key *= r  # in place: no new array per column
-        key += c
+        key *= r  # in place: no new array per column, nor an int64 copy of it
+        np.add(key, c, out=key, casting="unsafe")  # any integer type; codes < radix
     return key
 
 

@@ -46,24 +46,31 @@ def read_part(rel: Release, table: str, part: str) -> Part:
 def _fills(data: pa.Table, schema: pa.Schema, columns, labels, at: int) -> bool:
     """One file's rows into `columns` from row `at`: a label column's dictionary indices
     (a null: one past its dictionary) and its dictionary; False when the file's columns
-    are not the first file's."""
-    if data.schema.names != schema.names:
+    or their types are not the first file's, or a number column has a null."""
+    if data.schema.names != schema.names or not all(
+        _same_type(data.schema.field(f.name).type, f.type) for f in schema
+    ):
         return False
     for name, out in columns.items():
         col, start = data.column(name), at
+        if name not in labels and col.null_count:
+            return False
         for chunk in col.chunks:
             if name in labels:
-                if not pa.types.is_dictionary(chunk.type):
-                    return False
                 labels[name].append((start, chunk.dictionary.to_pylist()))
-                index = chunk.indices.fill_null(len(chunk.dictionary))
+                index = chunk.indices.cast(pa.int32()).fill_null(len(chunk.dictionary))
                 out[start : start + len(chunk)] = index.to_numpy()
-            elif chunk.null_count or pa.types.is_dictionary(chunk.type):
-                return False
             else:
                 out[start : start + len(chunk)] = chunk.to_numpy()
             start += len(chunk)
     return True
+
+
+def _same_type(read: pa.DataType, first: pa.DataType) -> bool:
+    """A file's column type (a text column read as a dictionary) against the first's."""
+    if pa.types.is_string(first):
+        return pa.types.is_dictionary(read) and pa.types.is_string(read.value_type)
+    return read == first
 
 
 def release_domains(rel: Release, parts: Mapping[tuple[str, str], Part]) -> dict[str, list[str]]:
