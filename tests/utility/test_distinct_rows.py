@@ -1,5 +1,6 @@
-"""The KL's distinct source rows (utility/kl.py) and the release's Arrow parts coded
-(estimate/codes.py) equal their plain pandas definitions."""
+"""The KL's distinct source rows (utility/kl.py) and a release's parts read file by file
+and coded (utility/release_models.read_part, estimate/codes.py) equal their plain
+pandas definitions."""
 
 import numpy as np
 import pandas as pd
@@ -38,33 +39,6 @@ def test_distinct_rows_and_every_coarser_prefix_equal_groupby(seed, rows, radix,
         frame_k, counts_k = distinct_counts(frame, cols[:k])
         pd.testing.assert_frame_equal(frame_k, got)
         np.testing.assert_array_equal(counts_k, rows_k[1])
-
-
-@settings(max_examples=40, deadline=None)
-@given(
-    chunks=st.lists(
-        st.lists(st.one_of(st.none(), st.sampled_from(["1", "2", "10", "x", "7"])), max_size=20),
-        min_size=1,
-        max_size=4,
-    ),
-    encoded=st.lists(st.booleans(), min_size=4, max_size=4),
-)
-def test_an_arrow_part_codes_as_its_pandas_frame(chunks, encoded):
-    """Chunks with their own dictionaries (or none), nulls, and labels outside the domain
-    ("x"): the same codes as the part read into pandas and coded."""
-    domain = ["1", "2", "7", "10"]
-    arrays = [
-        pa.array(c, pa.string()).dictionary_encode() if e else pa.array(c, pa.string())
-        for c, e in zip(chunks, encoded, strict=False)
-    ]
-    arrays = [a.cast(pa.string()) for a in arrays] if len({a.type for a in arrays}) > 1 else arrays
-    column = pa.chunked_array(arrays, arrays[0].type)
-    group = pa.chunked_array([pa.array(range(len(a)), pa.int64()) for a in arrays])
-    table = pa.table({"group_id": group, "a": column})
-    want = to_codes(table.to_pandas(), {"a": domain})
-    got = to_codes(table, {"a": domain})
-    pd.testing.assert_frame_equal(got, want)
-    assert got["a"].dtype == np.int32
 
 
 @settings(max_examples=25, deadline=None)
@@ -109,13 +83,13 @@ def test_a_part_read_file_by_file_codes_as_the_part_read_whole(
             folder / f"part-{i:05d}.parquet",
         )
     rel = Release(root, {"tables": [{"name": "t", "parts": ["qit"], "attributes": ["a"]}]})
-    whole = rel.read("t", "qit")
+    whole = rel.read("t", "qit").to_pandas()
     domains = release_domains(rel, {("t", "qit"): whole})
     part = read_part(rel, "t", "qit")
     assert isinstance(part, LocalCodes) != counts_float  # the null: read whole
     assert release_domains(rel, {("t", "qit"): part}) == domains
     got = to_codes(part, domains)
-    want = to_codes(whole.to_pandas(), domains)
+    want = to_codes(whole, domains)
     pd.testing.assert_frame_equal(got, want, check_dtype=False)
     assert got["a"].dtype == np.int32
 
@@ -166,10 +140,8 @@ def test_the_labels_a_part_shows_are_the_same_in_every_form():
     """A float attribute with NaN and a null: no "nan" label in any form of a part."""
     from vpub_spark.estimate.codes import LocalCodes, shown_labels
 
-    values = [1.5, float("nan"), None, 2.0]
-    table = pa.table({"a": pa.array(values, pa.float64())})
+    frame = pd.DataFrame({"a": [1.5, np.nan, None, 2.0]})
     local = LocalCodes({"a": np.array([1.5, np.nan, np.nan, 2.0])}, {})
     want = {"a": {1.5, 2.0}}
-    assert shown_labels(table, ["a"]) == want
-    assert shown_labels(table.to_pandas(), ["a"]) == want
+    assert shown_labels(frame, ["a"]) == want
     assert shown_labels(local, ["a"]) == want

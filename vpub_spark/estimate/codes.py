@@ -14,8 +14,6 @@ from typing import TypeAlias
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
 Query = Mapping[str, frozenset[int]]
 
@@ -32,9 +30,9 @@ class LocalCodes:
     recoded: bool = False
 
 
-Part: TypeAlias = pd.DataFrame | pa.Table | LocalCodes
-"""One part of a published table: read whole (Arrow), file by file (`LocalCodes`), or
-a frame of labels."""
+Part: TypeAlias = pd.DataFrame | LocalCodes
+"""One part of a published table: read file by file (`LocalCodes`), or a frame of
+labels."""
 EST = "__est"
 
 
@@ -48,8 +46,8 @@ def sort_labels(labels: Iterable[object]) -> list[str]:
 
 def shown_labels(part: Part, columns: Iterable[str]) -> dict[str, set]:
     """The labels a part shows in each of `columns` (nulls and NaN are not labels): a
-    dictionary column's dictionaries (a categorical's categories), another column's
-    distinct values."""
+    label column's dictionaries (its files', or a categorical's categories), another
+    column's distinct values."""
     return {a: _shown(part, a) for a in columns}
 
 
@@ -59,37 +57,19 @@ def _shown(part: Part, a: str) -> set:
         if isinstance(col.dtype, pd.CategoricalDtype):
             return set(col.cat.categories)
         return set(col.dropna().unique())
-    if isinstance(part, LocalCodes):
-        files = part.labels.get(a)
-        if files is None:
-            return set(pd.Series(part.columns[a]).dropna().unique())
-        return {v for _, d in files for v in d} - {None}
-    col = part.column(a)
-    if pa.types.is_dictionary(col.type):
-        return {v for chunk in col.chunks for v in chunk.dictionary.to_pylist()} - {None}
-    return set(pc.unique(col).to_pandas().dropna())
+    files = part.labels.get(a)
+    if files is None:
+        return set(pd.Series(part.columns[a]).dropna().unique())
+    return {v for _, d in files for v in d} - {None}
 
 
 def to_codes(frame: Part, domains: Mapping[str, Sequence[str]]) -> pd.DataFrame:
     """Labels -> codes of `domains` (-1 for a label outside the domain or null). The
-    other columns are framed as they are, not copied (a 10M-row QIT's copy was 0.5 GB).
-    A part read as Arrow is coded chunk by chunk from its dictionaries, without a
-    pandas copy of its labels first."""
+    other columns are framed as they are, not copied (a 10M-row QIT's copy was 0.5 GB)."""
     if isinstance(frame, LocalCodes):
         return _recoded(frame, domains)
-    if isinstance(frame, pa.Table):
-        columns = {
-            a: _chunk_codes(frame.column(a), domains[a])
-            if a in domains
-            else frame.column(a).to_pandas()
-            for a in frame.column_names
-        }
-    else:
-        columns = {
-            a: _label_codes(frame[a], domains[a]) if a in domains else frame[a] for a in frame
-        }
-        return pd.DataFrame(columns, index=frame.index, copy=False)
-    return pd.DataFrame(columns, copy=False)
+    columns = {a: _label_codes(frame[a], domains[a]) if a in domains else frame[a] for a in frame}
+    return pd.DataFrame(columns, index=frame.index, copy=False)
 
 
 def _recoded(part: LocalCodes, domains: Mapping[str, Sequence[str]]) -> pd.DataFrame:
@@ -133,23 +113,6 @@ def _label_codes(column: pd.Series, domain: Sequence[str]) -> np.ndarray:
     else:
         seen, values = pd.factorize(column)  # nulls -> -1, the lookup's last entry
     return _lookup(values, domain)[seen]
-
-
-def _chunk_codes(column: pa.ChunkedArray, domain: Sequence[str]) -> np.ndarray:
-    """`_label_codes` of an Arrow column, chunk by chunk into one array: each chunk's
-    dictionary looked up once (one lookup for chunks that share a dictionary), its
-    indices gathered through it (a null index: the lookup's last entry, -1)."""
-    out = np.empty(len(column), np.int32)
-    at, last, lut = 0, None, np.empty(0, np.int32)
-    for chunk in column.chunks:
-        if not pa.types.is_dictionary(chunk.type):
-            chunk = pc.dictionary_encode(chunk)
-        if last is None or not chunk.dictionary.equals(last):
-            last, lut = chunk.dictionary, _lookup(chunk.dictionary.to_pylist(), domain)
-        index = chunk.indices.cast(pa.int32()).fill_null(len(last)).to_numpy()
-        out[at : at + len(chunk)] = lut[index]
-        at += len(chunk)
-    return out
 
 
 def recoding(loaded, domains: Mapping[str, Sequence[str]]) -> dict[str, np.ndarray]:

@@ -18,8 +18,8 @@ from ..release.reader import Release
 def read_part(rel: Release, table: str, part: str) -> Part:
     """One part, file by file into arrays of its size (`LocalCodes`): no Arrow copy of
     the whole part beside its codes (at 10M rows a QIT's Arrow table was 306 MB). A
-    part this does not fit (a null in a number column, files whose columns differ)
-    is read whole, as Arrow, whose reader names the disagreement."""
+    part this does not fit (a null in a number column, files whose columns differ) is
+    read whole, as before, and its reader names a disagreement."""
     files = rel.local_files(table, part)
     schema = pq.read_schema(files[0])
     rows = sum(pq.read_metadata(f).num_rows for f in files)
@@ -29,7 +29,7 @@ def read_part(rel: Release, table: str, part: str) -> Part:
         not pa.types.is_integer(t) and not pa.types.is_floating(t)
         for t in (schema.field(n).type for n in numbers)
     ):
-        return rel.read(table, part)
+        return rel.read(table, part).to_pandas()
     columns = {
         f.name: np.empty(rows, np.int32 if f.name in strings else numbers[f.name]) for f in schema
     }
@@ -38,9 +38,9 @@ def read_part(rel: Release, table: str, part: str) -> Part:
     for f in files:
         data = pq.read_table(f, read_dictionary=strings)
         if not _fills(data, schema, columns, labels, at):
-            return rel.read(table, part)
+            return rel.read(table, part).to_pandas()
         at += data.num_rows
-    return LocalCodes(columns, labels) if at == rows else rel.read(table, part)
+    return LocalCodes(columns, labels) if at == rows else rel.read(table, part).to_pandas()
 
 
 def _fills(data: pa.Table, schema: pa.Schema, columns, labels, at: int) -> bool:
@@ -83,7 +83,7 @@ def release_domains(rel: Release, parts: Mapping[tuple[str, str], Part]) -> dict
         for part in t["parts"]:
             frame = parts[(t["name"], part)]
             for a, shown in shown_labels(
-                frame, [c for c in _names(frame) if c in t["attributes"]]
+                frame, [c for c in frame.columns if c in t["attributes"]]
             ).items():
                 labels.setdefault(a, set()).update(shown)
     return {a: sort_labels(v) for a, v in labels.items() if a not in listed} | listed
@@ -105,9 +105,3 @@ def release_models(
         for t in rel.tables
     ]
     return models, used
-
-
-def _names(part: Part) -> list[str]:
-    if isinstance(part, LocalCodes):
-        return list(part.columns)
-    return list(part.column_names if isinstance(part, pa.Table) else part.columns)
