@@ -102,6 +102,9 @@ class ProjectionModel:
     attributes: tuple[str, ...]
     counts: pd.DataFrame
     view = False
+    _held: dict[tuple[str, ...], pd.DataFrame] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def rows(self) -> int:
         return int(self.counts[COUNT].sum())
@@ -114,7 +117,9 @@ class ProjectionModel:
         cols = list(keys.columns)
         if not cols:
             return np.full(len(keys), float(self.rows()))
-        return _at(keys, self.estimates(cols), cols)
+        if tuple(cols) not in self._held:  # kept: every slice of keys on `cols` reuses it
+            self._held[tuple(cols)] = self.estimates(cols)
+        return _at(keys, self._held[tuple(cols)], cols)
 
     def count(self, query: Query) -> float:
         return float(self.counts.loc[mask(self.counts, query), COUNT].sum())
