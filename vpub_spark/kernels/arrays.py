@@ -16,12 +16,7 @@ def distinct(values: np.ndarray) -> np.ndarray:
     machine 1.06 s for 1M distinct int64 against 0.02 s by sorting (4M: 5.1 s against
     0.1 s), as its hash table misses the cache at every insert (docs/explanation/performance.md)."""
     s = np.sort(np.asarray(values).ravel())
-    if len(s) == 0:
-        return s
-    keep = np.empty(len(s), dtype=bool)
-    keep[0] = True
-    np.not_equal(s[1:], s[:-1], out=keep[1:])
-    return s[keep]
+    return s[run_starts(s)]
 
 
 def dense_ids(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

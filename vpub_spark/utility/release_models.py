@@ -24,14 +24,14 @@ def read_part(rel: Release, table: str, part: str) -> Part:
     schema = pq.read_schema(files[0])
     rows = sum(pq.read_metadata(f).num_rows for f in files)
     strings = [f.name for f in schema if pa.types.is_string(f.type)]
-    numbers = {f.name: f.type.to_pandas_dtype() for f in schema if f.name not in strings}
-    if any(
-        not pa.types.is_integer(t) and not pa.types.is_floating(t)
-        for t in (schema.field(n).type for n in numbers)
+    if not all(
+        f.name in strings or pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
+        for f in schema
     ):
         return rel.read(table, part).to_pandas()
     columns = {
-        f.name: np.empty(rows, np.int32 if f.name in strings else numbers[f.name]) for f in schema
+        f.name: np.empty(rows, np.int32 if f.name in strings else f.type.to_pandas_dtype())
+        for f in schema
     }
     labels: dict[str, list[tuple[int, list]]] = {a: [] for a in strings}
     at = 0
