@@ -19,7 +19,7 @@ from vpub_spark.experiments.compare_marginals import (
     run_marginals_compare,
 )
 from vpub_spark.kernels.angel import angel_batches, angel_tables, boxes
-from vpub_spark.kernels.minvariance import decompose
+from vpub_spark.kernels.decomposition import decompose
 
 
 def _frame(n=1500, seed=0):

@@ -10,10 +10,10 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from vpub_spark.errors import PrivacyError
+from vpub_spark.kernels.decomposition import decompose
 from vpub_spark.kernels.minvariance import (
     assign_buckets,
     check_m_eligible,
-    decompose,
     group_ncp,
     place_leftovers,
     signatures,
@@ -292,3 +292,100 @@ def test_local_dealing_narrows_the_boxes(seed):
     local = qi_order(codes, extents, 4, sub)
     for attrs in (["age"], ["age", "zip"]):
         assert width(local, attrs) < width(None, attrs)
+
+
+def _spread(row_of: np.ndarray, rank: np.ndarray, slot_group: np.ndarray) -> float:
+    """Sum over groups of the squared distances of their rows' ranks to the group's mean."""
+    r = rank[row_of]
+    size = np.bincount(slot_group)
+    mean = np.bincount(slot_group, weights=r) / np.maximum(size, 1)
+    return float(((r - mean[slot_group]) ** 2).sum())
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(0, 3), min_size=2, max_size=40),
+    st.integers(1, 12),
+    st.integers(0, 2**31),
+)
+def test_the_alignment_deals_each_pool_in_place_order_and_never_spreads_the_groups(
+    pools, groups, seed
+):
+    """`_aligned` (the QI-local dealing's rounds): every slot gets one row of its own
+    pool, each row fills one slot, and the groups' spread along the order (squared
+    distances of their rows' ranks to their means) is never above the first dealing's
+    (each round deals monotonically in the places, each move takes the means)."""
+    from vpub_spark.kernels.minvariance import _aligned
+
+    rng = np.random.default_rng(seed)
+    slot_pool = np.array(pools, dtype=np.int64)
+    slot_group = np.unique(rng.integers(0, groups, len(pools)), return_inverse=True)[1]
+    groups = int(slot_group.max()) + 1
+    pos = rng.random(len(pools))
+    rank = rng.permutation(len(pools)).astype(np.float64)  # one row per slot
+    pool_of_row = rng.permutation(slot_pool)
+    rows = np.lexsort((rank, pool_of_row))  # each pool's rows along the order
+    first = np.empty(len(rows), dtype=np.int64)
+    first[np.lexsort((pos, slot_pool))] = rows
+    row_of = _aligned(rows, rank, slot_pool, slot_group, pos, groups)
+    assert sorted(row_of.tolist()) == list(range(len(pools)))
+    assert (pool_of_row[row_of] == slot_pool).all()
+    assert _spread(row_of, rank, slot_group) <= _spread(first, rank, slot_group) + 1e-9
+
+
+def test_the_alignment_matches_by_place_not_by_quantile():
+    """Groups g0, g1 hold {top, a}, g2, g3 {top, b}; a lies at ranks 0-1, top at 2-5,
+    b at 6-7, and the first places (0.1, 0.6, 0.3, 0.9) deal top by quantile to g0, g2,
+    g1, g3. After the alignment the groups holding a take the top tuples nearest a:
+    g0 = {2, 0}, g1 = {3, 1}, g2 = {4, 6}, g3 = {5, 7}."""
+    from vpub_spark.kernels.minvariance import _aligned
+
+    slot_pool = np.array([0, 0, 0, 0, 1, 1, 2, 2])  # top, top, top, top, a, a, b, b
+    slot_group = np.array([0, 1, 2, 3, 0, 1, 2, 3])
+    pos = np.array([0.1, 0.6, 0.3, 0.9, 0.1, 0.6, 0.3, 0.9])
+    rank = np.array([2.0, 3.0, 4.0, 5.0, 0.0, 1.0, 6.0, 7.0])  # row i's place
+    rows = np.arange(8)  # pools top (rows 0-3), a (4-5), b (6-7), each along the order
+    row_of = _aligned(rows, rank, slot_pool, slot_group, pos, 4)
+    assert rank[row_of].tolist() == [2, 3, 4, 5, 0, 1, 6, 7]
+
+
+def test_a_signature_class_is_halved_whole_when_that_is_narrower():
+    """Two buckets of one signature {a, b} (two sub-tables): a at age 0 and b at 10 in
+    one, a at 10 and b at 0 in the other. Halving each bucket gives two groups 10 years
+    wide; halving the class gives {a 0, b 0} and {a 10, b 10}, 0 wide: `decompose` keeps
+    the class's. One class per bucket: the buckets' halving, unchanged."""
+    from vpub_spark.kernels.decomposition import halved
+
+    codes = pd.DataFrame({"age": [0, 10, 10, 0]})
+    s, bucket, extents = np.array([0, 1, 0, 1]), np.array([0, 0, 1, 1]), {"age": 10}
+    assert pd.Series(halved(codes, s, bucket, extents)).tolist() == [0, 0, 1, 1]
+    g = decompose(codes, s, bucket, extents)
+    assert g[0] == g[3] and g[1] == g[2] and g[0] != g[1]
+    other = np.array([0, 1, 0, 2])  # {a, b} and {a, c}: two classes
+    assert (decompose(codes, other, bucket, extents) == halved(codes, other, bucket, extents)).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(eligible_tables(), st.sampled_from([["a"], ["b", "c"], ["a", "b", "c"]]))
+def test_decompose_is_never_wider_than_halving_the_buckets(table, attrs):
+    """Per signature class, `decompose` keeps the lower-NCP of the buckets' halving and
+    the class's: its total NCP is at most the buckets' halving's, its groups m-unique
+    with one tuple per value of their bucket's signature."""
+    from vpub_spark.kernels.decomposition import halved
+    from vpub_spark.kernels.minvariance import bucketize
+    from vpub_spark.publish.marginals import subtables
+
+    codes, s, m, seed = table
+    extents = {"a": 39, "b": 4, "c": 11}
+    _, b = bucketize(
+        codes, s, m, extents, seed, sub=subtables(codes, s, m, extents, seed, 5, 32, "mondrian")
+    )
+    g, fine = decompose(codes[attrs], s, b, extents), halved(codes[attrs], s, b, extents)
+    assert (
+        group_ncp(codes[attrs], g, extents).sum()
+        <= group_ncp(codes[attrs], fine, extents).sum() + 1e-9
+    )
+    per = pd.DataFrame({"g": g, "s": s}).groupby("g")["s"]
+    assert (per.nunique() == per.size()).all() and (per.size() >= m).all()
+    sig = signatures(b, s)
+    assert _signatures(g, s) == [frozenset(sig[k]) for k in b]

@@ -87,7 +87,7 @@ def test_the_local_dealing_builds_a_valid_store(data, tmp_path):
     """`marginals.assign: local` in a store (one sub-table per chunk): every bucket still
     m-unique with each of its values equally often, and the intervals still hold the
     truth. (A store's bucket merges every run of one signature in its chunk, so the
-    dealing barely changes its span: 20.3 against 20.4 ages here.)"""
+    dealing barely changes its span: a mean age range of 40.7 against 41.9 here.)"""
     source = pd.read_csv(data / "data" / "part.csv", dtype=str)
     ages = pd.to_numeric(source["age"])
     built = build_store(_cfg(data, tmp_path, assign="local"), InProcessEngine())

@@ -44,7 +44,8 @@ from ..config import MarginalSettings
 from ..datasets.synthetic import with_top_share
 from ..errors import SpecError
 from ..kernels.angel import angel_batches, angel_tables, boxes
-from ..kernels.minvariance import assign_buckets, decompose
+from ..kernels.decomposition import decompose
+from ..kernels.minvariance import assign_buckets
 from ..kernels.mondrian import qi_order
 from ..kernels.partitioning import partition_seed, shard_counts
 from ..publish.marginals import bucketize_chunk, plan_marginal_chunks
@@ -354,12 +355,13 @@ def run_marginals_compare(cfg: MarginalsCompareConfig, progress=None) -> pd.Data
     cache: dict[tuple, tuple[pd.DataFrame, dict]] = {}
 
     def built(m: int, skew: float | None, rep: int) -> tuple[pd.DataFrame, dict]:
-        """The table for (m, skew) and every method's marginals for it and repeat `rep`,
-        the last ones kept."""
+        """The table for (m, skew) and every method's marginals for it and repeat `rep`;
+        the last (m, skew)'s repeats are kept (a marginal sweep reuses them)."""
         if (m, skew, rep) not in cache:
             data = skewed(frame, cfg.sensitive, skew, m, cfg.seed)
             out = _built_marginals(cfg, data, qi, sizes, schemas, m, cfg.seed + rep)
-            cache.clear()  # keep one point's marginals in memory
+            if any(key[:2] != (m, skew) for key in cache):
+                cache.clear()  # keep one (m, skew)'s marginals in memory
             cache[(m, skew, rep)] = (data, out)
         return cache[(m, skew, rep)]
 

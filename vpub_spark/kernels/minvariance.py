@@ -20,13 +20,15 @@ m-eligible sub-table.
   (`mondrian.qi_order`). A run taking k tuples of a pool has slots at (j + u) / k,
   j < k, with one secret u per run shared by all its pools, and a pool's leftover
   slots are uniform; the pool's tuples in QI order fill its slots in position order.
-  A run's tuples thus sit at the same quantiles of each of its values, close in QI when
-  the values are spread alike. Decision, on safety: the random dealing gives every
-  table the release allows the same probability of giving it (a pool's order is
-  uniform and runs depend on pool sizes only), so no posterior exceeds 1/m against an
-  adversary who knows the algorithm. The QI-local dealing does not: which tuple fills
+  Then each of a run's k groups (its j-th tuple of every pool) moves to the mean rank
+  of its tuples along the order and the pools are dealt again (`_aligned`, up to
+  ALIGN_ROUNDS rounds): a value held where the group's other values are scarce stops
+  being matched by quantile and is matched by place. Decision, on safety: the random
+  dealing gives every table the release allows the same probability of giving it (a
+  pool's order is uniform and runs depend on pool sizes only), so no posterior exceeds
+  1/m against an adversary who knows the algorithm. The QI-local dealing does not: which tuple fills
   a slot depends on where the other tuples of its value lie, and on 6 tuples (a a b b
-  c c in a row, m = 2) one posterior reaches 4/7 (tests/kernels/test_adversary.py).
+  c c in a row, m = 2) one posterior reaches 3/5 (tests/kernels/test_adversary.py).
   It is therefore an opt-in that keeps m-invariance's own guarantee (m-unique buckets,
   one signature per tuple), not the algorithm-aware one; the default stays random.
 - Leftovers (at most m-1 tuples, distinct values). Decision: a leftover with value v
@@ -36,11 +38,7 @@ m-eligible sub-table.
   lacking v (B chosen so that its QI box grows least by the leftover; from B, per
   value, the tuple nearest the leftover): signature sig(B) + {v}, one tuple each.
   Every decomposition of every marginal then keeps each tuple's signature.
-- `decompose` (002 §3, Definition 6): a bucket whose every value appears c times is
-  halved recursively — per value, the tuples sorted on one attribute, the first
-  floor(c/2) left — on the marginal's attribute whose split minimizes
-  NCP(B1) + NCP(B2), until groups hold one tuple per value (|K| tuples). All nodes of
-  a level are split at once (one sort per candidate attribute).
+- `decompose` (002 §3): in `kernels/decomposition.py`.
 - NCP (Xu et al. KDD 2006): decision: every attribute's codes are in
   its domain order (numeric by value, categorical by the declared order), so a group's
   penalty on A is (max - min) / (|dom A| - 1), and NCP(G) = |G| * sum over A.
@@ -54,7 +52,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PrivacyError
-from .arrays import dense_ids, distinct, lex_order
+from .arrays import dense_ids, distinct, run_starts
 
 
 def check_m_eligible(
@@ -120,11 +118,16 @@ def top_counts(key: np.ndarray, sensitive: np.ndarray, keys: int) -> np.ndarray:
 def group_ncp(codes: pd.DataFrame, group: np.ndarray, extents: Mapping[str, int]) -> pd.Series:
     """NCP(G) = |G| * sum_A (max_A - min_A) / extent_A for each group id in `group`
     (extent = |dom A| - 1; attributes with extent 0 add nothing)."""
-    cols = [a for a in codes.columns if extents[a] > 0]
-    frame = codes[cols].assign(__g=group)
-    agg = frame.groupby("__g", sort=True)
-    width = (agg.max() - agg.min()) / pd.Series({a: float(extents[a]) for a in cols})
-    return width.sum(axis=1) * agg.size()
+    ids, dense = dense_ids(np.asarray(group))
+    order = np.argsort(dense, kind="stable")
+    starts = run_starts(dense[order])
+    width = np.zeros(len(ids))
+    for a in (a for a in codes.columns if extents[a] > 0):
+        v = codes[a].to_numpy()[order]
+        width += (np.maximum.reduceat(v, starts) - np.minimum.reduceat(v, starts)) / float(
+            extents[a]
+        )
+    return pd.Series(width * np.diff(np.append(starts, len(order))), index=ids)
 
 
 def _runs(
@@ -230,6 +233,9 @@ def assign_buckets(
     return bucket
 
 
+ALIGN_ROUNDS = 5  # the QI-local dealing's alignment rounds (docs/explanation/marginals.md)
+
+
 def _deal_along(
     local: np.ndarray,
     deal: np.ndarray,
@@ -241,26 +247,65 @@ def _deal_along(
     run_bucket: np.ndarray,
     rng: np.random.Generator,
 ) -> np.ndarray:
-    """QI-local dealing (see the module docstring): a run taking k tuples of a pool gets
-    slots at (j + u) / k, j < k, u drawn per run, and the pool's leftover slots are drawn
-    uniformly; the pool's tuples, in `local` order (ties in `deal` order), fill its slots
-    in position order, so each run takes its tuples of every pool evenly along the order."""
+    """QI-local dealing (see the module docstring): a run taking k tuples of a pool has
+    k groups (its j-th tuple of every pool it takes from), first placed at (j + u) / k,
+    u drawn per run; a pool's leftover slots are single groups placed uniformly. Each
+    pool's tuples, in `local` order (ties in `deal` order), fill its slots in the order of
+    their groups' places; then every group moves to the mean rank of its tuples along
+    `local`, and the pools are dealt again, up to ALIGN_ROUNDS times (or until nothing
+    moves): each group's tuples of all its pools settle in one region of the order."""
     n = len(pool_of)
     k = rp_k.astype(np.int64)
+    first = np.cumsum(k) - k
     slot_pool = np.repeat(rp_pool, k)
-    j = np.arange(len(slot_pool)) - np.repeat(np.cumsum(k) - k, k)
+    j = np.arange(len(slot_pool)) - np.repeat(first, k)
     u = rng.random(int(rp_run.max()) + 1 if len(rp_run) else 0)
     pos = (j + np.repeat(u[rp_run], k)) / np.repeat(k, k)
+    run_first = np.zeros(len(u), dtype=np.int64)  # groups numbered per run: (run, j)
+    run_first[rp_run] = k  # every pool of a run takes the same k
+    run_first = np.cumsum(run_first) - run_first
+    slot_group = run_first[np.repeat(rp_run, k)] + j
     slot_bucket = np.repeat(run_bucket[rp_run], k)
     spare = pool_count - np.bincount(slot_pool, minlength=len(pool_count))
+    extra = int(spare.sum())
     slot_pool = np.concatenate([slot_pool, np.repeat(np.arange(len(pool_count)), spare)])
-    pos = np.concatenate([pos, rng.random(int(spare.sum()))])
-    slot_bucket = np.concatenate([slot_bucket, np.full(int(spare.sum()), -1, dtype=np.int64)])
-    slots = np.lexsort((pos, slot_pool))
-    rows = np.lexsort((deal, local, pool_of))
+    pos = np.concatenate([pos, rng.random(extra)])
+    groups = int(slot_group.max(initial=-1)) + 1
+    slot_group = np.concatenate([slot_group, groups + np.arange(extra)])
+    slot_bucket = np.concatenate([slot_bucket, np.full(extra, -1, dtype=np.int64)])
+    rows = np.lexsort((deal, local, pool_of))  # each pool's tuples along the order
+    rank = np.empty(n)
+    rank[np.lexsort((deal, local))] = np.arange(n)
+    row_of = _aligned(rows, rank, slot_pool, slot_group, pos, groups + extra)
     bucket = np.full(n, -1, dtype=np.int64)
-    bucket[rows] = slot_bucket[slots]
+    bucket[row_of] = slot_bucket
     return bucket
+
+
+def _aligned(
+    rows: np.ndarray,
+    rank: np.ndarray,
+    slot_pool: np.ndarray,
+    slot_group: np.ndarray,
+    pos: np.ndarray,
+    groups: int,
+) -> np.ndarray:
+    """The row each slot gets (`_deal_along`): a pool's rows (`rows`, grouped by pool in
+    order) fill the pool's slots in `pos` order; each group then moves to the mean `rank`
+    of its rows, and again, until the dealing repeats or after ALIGN_ROUNDS rounds (1-D
+    alternating minimization: each round is the best monotone dealing for the places,
+    each move the best place for the dealing)."""
+    size = np.bincount(slot_group, minlength=groups)
+    row_of: np.ndarray | None = None
+    for _ in range(ALIGN_ROUNDS + 1):
+        dealt = np.empty(len(rows), dtype=np.int64)
+        dealt[np.lexsort((pos, slot_pool))] = rows
+        if row_of is not None and (dealt == row_of).all():
+            break
+        row_of = dealt
+        pos = (np.bincount(slot_group, weights=rank[row_of], minlength=groups) / size)[slot_group]
+    assert row_of is not None  # the loop runs at least once
+    return row_of
 
 
 def _run_buckets(
@@ -391,72 +436,6 @@ def bucketize(
         sub = partition(qi, sensitive, m, extents, seed, tries, blocks)
     bucket = assign_buckets(sensitive, m, seed + 1, sub, local=local)
     return sub, place_leftovers(qi, sensitive, bucket, extents, sub)
-
-
-def decompose(
-    codes: pd.DataFrame, sensitive: np.ndarray, bucket: np.ndarray, extents: Mapping[str, int]
-) -> np.ndarray:
-    """QI-groups of one marginal (its attributes = `codes`' columns): each bucket halved
-    recursively until a group holds one tuple per value of its signature. Returns a
-    group index per row (groups numbered in order of their first row's bucket and path)."""
-    n = len(bucket)
-    node = bucket.astype(np.int64).copy()
-    attrs = list(codes.columns)
-    cols = codes.to_numpy(dtype=np.int64) if attrs else np.zeros((n, 0), dtype=np.int64)
-    while True:
-        c_row = _top_per_node(node, sensitive)  # every value of a bucket appears c times
-        act = np.flatnonzero(c_row > 1)  # only nodes still to split do any work
-        if len(act) == 0:
-            break
-        side = _halve(
-            codes.iloc[act], cols[act], node[act], sensitive[act], c_row[act] // 2, extents
-        )
-        new = node * 2
-        new[act] += side
-        node = dense_ids(new)[1]
-    return dense_ids(node)[1]
-
-
-def _top_per_node(node: np.ndarray, sensitive: np.ndarray) -> np.ndarray:
-    """Per row, the largest count of one sensitive value in its node (by counting)."""
-    s = sensitive.astype(np.int64) - min(int(sensitive.min(initial=0)), 0)
-    width = int(s.max(initial=0)) + 1
-    ids, dense = dense_ids(node)
-    cells = np.bincount(dense * width + s, minlength=len(ids) * width)
-    return cells.reshape(len(ids), width).max(axis=1)[dense]
-
-
-def _halve(
-    codes: pd.DataFrame,
-    cols: np.ndarray,
-    node: np.ndarray,
-    sensitive: np.ndarray,
-    half: np.ndarray,
-    extents: Mapping[str, int],
-) -> np.ndarray:
-    """One level of `decompose` on the rows of nodes to split: per node, the side (0: left,
-    the first `half` tuples of each value in the order of one attribute) of the attribute
-    with the least NCP(B1) + NCP(B2) (ties: the first attribute)."""
-    n, attrs = len(node), list(codes.columns)
-    best_side: np.ndarray | None = None
-    best_cost = np.full(n, np.inf)
-    for j in range(max(len(attrs), 1)):
-        key = cols[:, j] if attrs else np.zeros(n, dtype=np.int64)
-        order = lex_order([node, sensitive, key])  # stable: ties in row order
-        grp = np.stack([node[order], sensitive[order]], axis=1)
-        first = np.concatenate([[True], (grp[1:] != grp[:-1]).any(axis=1)])
-        start = np.maximum.accumulate(np.where(first, np.arange(n), 0))
-        rank = np.empty(n, dtype=np.int64)
-        rank[order] = np.arange(n) - start
-        side = (rank >= half).astype(np.int64)
-        split = node * 2 + side
-        cost = group_ncp(codes, split, extents) if attrs else pd.Series(0.0, index=np.unique(split))
-        node_cost = cost.groupby(cost.index // 2).sum().reindex(node).to_numpy()
-        better = node_cost < best_cost
-        best_side = side if best_side is None else np.where(better, side, best_side)
-        best_cost = np.where(better, node_cost, best_cost)
-    assert best_side is not None  # the loop runs at least once
-    return best_side
 
 
 def _split_level(

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .arrays import distinct
+from .arrays import dense_ids, distinct
 
 
 @dataclass(frozen=True)
@@ -106,8 +106,7 @@ def signature_buckets(bucket: np.ndarray, sensitive: np.ndarray) -> np.ndarray:
     holds several). Returns dense bucket ids, one per tuple. Every decomposition of the
     merged buckets keeps each tuple's signature, so it stays m-invariant with every
     release made from the unmerged ones (004 Lemma 4, Definition 7)."""
-    _, b = np.unique(bucket, return_inverse=True)
-    b = b.reshape(-1)
+    b = dense_ids(bucket)[1]
     width = int(sensitive.max(initial=0)) + 1
     cells = distinct(b.astype(np.int64) * width + sensitive)
     owner, value = cells // width, cells % width
@@ -115,8 +114,13 @@ def signature_buckets(bucket: np.ndarray, sensitive: np.ndarray) -> np.ndarray:
     np.bitwise_or.at(
         bits, (owner, value // 64), np.left_shift(np.uint64(1), (value % 64).astype(np.uint64))
     )
-    _, signature = np.unique(bits, axis=0, return_inverse=True)
-    return signature.reshape(-1)[b]
+    order = np.lexsort(bits.T[::-1])  # the bit sets in order, the first word primary
+    ranked = bits[order]
+    new = np.ones(len(bits), dtype=bool)
+    new[1:] = (ranked[1:] != ranked[:-1]).any(axis=1)
+    signature = np.empty(len(bits), dtype=np.int64)
+    signature[order] = np.cumsum(new) - 1
+    return signature[b]
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,8 @@ import pandas as pd
 from ..encoding import Dictionary, write_decoded
 from ..engines.base import LoadedTable
 from ..errors import SpecError
-from ..kernels.minvariance import bucketize, check_m_eligible_counts, decompose, partition
+from ..kernels.decomposition import decompose
+from ..kernels.minvariance import bucketize, check_m_eligible_counts, partition
 from ..kernels.mondrian import mondrian, qi_order
 from ..kernels.partitioning import QiShards, combine_counts, partition_seed, plan_chunks
 from ..model import PublishedTable, Rule

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 
 from ..encoding import Dictionary
 from ..kernels.arrays import dense_ids
-from ..kernels.minvariance import decompose
+from ..kernels.decomposition import decompose
 from ..lake.commit import Steps, audit_and_commit, exclusive, staged_directory, staged_release
 from ..lake.objectstore import mirrored
 from ..release.layout import release_target
