@@ -363,6 +363,8 @@ def test_a_signature_class_is_halved_whole_when_that_is_narrower():
     assert g[0] == g[3] and g[1] == g[2] and g[0] != g[1]
     other = np.array([0, 1, 0, 2])  # {a, b} and {a, c}: two classes
     assert (decompose(codes, other, bucket, extents) == halved(codes, other, bucket, extents)).all()
+    none = np.zeros(0, dtype=np.int64)
+    assert len(decompose(codes.iloc[:0], none, none, extents)) == 0  # an empty chunk
 
 
 @settings(max_examples=40, deadline=None)

@@ -12,9 +12,9 @@ Definition 11), vectorized by level.
   also halved as one, and per class the decomposition with the lower total NCP on the
   marginal's attributes is kept (ties: the buckets'). A marginal on few attributes
   gains most: a class's tuples pair up along those attributes across sub-tables cut on
-  all of them (docs/benchmarks/marginals.md). Either way every group is m-unique and holds
-  one tuple per value of its class's signature, so each tuple keeps its signature in
-  every marginal (004 Lemma 4). Safety: the choice reads the QI values and which tuples
+  all of them (docs/benchmarks/marginals.md). Either way every group is m-unique and
+  holds one tuple per value of its class's signature, so each tuple keeps its
+  signature in every marginal (004 Lemma 4). Safety: the choice reads the QI values and which tuples
   share a bucket and a value, as 002's halving already does, nothing more.
 """
 
@@ -37,7 +37,7 @@ def decompose(
     the halving of its buckets or of the class whole, whichever has the lower total NCP
     (see the module docstring). Returns a dense group index per row."""
     fine = halved(codes, sensitive, bucket, extents)
-    if codes.shape[1] == 0:
+    if codes.shape[1] == 0 or len(bucket) == 0:
         return fine
     merged = signature_buckets(bucket, sensitive)
     own_bucket = dense_ids(bucket)[1]
@@ -59,7 +59,11 @@ def decompose(
 
 
 def _class_ncp(
-    codes: pd.DataFrame, group: np.ndarray, cls: np.ndarray, classes: int, extents
+    codes: pd.DataFrame,
+    group: np.ndarray,
+    cls: np.ndarray,
+    classes: int,
+    extents: Mapping[str, int],
 ) -> np.ndarray:
     """Each class's total NCP: the sum of its groups' NCP (`group` dense, inside classes)."""
     ncp = group_ncp(codes, group, extents).to_numpy()
