@@ -349,11 +349,11 @@ def test_the_alignment_matches_by_place_not_by_quantile():
     assert rank[row_of].tolist() == [2, 3, 4, 5, 0, 1, 6, 7]
 
 
-def test_a_signature_class_is_halved_whole_when_that_is_narrower():
+def test_a_signature_class_is_decomposed_whole_when_that_is_narrower():
     """Two buckets of one signature {a, b} (two sub-tables): a at age 0 and b at 10 in
-    one, a at 10 and b at 0 in the other. Halving each bucket gives two groups 10 years
-    wide; halving the class gives {a 0, b 0} and {a 10, b 10}, 0 wide: `decompose` keeps
-    the class's. One class per bucket: the buckets' halving, unchanged."""
+    one, a at 10 and b at 0 in the other. Decomposing each bucket gives two groups 10
+    years wide; the class whole gives {a 0, b 0} and {a 10, b 10}, 0 wide: `decompose`
+    keeps the class's. One class per bucket: the buckets' halving, unchanged."""
     from vpub_spark.kernels.decomposition import halved
 
     codes = pd.DataFrame({"age": [0, 10, 10, 0]})
@@ -370,9 +370,9 @@ def test_a_signature_class_is_halved_whole_when_that_is_narrower():
 @settings(max_examples=40, deadline=None)
 @given(eligible_tables(), st.sampled_from([["a"], ["b", "c"], ["a", "b", "c"]]))
 def test_decompose_is_never_wider_than_halving_the_buckets(table, attrs):
-    """Per signature class, `decompose` keeps the lower-NCP of the buckets' halving and
-    the class's: its total NCP is at most the buckets' halving's, its groups m-unique
-    with one tuple per value of their bucket's signature."""
+    """Per signature class, `decompose` keeps the lowest-NCP of the buckets' halving and
+    the matchings of the buckets and of the class: its total NCP is at most the buckets'
+    halving's, its groups m-unique with one tuple per value of their bucket's signature."""
     from vpub_spark.kernels.decomposition import halved
     from vpub_spark.kernels.minvariance import bucketize
     from vpub_spark.publish.marginals import subtables

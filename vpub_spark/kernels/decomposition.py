@@ -6,16 +6,29 @@ Definition 11), vectorized by level.
   left) on the marginal's attribute whose split minimizes NCP(B1) + NCP(B2), until
   groups hold one tuple per value (|K| tuples). All nodes of a level are split at once
   (one sort per candidate attribute).
-- `decompose`: `halved` on the buckets and on their signature classes, the better per
-  class. Decision (beyond 002): the buckets of one signature (004 Definition 11's
-  merge, `statdb.signature_buckets`; buckets come one per sub-table and signature) are
-  also halved as one, and per class the decomposition with the lower total NCP on the
-  marginal's attributes is kept (ties: the buckets'). A marginal on few attributes
-  gains most: a class's tuples pair up along those attributes across sub-tables cut on
-  all of them (docs/benchmarks/marginals.md). Either way every group is m-unique and
-  holds one tuple per value of its class's signature, so each tuple keeps its
-  signature in every marginal (004 Lemma 4). Safety: the choice reads the QI values and which tuples
-  share a bucket and a value, as 002's halving already does, nothing more.
+- `matched` (beyond 002): the groups of a node (a bucket or a signature class) by
+  matching: the tuples of its first value seed its groups, and each next value's tuples
+  join them by a minimum-cost perfect matching (Hungarian, `linear_sum_assignment`) on
+  the width the tuple adds to the group's box. Values are taken in the order of their
+  first row in the node, never of their codes: the groups depend on which tuples share
+  a value, not on which value it is, so relabeling the values changes no group (seeding
+  by code lets the matching's ties tell a table from its relabelings; the exhaustive
+  adversary test reaches posterior 1 that way). Halving matches each value's tuples by
+  rank along one attribute at a time; the matching weighs all of the marginal's
+  attributes at once. Nodes of more than `MATCH_CAP` groups are halved down to that
+  first (the matching costs c^2 per node of c groups).
+- `decompose`: per signature class, the lowest total NCP on the marginal's attributes of
+  three decompositions (ties: the earlier): 002's halving of its buckets, the matching
+  of its buckets, and the matching of the class whole. Decision (beyond 002): the
+  buckets of one signature (004 Definition 11's merge, `statdb.signature_buckets`;
+  buckets come one per sub-table and signature) may be decomposed as one. So no class
+  is wider than 002's halving makes it; the matching gains most where buckets hold many
+  groups (a skewed sensitive attribute), the class where its tuples pair up along a
+  marginal's few attributes across sub-tables cut on all of them
+  (docs/benchmarks/marginals.md). Every group is m-unique and holds one tuple per value
+  of its class's signature, so each tuple keeps its signature in every marginal (004
+  Lemma 4). Safety: the choices read the QI values and which tuples share a bucket and
+  a value, as 002's halving already does, nothing more.
 """
 
 from __future__ import annotations
@@ -24,18 +37,23 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
+from scipy.optimize import linear_sum_assignment
 
-from .arrays import dense_ids, lex_order
+from .arrays import dense_ids, lex_order, run_starts
 from .minvariance import group_ncp
 from .statdb import signature_buckets
+
+MATCH_CAP = 128  # groups matched at once in one node (`matched`); larger nodes are halved first
+_COST_CELLS = 1 << 22  # pair-attribute cells costed at once (`_assign`): 32 MiB of floats
 
 
 def decompose(
     codes: pd.DataFrame, sensitive: np.ndarray, bucket: np.ndarray, extents: Mapping[str, int]
 ) -> np.ndarray:
     """QI-groups of one marginal (its attributes = `codes`' columns): per signature class,
-    the halving of its buckets or of the class whole, whichever has the lower total NCP
-    (see the module docstring). Returns a dense group index per row."""
+    the lowest total NCP of 002's halving of its buckets, the matching of its buckets and
+    the matching of the class whole (see the module docstring). Returns a dense group
+    index per row."""
     fine = halved(codes, sensitive, bucket, extents)
     if codes.shape[1] == 0 or len(bucket) == 0:
         return fine
@@ -43,38 +61,119 @@ def decompose(
     own_bucket = dense_ids(bucket)[1]
     class_of = np.zeros(int(own_bucket.max()) + 1, dtype=np.int64)
     class_of[own_bucket] = merged
-    rows = np.flatnonzero(np.bincount(class_of)[merged] > 1)  # one bucket: `fine` already
+    cls = class_of[own_bucket]
+    rows = np.flatnonzero(_top_per_node(cls, sensitive) > 1)  # classes of one group: done
     if len(rows) == 0:
         return fine
-    own, cls = codes.iloc[rows], dense_ids(merged[rows])[1]
-    whole = halved(own, sensitive[rows], cls, extents)
-    classes = int(cls.max()) + 1
-    mine = dense_ids(fine[rows])[1]
-    use = _class_ncp(own, whole, cls, classes, extents) < _class_ncp(
-        own, mine, cls, classes, extents
-    )
+    own, s, c = codes.iloc[rows], sensitive[rows], dense_ids(cls[rows])[1]
+    candidates = [fine[rows], matched(own, s, bucket[rows], extents), matched(own, s, c, extents)]
     group = fine * 2
-    group[rows[use[cls]]] = whole[use[cls]] * 2 + 1
+    group[rows] = _lowest(own, c, candidates, extents) * 2 + 1
     return dense_ids(group)[1]
 
 
-def _class_ncp(
-    codes: pd.DataFrame,
-    group: np.ndarray,
-    cls: np.ndarray,
-    classes: int,
-    extents: Mapping[str, int],
+def _lowest(
+    codes: pd.DataFrame, cls: np.ndarray, candidates: list[np.ndarray], extents: Mapping[str, int]
 ) -> np.ndarray:
-    """Each class's total NCP: the sum of its groups' NCP (`group` dense, inside classes)."""
-    ncp = group_ncp(codes, group, extents).to_numpy()
-    return np.bincount(cls, weights=(ncp / np.bincount(group))[group], minlength=classes)
+    """Per class (`cls` per row), the candidate grouping with the lowest total NCP (ties:
+    the earlier). Dense group ids."""
+    classes = int(cls.max()) + 1
+    cost = np.empty((len(candidates), classes))
+    for i, group in enumerate(candidates):
+        mine = dense_ids(group)[1]
+        ncp = group_ncp(codes, mine, extents).to_numpy()
+        cost[i] = np.bincount(cls, weights=(ncp / np.bincount(mine))[mine], minlength=classes)
+    pick = cost.argmin(axis=0)[cls]
+    out = np.zeros(len(cls), dtype=np.int64)
+    for i, group in enumerate(candidates):
+        out[pick == i] = group[pick == i] * len(candidates) + i
+    return dense_ids(out)[1]
+
+
+def matched(
+    codes: pd.DataFrame,
+    sensitive: np.ndarray,
+    node: np.ndarray,
+    extents: Mapping[str, int],
+    cap: int = MATCH_CAP,
+) -> np.ndarray:
+    """Groups of one tuple per value of each node (a bucket or a class, every value `c`
+    times): nodes of more than `cap` groups are halved first (`halved`); then per node
+    the tuples of its first value seed c groups and each next value's tuples are
+    assigned to them by a minimum-cost perfect matching (`linear_sum_assignment`), the
+    cost of a pair the normalized width sum_A (max_A - min_A) / extent_A of the group's
+    box with the tuple added. Values go in the order of their first row (label-free, see
+    the module docstring). Returns dense group ids."""
+    node = halved(codes, sensitive, node, extents, until=cap)
+    scale = np.array([1.0 / extents[a] if extents[a] > 0 else 0.0 for a in codes.columns])
+    x = codes.to_numpy(dtype=np.float64) * scale if len(scale) else np.zeros((len(node), 0))
+    order = lex_order([node, _first_row_of_value(node, sensitive)])  # label-free
+    nd, sv = node[order], sensitive[order]
+    new_value = np.r_[True, (nd[1:] != nd[:-1]) | (sv[1:] != sv[:-1])]
+    block = np.cumsum(new_value) - 1
+    rank = np.arange(len(nd)) - np.flatnonzero(new_value)[block]  # place in its value
+    value_index = block - block[np.r_[True, nd[1:] != nd[:-1]]][nd]
+    per_node = np.bincount(nd)
+    c = per_node // np.maximum(np.bincount(nd[new_value], minlength=len(per_node)), 1)
+    if (np.bincount(block) != c[nd[new_value]]).any():
+        raise ValueError("matched: every value of a node must appear equally often")
+    offset = np.r_[0, np.cumsum(c)[:-1]]
+    group = np.empty(len(nd), dtype=np.int64)
+    first = value_index == 0
+    group[order[first]] = offset[nd[first]] + rank[first]
+    lo, hi = np.empty((int(c.sum()), x.shape[1])), np.empty((int(c.sum()), x.shape[1]))
+    lo[group[order[first]]] = hi[group[order[first]]] = x[order[first]]
+    for j in range(1, int(value_index.max(initial=0)) + 1):
+        take = value_index == j
+        rows, at = order[take], offset[nd[take]]  # a node's tuples of value j, rank order
+        _assign(lo, hi, x, rows, at, run_starts(nd[take]))
+        g = at + rank[take]
+        group[rows] = g
+        lo[g], hi[g] = np.minimum(lo[g], x[rows]), np.maximum(hi[g], x[rows])
+    return group
+
+
+def _first_row_of_value(node: np.ndarray, sensitive: np.ndarray) -> np.ndarray:
+    """Per row, the first row of its node holding its value: values ordered by where they
+    first appear, never by their codes, so relabeling the values changes no group."""
+    s = sensitive.astype(np.int64) - int(sensitive.min(initial=0))
+    key = node.astype(np.int64) * (int(s.max(initial=0)) + 1) + s
+    _, first, cell = np.unique(key, return_index=True, return_inverse=True)
+    return first[cell.reshape(-1)]
+
+
+def _assign(
+    lo: np.ndarray, hi: np.ndarray, x: np.ndarray, rows: np.ndarray, at: np.ndarray, starts
+) -> None:
+    """Reorder `rows` in place, per run (from `starts`; a node's tuples of one value, its
+    groups numbered from `at`), so that the i-th goes to the run's i-th group at the least
+    total width of the grown boxes (`matched`). Runs of one size are costed at once."""
+    size = np.diff(np.append(starts, len(rows)))
+    for k in np.unique(size[size > 1]).tolist():
+        runs = starts[size == k]
+        step = max(1, _COST_CELLS // (k * k * max(x.shape[1], 1)))  # bounded memory
+        for first in (runs[i : i + step] for i in range(0, len(runs), step)):
+            idx = first[:, None] + np.arange(k)  # (runs, k) positions in `rows`
+            groups = at[first][:, None] + np.arange(k)
+            t = x[rows[idx]][:, None, :, :]  # runs, 1, tuples, attributes
+            cost = (
+                np.maximum(hi[groups][:, :, None, :], t) - np.minimum(lo[groups][:, :, None, :], t)
+            ).sum(axis=3)
+            for r in range(len(first)):
+                tuples = linear_sum_assignment(cost[r])[1]  # square: groups in order
+                rows[idx[r]] = rows[idx[r][tuples]]
 
 
 def halved(
-    codes: pd.DataFrame, sensitive: np.ndarray, bucket: np.ndarray, extents: Mapping[str, int]
+    codes: pd.DataFrame,
+    sensitive: np.ndarray,
+    bucket: np.ndarray,
+    extents: Mapping[str, int],
+    until: int = 1,
 ) -> np.ndarray:
     """002 §3's decomposition of one marginal (its attributes = `codes`' columns): each
-    bucket halved recursively until a group holds one tuple per value of its signature.
+    bucket halved recursively until a group holds one tuple per value of its signature
+    (`until` > 1: until a node holds at most that many tuples of each value).
     Returns a group index per row (groups numbered in order of their first row's bucket
     and path)."""
     n = len(bucket)
@@ -83,7 +182,7 @@ def halved(
     cols = codes.to_numpy(dtype=np.int64) if attrs else np.zeros((n, 0), dtype=np.int64)
     while True:
         c_row = _top_per_node(node, sensitive)  # every value of a bucket appears c times
-        act = np.flatnonzero(c_row > 1)  # only nodes still to split do any work
+        act = np.flatnonzero(c_row > until)  # only nodes still to split do any work
         if len(act) == 0:
             break
         side = _halve(
