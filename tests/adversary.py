@@ -98,7 +98,7 @@ def within_value_orders(values: np.ndarray) -> list[np.ndarray]:
 
 
 class _Replay:
-    """numpy's Generator as used by the kernels (`random`, `permutation`, `choice`
+    """numpy's Generator as used by the kernels (`random`, `permutation`, `integers`, `choice`
     without replacement), taking each draw from a path of branch indices: the draw has
     `count` equally likely branches, and `rng_outcomes` walks every path."""
 
@@ -125,6 +125,16 @@ class _Replay:
     def permutation(self, x) -> np.ndarray:
         items = np.arange(x) if isinstance(x, int | np.integer) else np.asarray(x)
         return items[_nth_permutation(len(items), self._branch(math.factorial(len(items))))]
+
+    def integers(self, low, high) -> np.ndarray:
+        """One uniform integer in [low, high_i) per entry of `high` (an array): one
+        branch per combination of them."""
+        highs = (np.asarray(high, dtype=np.int64) - low).reshape(-1)
+        index, out = self._branch(math.prod(highs.tolist())), []
+        for h in highs.tolist()[::-1]:
+            index, r = divmod(index, h)
+            out.append(low + r)
+        return np.array(out[::-1], dtype=np.int64).reshape(np.shape(high))
 
     def choice(self, a, size: int, replace: bool = True) -> np.ndarray:
         """Without replacement only, as a k-subset in increasing order, each with

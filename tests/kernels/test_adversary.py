@@ -106,9 +106,9 @@ def _anatomy(codes: str, l: int, reduced: bool = True) -> Adversary:
 
 @functools.cache
 def _assignment(codes: str, m: int, reduced: bool = True) -> Adversary:
-    """bucketize with one sub-table (002 §3's assigning step and its leftovers): its only
-    draw is assign_buckets' rng.random(n), read only to deal one pool's (one value's)
-    tuples; the leftovers are placed without randomness. The release: which rows share
+    """bucketize with one sub-table (002 §3's assigning step and its leftovers): its
+    draw assign_buckets' rng.random(n) is read only to deal one pool's (one value's)
+    tuples; the leftovers' draws (`integers`) are walked whole. The release: which rows share
     a bucket and each bucket's values (002 publishes finer groups cut from the buckets)."""
     c = CODES[codes]
     extents = {a: int(c[a].max()) for a in c.columns}
@@ -294,22 +294,18 @@ def test_the_qi_local_dealing_tells_more_than_one_over_m():
     assert _local_assignment("x6", 2).worst_posterior(values) == Fraction(3, 5)
 
 
-def test_the_m_invariant_leftover_placement_pins_the_leftover():
-    """A documented finding (002 §3's assignment, m = 2, on 003 Table 1, rows Ada, Bob,
-    Coy, Dan, Eve): the assigning step takes {flu, cold} twice and leaves HIV (Eve,
-    dob 0) over; the placement (minvariance.place_leftovers) builds her a bucket with
-    the flu and the cold tuple nearest her in QI: {Bob, Dan, Eve}, and {Ada, Coy} stays.
-    Each bucket holds one tuple per value, so every marginal publishes these groups.
-    Only Eve's being the leftover explains that choice of rows (with HIV on Bob or Dan,
-    Coy, at distance 1, would have been taken), so the adversary knows Eve has HIV: the
-    exact leak is 1 for any seed. 002 aims at m-uniqueness (each bucket m distinct
-    values), not at an adversary who knows the algorithm."""
+def test_the_m_invariant_leftover_placement_keeps_one_half():
+    """002 §3's assignment, m = 2, on 003 Table 1 (rows Ada, Bob, Coy, Dan, Eve): the
+    assigning step takes {flu, cold} twice and leaves one HIV tuple over (Eve). Its
+    bucket takes one flu and one cold tuple of the bucket lacking HIV, drawn by the
+    secret seed (minvariance.place_leftovers): every table the release allows gives it
+    with the same probability, so no posterior passes 1/2. 002's placement (the tuples
+    nearest the leftover in QI) gave {Bob, Dan, Eve} and pinned Eve's HIV for any seed
+    (posterior 1: tests/kernels/test_adversary_paths.py keeps that rule's test)."""
     adv = _assignment("dob", 2)
     t = np.array(TABLE_1)
-    [(r, (p, out))] = adv.distribution(t).items()  # one release, whatever the deal
-    assert p == 1 and sorted(map(tuple, r)) == [((0, 2), (0, 1)), ((1, 3, 4), (0, 1, 2))]
-    assert adv.posterior(r, out, t)[4, 2] == 1  # Eve: HIV
-    assert adv.worst_posterior(t) == 1
+    assert len(adv.distribution(t)) > 1  # the placement's draws matter
+    assert adv.worst_over_tables(t) == Fraction(1, 2)
 
 
 def test_a_known_seed_lets_rda_give_values_away_on_table_1():

@@ -15,8 +15,8 @@ and the inserted tuples:
   could otherwise lose a value and with it its signature;
 - *assignment*: the inserted tuples form new buckets as the first version's were made:
   their largest m-eligible part (at most `_level` tuples of a value, the ones dropped
-  drawn by the secret randomness) in QI-local sub-tables (`mondrian.mondrian` with
-  l = m), dealt by 002's assigning step (`minvariance.assign_buckets`), what that
+  drawn by the secret randomness) in QI-local sub-tables (`mondrian.blind_mondrian`:
+  cuts that tell nothing of where values lie), dealt by 002's assigning step (`minvariance.assign_buckets`), what that
   leaves dealt once more as one pool; every tuple still left gets a bucket of its own
   with m - 1 counterfeits of values the secret randomness draws from the others.
   Finding: a tuple left over is surplus of a value over-represented among the inserts,
@@ -51,7 +51,7 @@ import pandas as pd
 
 from .arrays import dense_ids
 from .minvariance import assign_buckets
-from .mondrian import mondrian
+from .mondrian import blind_mondrian
 
 
 @dataclass(frozen=True)
@@ -206,7 +206,7 @@ def _deal(values, qi: pd.DataFrame, m, extents, rng, domain, local: bool) -> np.
     b = np.full(n, -1, dtype=np.int64)
     k = np.flatnonzero(keep)
     if len(k):
-        sub = mondrian(qi.iloc[k], extents, values[k], l=m, flexible=True) if local else None
+        sub = blind_mondrian(qi.iloc[k], extents, values[k], m) if local else None
         b[k] = assign_buckets(values[k], m, 0, sub, order_key=rng.random(len(k)))
     return b
 

@@ -4,7 +4,8 @@ m-eligible sub-table.
 
 - `partition` (the partitioning step, 002 Figure 1): split a sub-table in two by
   NCP with the artificial extreme tuples, up to k shuffled tries, keep a split only if
-  both halves are m-eligible, recurse. Decision: tuples are taken in their shuffled
+  both halves hold at least m times the node's top count (002 asks only that both be
+  m-eligible, which tells where values lie: kernels/mondrian.py), recurse. Decision: tuples are taken in their shuffled
   order in blocks (`block` = 1 is the paper's tuple-at-a-time greedy; larger blocks
   decide every tuple of a block against the two groups as they were at the block's
   start, one vectorized step per block instead of one Python step per tuple).
@@ -31,13 +32,18 @@ m-eligible sub-table.
   c c in a row, m = 2) one posterior reaches 3/5 (tests/kernels/test_adversary.py).
   It is therefore an opt-in that keeps m-invariance's own guarantee (m-unique buckets,
   one signature per tuple), not the algorithm-aware one; the default stays random.
-- Leftovers (at most m-1 tuples, distinct values). Decision: a leftover with value v
-  may not simply join one QI-group, because the groups differ between marginals and
-  the signatures would then differ too (002 needs one signature per tuple across all
-  marginals). It instead forms a new bucket with one tuple of each value of a bucket B
-  lacking v (B chosen so that its QI box grows least by the leftover; from B, per
-  value, the tuple nearest the leftover): signature sig(B) + {v}, one tuple each.
-  Every decomposition of every marginal then keeps each tuple's signature.
+- Leftovers (at most m-1 tuples per sub-table, distinct values). Decision: a leftover
+  with value v may not simply join one QI-group, because the groups differ between
+  marginals and the signatures would then differ too (002 needs one signature per
+  tuple across all marginals). It instead forms a new bucket with one tuple of each
+  value of a bucket B lacking v: signature sig(B) + {v}, one tuple each, so every
+  decomposition of every marginal keeps each tuple's signature. B and its tuples are
+  drawn by the secret seed, uniformly (`place_leftovers`), departing from 002 §3, which
+  takes the bucket and tuples nearest the leftover in QI: that choice made the
+  leftover the one row that explains the new bucket's shape and pinned its value
+  (posterior 1 on 003 Table 1, m = 2). Drawn uniformly, every table the release allows
+  gives it with the same probability; the price is a wider box for one group per
+  leftover (docs/benchmarks/marginals.md).
 - `decompose` (002 §3): in `kernels/decomposition.py`.
 - NCP (Xu et al. KDD 2006): decision: every attribute's codes are in
   its domain order (numeric by value, categorical by the declared order), so a group's
@@ -343,41 +349,26 @@ def signatures(bucket: np.ndarray, sensitive: np.ndarray) -> dict[int, tuple[int
     return {b: tuple(v) for b, v in out.items()}
 
 
-def _boxes(pts: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(keys, min, max) of the points per key."""
-    order = np.argsort(key, kind="stable")
-    k = key[order]
-    first = np.flatnonzero(np.concatenate([[True], k[1:] != k[:-1]]))
-    return (
-        k[first],
-        np.minimum.reduceat(pts[order], first, axis=0),
-        np.maximum.reduceat(pts[order], first, axis=0),
-    )
-
-
 def place_leftovers(
-    qi: pd.DataFrame,
-    sensitive: np.ndarray,
-    bucket: np.ndarray,
-    extents: Mapping[str, int],
-    sub: np.ndarray | None = None,
+    sensitive: np.ndarray, bucket: np.ndarray, seed: int, sub: np.ndarray | None = None
 ) -> np.ndarray:
-    """Give every leftover (bucket -1) a bucket of its own built with one tuple per value
-    of the nearest bucket of its sub-table lacking its value (see the module's decision).
-    Leftovers are handled in waves, the first pending one of every sub-table at once;
-    ties go to the lower bucket id and the lower row. Returns dense bucket ids."""
+    """Give every leftover (bucket -1) a bucket of its own: one tuple of each value of a
+    bucket of its sub-table lacking its value, that bucket and its tuples drawn by the
+    secret seed, never by QI distance (the module docstring's decision). Leftovers are
+    handled in waves, in each sub-table the pending one of the smallest value first (a
+    sub-table's leftovers have distinct values, fixed by its pool sizes). Returns dense
+    bucket ids."""
     n = len(bucket)
     sub = _subs(sub, n)
     bucket = bucket.copy()
-    scale = np.array([1.0 / extents[a] if extents[a] > 0 else 0.0 for a in qi.columns])
-    pts = qi.to_numpy(dtype=np.float64) * scale if len(qi.columns) else np.zeros((n, 1))
     width = int(sensitive.max()) + 1 if n else 1
+    rng = np.random.default_rng(seed)
     while (bucket < 0).any():
         left = np.flatnonzero(bucket < 0)
-        _, first = np.unique(sub[left], return_index=True)
-        rows = left[first]  # one leftover per sub-table with any
+        left = left[np.lexsort((sensitive[left], sub[left]))]
+        rows = left[run_starts(sub[left])]  # per sub-table, its smallest pending value
         members = np.flatnonzero((bucket >= 0) & np.isin(sub, sub[rows]))
-        ids, lo, hi = _boxes(pts[members], bucket[members])
+        ids = distinct(bucket[members])
         b_sub = np.zeros(len(ids), dtype=np.int64)
         b_sub[np.searchsorted(ids, bucket[members])] = sub[members]
         has = distinct(bucket[members] * width + sensitive[members])
@@ -387,32 +378,22 @@ def place_leftovers(
         i, b = pair["i"].to_numpy(), pair["b"].to_numpy()
         keep = ~np.isin(ids[b] * width + sensitive[rows[i]], has)
         i, b = i[keep], b[keep]
-        x = pts[rows[i]]
-        growth = (np.maximum(hi[b], x) - np.minimum(lo[b], x)).sum(1) - (hi[b] - lo[b]).sum(1)
-        pick = np.lexsort((b, growth, i))
-        i, b = i[pick], b[pick]
-        firsts = (
-            np.flatnonzero(np.concatenate([[True], i[1:] != i[:-1]]))
-            if len(i)
-            else np.zeros(0, dtype=np.int64)
-        )
-        if len(firsts) < len(rows):
-            lost = rows[np.setdiff1d(np.arange(len(rows)), i[firsts])[0]]
+        if len(distinct(i)) < len(rows):
+            lost = rows[np.setdiff1d(np.arange(len(rows)), i)[0]]
             raise PrivacyError(
                 f"a leftover tuple with sensitive code {int(sensitive[lost])} found no bucket of its sub-table without that value"
             )
+        starts = run_starts(i)  # pairs are in leftover order
+        pick = starts + rng.integers(0, np.diff(np.append(starts, len(i))))
         chosen = np.full(len(ids), -1, dtype=np.int64)
-        chosen[b[firsts]] = i[firsts]  # bucket -> the leftover it serves
+        chosen[b[pick]] = i[pick]  # bucket -> the leftover it serves, drawn uniformly
         mine = members[chosen[np.searchsorted(ids, bucket[members])] >= 0]
         owner = chosen[np.searchsorted(ids, bucket[mine])]
-        dist = np.abs(pts[mine] - pts[rows[owner]]).sum(1)
-        near = mine[np.lexsort((mine, dist, sensitive[mine], owner))]
-        o = chosen[np.searchsorted(ids, bucket[near])]
-        firstv = np.concatenate(
-            [[True], (o[1:] != o[:-1]) | (sensitive[near][1:] != sensitive[near][:-1])]
-        )
+        by = np.lexsort((mine, sensitive[mine], owner))
+        firstv = run_starts(owner[by] * width + sensitive[mine[by]])
+        taken = by[firstv + rng.integers(0, np.diff(np.append(firstv, len(by))))]
         new = bucket.max() + 1 + np.arange(len(rows))
-        bucket[near[firstv]] = new[o[firstv]]
+        bucket[mine[taken]] = new[owner[taken]]  # per value, a uniform tuple
         bucket[rows] = new
     return np.unique(bucket, return_inverse=True)[1].reshape(-1)
 
@@ -435,7 +416,7 @@ def bucketize(
     if sub is None:
         sub = partition(qi, sensitive, m, extents, seed, tries, blocks)
     bucket = assign_buckets(sensitive, m, seed + 1, sub, local=local)
-    return sub, place_leftovers(qi, sensitive, bucket, extents, sub)
+    return sub, place_leftovers(sensitive, bucket, seed + 2, sub)
 
 
 def _split_level(
@@ -486,15 +467,15 @@ def _split_level(
     return side
 
 
-def _eligible_halves(
+def _blind_halves(
     node: np.ndarray, side: np.ndarray, sensitive: np.ndarray, nodes: int, m: int
 ) -> np.ndarray:
-    """Per node: both halves non-empty and m-eligible."""
-    half = node * 2 + side
-    sizes = np.bincount(half, minlength=2 * nodes)
-    top = top_counts(half, sensitive, 2 * nodes)
-    ok = (sizes >= m) & (top * m <= sizes)
-    return ok[0::2] & ok[1::2]
+    """Per node: both halves hold at least m c rows, c being the node's top count of one
+    sensitive value, so both are m-eligible however its values lie (the decision of
+    `partition`)."""
+    sizes = np.bincount(node * 2 + side, minlength=2 * nodes)
+    need = m * top_counts(node, sensitive, nodes)
+    return (sizes[0::2] >= need) & (sizes[1::2] >= need)
 
 
 def next_level(
@@ -520,8 +501,12 @@ def partition(
     blocks: int = 32,
 ) -> np.ndarray:
     """002 Figure 1: m-eligible sub-tables of QI-close tuples; returns a sub-table id per
-    row. Every sub-table of a level is split at once (`_split_level`); a node whose
-    halves are not both m-eligible gets up to `tries` shuffles, then stays whole."""
+    row. Every sub-table of a level is split at once (`_split_level`, which reads the
+    QI only); a node whose halves are not both large enough (`_blind_halves`) gets up to
+    `tries` shuffles, then stays whole. Decision, departing from 002 (a split is kept
+    when both halves are m-eligible): a split is kept when both halves hold at least m
+    times the node's top count, so it never tells where the node's values lie
+    (kernels/mondrian.py says why; the same rule)."""
     check_m_eligible(sensitive, m)
     scale = np.array([1.0 / extents[a] if extents[a] > 0 else 0.0 for a in codes.columns])
     points = codes.to_numpy(dtype=np.float64) * scale
@@ -540,7 +525,7 @@ def partition(
                 break
             sub, local = np.unique(node[rows], return_inverse=True)
             trial = _split_level(points[rows], local.reshape(-1), len(sub), rng, blocks)
-            good = _eligible_halves(local.reshape(-1), trial, sensitive[rows], len(sub), m)
+            good = _blind_halves(local.reshape(-1), trial, sensitive[rows], len(sub), m)
             accept = good[local.reshape(-1)]
             side[rows[accept]] = trial[accept]
             split[sub[good]] = True

@@ -5,21 +5,30 @@ Anonymize(P): try the attributes in decreasing normalized width (ties: lower ind
 the median is the value at position floor((|P| - 1) / 2) of P's sorted values;
 L = {t : t.A <= median}, R = the rest; skip the attribute if R is empty or a side is
 not allowed; split on the first allowed attribute, else P is final. All nodes of a
-level are handled at once: one sort per attribute rank. `flexible` (l-diverse only, the
-marginal publisher's partitioning step): where the median cut is not allowed, the
-allowed cut nearest the middle on the same attribute is taken before the next
-attribute is tried: narrower m-eligible sub-tables than 002 Figure 1's
-(docs/benchmarks/marginals.md, "Why 002's error is not reproduced").
+level are handled at once: one sort per attribute rank.
+
+`blind_mondrian` is the marginal publisher's partitioning step (002 §3, Figure 1).
+Decision, departing from 002 (which keeps a split when both halves are m-eligible) and
+from the median-or-nearest-allowed cut this replaced: a cut is placed by the QI alone
+(the boundary nearest the middle of the widest attribute that allows one) and taken iff
+each side holds at least m c rows, c being the node's top count of one sensitive
+value. Both sides are then m-eligible however the node's values lie, and the decision
+reads only the node's size, its QI and its multiset; a node is a union of published
+groups, so its multiset is public, and every table the release allows is cut exactly
+like the true one. Accepting a cut because its sides happen to be eligible told which
+rows hold which values: on six rows a a b b c c (m = 2) one posterior reached 1
+(tests/kernels/test_adversary_paths.py). The price: nodes stop splitting once a value
+holds more than about 1/(2m) of them (docs/benchmarks/marginals.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
 
-from .arrays import dense_ids, distinct, lex_order
+from .arrays import dense_ids, lex_order
 from .minvariance import next_level, top_counts
 
 
@@ -43,56 +52,20 @@ def _allowed(
     return ok[0::2] & ok[1::2]
 
 
-def _nearest_cut(node: np.ndarray, value: np.ndarray, sensitive: np.ndarray, l: int):
-    """Per node (dense ids), the cut between two distinct values nearest the node's middle
-    whose two sides are both l-diverse (c(v) <= size / l): (left side per row, found per
-    node). One pass over the rows sorted by (node, value): a side's largest count of one
-    sensitive value is a running maximum of the rows' occurrence numbers (`_side_tops`),
-    linear in the rows, not in rows times values."""
-    n = len(node)
-    order = lex_order([node, value])
-    sn, sv = node[order], value[order]
-    sizes = np.bincount(node)
-    start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    ranked = sensitive[order]
-    codes = np.searchsorted(distinct(ranked), ranked)
-    before, after = _side_tops(sn, codes)
-    pos = np.arange(n) - start[sn]  # rows left of a cut placed before this row
-    boundary = (pos > 0) & np.concatenate([[False], sv[1:] != sv[:-1]])
-    ok = boundary & (before * l <= pos) & (after * l <= sizes[sn] - pos)
-    far = np.iinfo(np.int64).max
-    dist = np.where(ok, np.abs(2 * pos - sizes[sn]), far)
-    best = np.minimum.reduceat(dist, start)  # rows sorted by node, every node non-empty
-    hit = ok & (dist == best[sn])
-    chosen = np.maximum.reduceat(np.where(hit, pos, -1), start)  # ties: the later cut
-    side = np.zeros(n, dtype=bool)
-    side[order] = pos < chosen[sn]
-    return side, best < far
-
-
-def _side_tops(node: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For rows sorted by node: per row, the largest count of one code among the node's
-    rows before it, and among the node's rows from it on. The k-th row of a code in its
-    node has occurrence k; the largest count before row i is the running maximum of the
-    occurrences before i, and from i on the running maximum (from the end) of the
-    occurrences counted from the end. Node offsets keep the maxima within a node."""
-    n = len(node)
-    if n == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    by_code = lex_order([node, codes])  # stable: a code's rows in row order
-    key = node[by_code] * (int(codes.max()) + 1) + codes[by_code]
-    runs = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-    length = np.diff(np.r_[runs, n])
-    k = np.arange(n) - np.repeat(runs, length)  # 0-based occurrence in the run
-    occ, from_end = np.empty(n, np.int64), np.empty(n, np.int64)
-    occ[by_code], from_end[by_code] = k + 1, np.repeat(length, length) - k
-    big = n + 1
-    upto = np.maximum.accumulate(occ + node * big) - node * big  # through row i
-    before = np.r_[0, upto[:-1]]
-    before[np.r_[True, node[1:] != node[:-1]]] = 0  # a node's first row has none before
-    back = (int(node[-1]) - node[::-1]) * big
-    after = (np.maximum.accumulate(from_end[::-1] + back) - back)[::-1]
-    return before, after
+def _blind_cut(
+    node: np.ndarray, value: np.ndarray, median: np.ndarray, nodes: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per node, the value boundary nearest its middle on one attribute, from the QI
+    alone: `value <= median` or `value < median`, whichever leaves the smaller side
+    larger (ties: `<=`, Mondrian's cut). Returns (left side per row, the smaller side's
+    rows per node)."""
+    cuts = [value <= median[node], value < median[node]]
+    smaller = []
+    for left in cuts:
+        sizes = np.bincount(node * 2 + (~left).astype(np.int64), minlength=2 * nodes)
+        smaller.append(np.minimum(sizes[0::2], sizes[1::2]))
+    second = smaller[1] > smaller[0]
+    return np.where(second[node], cuts[1], cuts[0]), np.maximum(smaller[0], smaller[1])
 
 
 def _widths(x: np.ndarray, node: np.ndarray, nodes: int) -> np.ndarray:
@@ -105,6 +78,9 @@ def _widths(x: np.ndarray, node: np.ndarray, nodes: int) -> np.ndarray:
     return np.maximum.reduceat(rows, starts, axis=0) - np.minimum.reduceat(rows, starts, axis=0)
 
 
+Cut = Callable[[np.ndarray, np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]]
+
+
 def mondrian(
     codes: pd.DataFrame,
     extents: Mapping[str, int],
@@ -112,13 +88,45 @@ def mondrian(
     l: int | None = None,
     k: int | None = None,
     start: np.ndarray | None = None,
-    flexible: bool = False,
 ) -> np.ndarray:
     """A group id per row: l-diverse groups (with `sensitive`, `l`) or strict k-anonymous
-    ones (`k`), or both; `start`: dense node ids to refine (default: one node).
-    `flexible` (l-diverse only): where the median cut is not allowed, cut at the allowed
-    value boundary nearest the median (`_nearest_cut`) before trying the next attribute."""
-    assert not flexible or (l is not None and k is None), "flexible cuts are for l-diverse groups"
+    ones (`k`), or both; `start`: dense node ids to refine (default: one node). An
+    l-diverse cut is accepted by its sides' values, so it tells where values lie: the
+    marginal publisher uses `blind_mondrian` instead."""
+
+    def cut(node: np.ndarray, value: np.ndarray, median: np.ndarray, nodes: int):
+        trial = value <= median[node]
+        return trial, _allowed(node, trial, sensitive, l, k, nodes)
+
+    return _levels(codes, extents, start, cut)
+
+
+def blind_mondrian(
+    codes: pd.DataFrame,
+    extents: Mapping[str, int],
+    sensitive: np.ndarray,
+    m: int,
+    start: np.ndarray | None = None,
+) -> np.ndarray:
+    """m-eligible sub-tables whose cuts never depend on where sensitive values lie (the
+    module docstring's decision): a node of n rows whose most frequent value occurs c
+    times is cut at the QI boundary nearest its middle (`_blind_cut`, widest attribute
+    first) only if both sides hold at least m c rows, so both are m-eligible however
+    the node's values are arranged. Returns a sub-table id per row."""
+
+    def cut(node: np.ndarray, value: np.ndarray, median: np.ndarray, nodes: int):
+        trial, smaller = _blind_cut(node, value, median, nodes)
+        return trial, smaller >= m * top_counts(node, sensitive, nodes)
+
+    return _levels(codes, extents, start, cut)
+
+
+def _levels(
+    codes: pd.DataFrame, extents: Mapping[str, int], start: np.ndarray | None, cut: Cut
+) -> np.ndarray:
+    """Mondrian's recursion, one level of every node at a time: per node, attributes in
+    decreasing normalized width, the first whose `cut` is allowed splits it; a node no
+    attribute splits is final."""
     n, attrs = len(codes), list(codes.columns)
     x = codes.to_numpy(dtype=np.int64)
     ext = np.array([max(extents[a], 1) for a in attrs], dtype=np.float64)
@@ -133,22 +141,13 @@ def mondrian(
         decided = final.copy()
         left = np.zeros(n, dtype=bool)
         for r in range(len(attrs)):
-            attr = rank_attr[node, r]
-            value = x[np.arange(n), attr]
+            value = x[np.arange(n), rank_attr[node, r]]
             order = lex_order([node, value])
             sizes = np.bincount(node, minlength=nodes)
-            start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-            median = value[order][start + (sizes - 1) // 2]
-            trial = value <= median[node]
-            ok = _allowed(node, trial, sensitive, l, k, nodes) & ~decided
-            if flexible and (need := ~ok & ~decided).any():
-                rows = np.flatnonzero(need[node])
-                ids, local = dense_ids(node[rows])
-                side, found = _nearest_cut(
-                    local, value[rows], np.asarray(sensitive)[rows], int(l or 1)
-                )
-                trial[rows] = side
-                ok[ids[found]] = True
+            first = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+            median = value[order][first + (sizes - 1) // 2]
+            trial, ok = cut(node, value, median, nodes)
+            ok &= ~decided
             take = ok[node]
             left[take] = trial[take]
             decided |= ok

@@ -40,7 +40,7 @@ from ..engines.base import LoadedTable
 from ..errors import SpecError
 from ..kernels.decomposition import decompose
 from ..kernels.minvariance import bucketize, check_m_eligible_counts, partition
-from ..kernels.mondrian import mondrian, qi_order
+from ..kernels.mondrian import blind_mondrian, qi_order
 from ..kernels.partitioning import QiShards, combine_counts, partition_seed, plan_chunks
 from ..model import PublishedTable, Rule
 from ..release.keys import check_key, keys_from_source
@@ -170,16 +170,16 @@ def subtables(
     how: str,
 ):
     """The partitioning step's m-eligible sub-tables (docs/benchmarks/marginals.md: why 002's error is not reproduced):
-    `mondrian` (the default) cuts the widest attribute at the median, or where that
-    breaks m-eligibility at the allowed value boundary nearest the middle
-    (kernels/mondrian.py, `flexible`; l = m is exactly m-eligibility);
+    `mondrian` (the default) cuts at the QI boundary nearest the middle of the widest
+    attribute, only where both sides are m-eligible however the values lie
+    (kernels/mondrian.blind_mondrian: the cuts tell nothing of where values lie);
     `ncp` is 002 Figure 1 as written (NCP-greedy splits seeded by extreme tuples,
     `tries` shuffles); `ncp+mondrian` continues 002's sub-tables with Mondrian cuts
     (the stopping-rule experiment); `none` keeps the chunk whole (statdb's buckets)."""
     if how == "none":
         return np.zeros(len(s), dtype=np.int64)
     start = None if how == "mondrian" else partition(codes, s, m, extents, seed, tries, blocks)
-    return start if how == "ncp" else mondrian(codes, extents, s, l=m, start=start, flexible=True)
+    return start if how == "ncp" else blind_mondrian(codes, extents, s, m, start=start)
 
 
 def bucketize_chunk(
