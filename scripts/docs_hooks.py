@@ -16,7 +16,10 @@ build time, so they are always current.
   `vpub_spark.experiments.common.write_results`, copied under docs/) and the line that
   says when, where and with which command they were measured;
 - `<!-- vpub-compare DIR -->` becomes a comparison's means (`vpub compare`: DIR's
-  summary.csv, one table per sweep) and the same line from DIR's run.json.
+  summary.csv, one table per sweep) and the same line from DIR's run.json;
+- `<!-- vpub-change METHOD BEFORE AFTER -->` becomes, per sweep, METHOD's relative
+  error (and box width) in two runs of one comparison, BEFORE's and AFTER's
+  summary.csv, with their ratio, and both runs' lines.
 """
 
 from __future__ import annotations
@@ -240,6 +243,34 @@ def compare_reference(directory: str) -> str:
     return "\n".join(parts)
 
 
+def change_reference(method: str, before: str, after: str) -> str:
+    """One method's error (and box width) in two runs of one comparison, point by point."""
+    import pandas as pd
+
+    runs = [pd.read_csv(os.path.join(d, "summary.csv")) for d in (before, after)]
+    keys = ["sweep", "value"]
+    old, new = (r[r["method"] == method].set_index(keys) for r in runs)
+    measures = [c for c in ("relative_error", "box_width") if c in old.columns]
+    parts = []
+    for sweep in dict.fromkeys(new.index.get_level_values(0)):
+        rows = []
+        for value in new.loc[sweep].index:
+            row = [str(value)]
+            for c in measures:
+                a, b = float(old.loc[(sweep, value), c]), float(new.loc[(sweep, value), c])
+                row += [_mean(a), _mean(b), f"{b / a:.2f}"]
+            rows.append(row)
+        names = {"relative_error": "error", "box_width": "box width"}
+        columns = [str(sweep)] + [
+            f"{names[c]} {when}" for c in measures for when in ("before", "after", "after / before")
+        ]
+        parts.append(f"**{method}, varying {sweep}**\n\n{_markdown_table(columns, rows)}\n")
+    for label, d in (("Before", before), ("After", after)):
+        with open(os.path.join(d, "run.json")) as f:
+            parts.append(f"{label}: " + _measured(json.load(f)) + "\n")
+    return "\n".join(parts)
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
     docs = config["docs_dir"]
     markdown = re.sub(
@@ -248,6 +279,11 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     markdown = re.sub(
         r"<!-- vpub-compare (\S+) -->",
         lambda m: compare_reference(os.path.join(docs, m[1])),
+        markdown,
+    )
+    markdown = re.sub(
+        r"<!-- vpub-change (\S+) (\S+) (\S+) -->",
+        lambda m: change_reference(m[1], os.path.join(docs, m[2]), os.path.join(docs, m[3])),
         markdown,
     )
     if "<!-- vpub-openapi -->" in markdown:

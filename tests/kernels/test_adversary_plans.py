@@ -1,8 +1,8 @@
 """003 §1's adversary against a chunked run with the chunk plan visible
 (kernels/partitioning.plan_chunks, which 002's marginals, 004's store and 003's
 streamliner share): she sees which rows each chunk holds, the groups, and each group's
-values; the plan is cut by row counts alone at the lowest eligible level, so it tells
-her only the level. A planner that closed a chunk at its first l-eligible prefix (the
+values; the plan is cut top-down from row counts and published multisets, so it tells
+her nothing. A planner that closed a chunk at its first l-eligible prefix (the
 rule it replaced, written out here) pins values with certainty on the same tables,
 which shows the adversary would catch the leak.
 
@@ -104,16 +104,29 @@ def test_chunks_cut_from_published_multisets_keep_every_posterior_at_most_one_ov
     assert worst <= Fraction(1, l)
 
 
-def test_a_range_cut_at_a_level_shows_that_some_chunk_failed():
-    """The fallback for a large skewed range (kernels/partitioning.py: above FALLBACK *
-    chunk_rows rows, forced here with chunk_rows = 1 on 6 rows): on a a b c b c (l = 2)
-    runs of 1 and of 2 are not all eligible, so the plan is the whole table at level 2,
-    which tells her that x0 = x1 or x2 = x3 or x4 = x5: one posterior reaches 3/4. The
-    bound stated for the fallback on this worst case; at the default 50,000-row chunks
-    the disjunction is about aggregates of that many rows."""
+def _plan_at_lowest_level(t: np.ndarray, l: int, chunk_rows: int) -> np.ndarray:
+    """The fallback replaced (a large skewed range cut at the lowest level k whose runs,
+    closing at chunk_rows * 2**k rows with a short tail joining the run before, are all
+    eligible)."""
+    size = chunk_rows
+    while True:
+        run = np.minimum(np.arange(N) // size, max(N // size, 1) - 1)
+        if run.max() == 0 or all(
+            np.bincount(t[run == r]).max() * l <= (run == r).sum() for r in np.unique(run)
+        ):
+            return run
+        size *= 2
+
+
+def test_a_large_skewed_range_stays_one_chunk():
+    """a a b c b c (l = 2) with chunk_rows = 1: no top-down cut is safe (a holds 1/3 >
+    1/4), so the plan is one chunk and keeps 1/2. The fallback it replaced (cut at the
+    lowest level whose runs are all eligible: here level 2, the whole table) told her
+    that x0 = x1 or x2 = x3 or x4 = x5 held one value: one posterior reached 3/4."""
     t = np.array([0, 0, 1, 2, 1, 2])
     assert len(np.unique(_plan_by_counts(t, 2, 1))) == 1
-    assert _chunked(_plan_by_counts, 2, 1).worst_posterior(t) == Fraction(3, 4)
+    assert _chunked(_plan_by_counts, 2, 1).worst_posterior(t) == Fraction(1, 2)
+    assert _chunked(_plan_at_lowest_level, 2, 1).worst_posterior(t) == Fraction(3, 4)
 
 
 def test_chunks_closed_at_an_eligible_prefix_pin_values():

@@ -7,7 +7,6 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from vpub_spark.kernels.partitioning import (
-    FALLBACK,
     SHARDS,
     ContentShards,
     QiShards,
@@ -120,8 +119,7 @@ def test_partitions_read_no_sensitive_value_but_through_their_count(case, data):
 def test_chunks_are_eligible_and_read_only_published_multisets(case, chunk_rows, data):
     """plan_chunks: every chunk eligible (recounted from the rows) and of at least
     chunk_rows rows (or the whole table); re-placing the sensitive values inside each
-    chunk (each chunk's multiset, which the release publishes, kept) gives the same plan
-    unless a range had to be cut at a level (a range above FALLBACK * chunk_rows)."""
+    chunk (each chunk's multiset, which the release publishes, kept) gives the same plan."""
     frame, domains, l, _target, _seed = case
     s = frame.columns[-1]
     assume(frame[s].value_counts().max() * l <= len(frame))
@@ -143,5 +141,4 @@ def test_chunks_are_eligible_and_read_only_published_multisets(case, chunk_rows,
     for c in range(plan.parts):  # a new table the release allows: values re-placed per chunk
         rows = np.flatnonzero(part == c)
         moved.loc[rows, s] = frame[s].to_numpy()[data.draw(st.permutations(rows.tolist()))]
-    if len(frame) <= FALLBACK * chunk_rows:  # no range can be cut at a level
-        assert (plan_of(moved).shard_part == plan.shard_part).all()
+    assert (plan_of(moved).shard_part == plan.shard_part).all()

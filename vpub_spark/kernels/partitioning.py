@@ -8,7 +8,7 @@ driver then groups shards into partitions. Two plans, one rule (the threat model
 adversary knows the algorithm, the QI values and every public file, not the secret seed):
 which rows go together is decided by the QI values, the secret key and multisets the
 release publishes anyway; beyond those, the sensitive values decide at most one number
-(P, or a level k for a large skewed chunk).
+(P, for 000's partitions).
 
 - 000's partitions (`plan_partitions`, with `ContentShards` over the non-sensitive
   columns): a row's shard is a keyed hash of its QI content (the key derived from the
@@ -25,12 +25,11 @@ release publishes anyway; beyond those, the sensitive values decide at most one 
   way. The cuts read the QI counts and each range's multiset of sensitive values, and a
   range is a union of published groups, so its multiset is public: every table the
   release allows is planned exactly like the true one, and the plan shows nothing.
-  Where a value holds more than 1/(2l) of a range, the safe rule cannot cut it; a range
-  of more than FALLBACK * chunk_rows rows is then cut at a level k (runs of at least
-  chunk_rows * 2**k rows, the lowest level whose every run is eligible), for Spark's
-  sake. That shows k, i.e. that some run of that range at a lower level was not
-  eligible (a disjunction over runs of at least chunk_rows rows, about aggregates;
-  tests/kernels/test_adversary_plans.py measures it on a tiny table).
+  Where a value holds more than 1/(2l) of a range, the safe rule cannot cut it, and the
+  range is one chunk however large (one task). Decision: the cut at the lowest level
+  whose runs were all eligible (for Spark's sake) showed that some run of a lower
+  level was not (3/4 on a 6-row case, tests/kernels/test_adversary_plans.py), so it was
+  removed: the posterior bound comes before parallelism.
 P = 1 (one chunk) is the whole table, eligible whenever the rules passed the
 eligibility check, so a plan always exists.
 
@@ -239,9 +238,8 @@ def plan_partitions(counts: ShardCounts, l: int, target: int | None = None) -> P
 def plan_chunks(counts: ShardCounts, l: int, chunk_rows: int) -> PartitionPlan:
     """Runs of consecutive shards (QI-local with `QiShards`) of at least `chunk_rows`
     rows, each l-eligible for every sensitive attribute, cut top-down (`_safe_ranges`);
-    a run of more than `FALLBACK` * chunk_rows rows that cannot be cut so is cut at a
-    level (`_level_cut`). The module docstring says what either shows. Group ids: a
-    chunk's first row's index (a chunk never makes more groups than rows)."""
+    the module docstring says why they show nothing. Group ids: a chunk's first row's
+    index (a chunk never makes more groups than rows)."""
     if chunk_rows < 1:
         raise PrivacyError(f"chunk_rows must be >= 1, not {chunk_rows}")
     slack = _slack(counts, l)
@@ -255,24 +253,13 @@ def plan_chunks(counts: ShardCounts, l: int, chunk_rows: int) -> PartitionPlan:
         else np.zeros((SHARDS, 1))
     )
     part = np.zeros(SHARDS, dtype=np.int64)
-    ids = 0
-    for lo, hi in _safe_ranges(counts.rows, hist, l, chunk_rows):
-        big = counts.rows[lo:hi].sum() > FALLBACK * chunk_rows
-        sub = (
-            _level_cut(counts.rows[lo:hi], slack[lo:hi], chunk_rows)
-            if big
-            else np.zeros(hi - lo, dtype=np.int64)
-        )
-        part[lo:hi] = sub + ids
-        ids += int(sub.max()) + 1
-    rows, eligible = _eligible(counts.rows, slack, part, ids)
+    for chunk, (lo, hi) in enumerate(_safe_ranges(counts.rows, hist, l, chunk_rows)):
+        part[lo:hi] = chunk
+    rows, eligible = _eligible(counts.rows, slack, part, int(part.max()) + 1)
     assert eligible, "a chunk is not eligible"
     return PartitionPlan(
         part.astype(np.int32), rows, np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(np.int64)
     )
-
-
-FALLBACK = 4  # a run this many times chunk_rows that the safe rule cannot cut is cut at a level
 
 
 def _safe_ranges(
@@ -311,32 +298,6 @@ def _cut_at(cum: np.ndarray, lo: int, hi: int, k: int) -> np.ndarray:
     targets = cum[lo] + (cum[hi] - cum[lo]) * np.arange(1, k) // k
     at = np.searchsorted(cum, targets, side="left")
     return np.unique(np.clip(np.concatenate([[lo], at, [hi]]), lo, hi))
-
-
-def _level_cut(rows: np.ndarray, slack: np.ndarray, chunk_rows: int) -> np.ndarray:
-    """Shard -> run for one range: at level k runs close at chunk_rows * 2**k rows (a
-    shorter tail joins the run before), the lowest level whose every run is eligible."""
-    size = chunk_rows
-    while True:
-        part = _runs(rows, size)
-        p = int(part.max()) + 1
-        if p == 1 or _eligible(rows, slack, part, p)[1]:
-            return part
-        size *= 2
-
-
-def _runs(rows: np.ndarray, size: int) -> np.ndarray:
-    """Shard -> run: a run of consecutive shards closes once it holds `size` rows; the
-    tail (fewer rows, or none) joins the run before it."""
-    closes = np.zeros(len(rows), dtype=np.int64)
-    held = 0
-    for s, r in enumerate(rows.tolist()):  # shards, not rows
-        held += r
-        if held >= size:
-            closes[s], held = 1, 0
-    part = np.concatenate([[0], np.cumsum(closes)[:-1]])
-    last = int(closes.sum())
-    return np.where(part == last, max(last - 1, 0), part) if last else part
 
 
 def _eligible(
