@@ -183,3 +183,15 @@ def test_hive_metastore_outlives_the_session(release, tmp_path):
         next(line for line in again.stdout.splitlines() if line.startswith("SUM")).split()[1]
     )
     assert total == pytest.approx(release.manifest["source"]["rows"])
+
+
+def test_the_data_dictionary_names_both_guarantees():
+    """The export's dictionary says the audited and the posterior guarantee apart; with
+    the QI-local dealing (not algorithm-safe) it says there is no posterior one."""
+    from vpub_spark.release.export import guarantee_lines
+
+    safe = guarantee_lines({"privacy": {"model": "m-invariance", "m": 4}})
+    assert safe[0].startswith("- Audited guarantee:") and "1/4" in safe[0]
+    assert safe[1].startswith("- Posterior guarantee: an adversary who knows the algorithm")
+    local = guarantee_lines({"privacy": {"m": 4}, "method_cost": {"assign": "local"}})
+    assert local[1].startswith("- Posterior guarantee: none")

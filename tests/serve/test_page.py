@@ -160,7 +160,7 @@ def test_a_new_user_counts_and_estimates_on_real_labels(labels_store, browser, t
         header = browser.find_element(By.ID, "store-info").text
         assert (
             header
-            == f"{len(db.values):,} people. Answers are ranges that always hold the true count. No one can learn a person's job beyond 1 in 3."
+            == f"{len(db.values):,} people. Answers are ranges that always hold the true count. Even knowing how it was made, no one can learn a person's job beyond 1 in 3."
         )
 
         browser.find_element(By.ID, "count").click()  # the default form: everyone

@@ -218,7 +218,10 @@ async function start() {
   }
   const sname = Object.keys(schema.sensitive)[0];
   const promise = schema.m
-    ? " No one can learn a person's " + sname + " beyond 1 in " + schema.m + "."
+    ? " Even knowing how it was made, no one can learn a person's " + sname + " beyond 1 in " +
+      schema.m + ((schema.versions || []).length > 1
+        ? ", except a person an update inserted and left over (threat model)."
+        : ".")
     : "";
   document.getElementById("store-info").textContent = schema.rows.toLocaleString() +
     " people. Answers are ranges that always hold the true count." + promise;
