@@ -114,9 +114,13 @@ def blind_mondrian(
     first) only if both sides hold at least m c rows, so both are m-eligible however
     the node's values are arranged. Returns a sub-table id per row."""
 
+    level: list = [None, None]  # (node ids, their top counts): once per level, not per attribute
+
     def cut(node: np.ndarray, value: np.ndarray, median: np.ndarray, nodes: int):
+        if level[0] is not node:
+            level[:] = [node, top_counts(node, sensitive, nodes)]
         trial, smaller = _blind_cut(node, value, median, nodes)
-        return trial, smaller >= m * top_counts(node, sensitive, nodes)
+        return trial, smaller >= m * level[1]
 
     return _levels(codes, extents, start, cut)
 

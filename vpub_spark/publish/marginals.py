@@ -173,8 +173,8 @@ def subtables(
     `mondrian` (the default) cuts at the QI boundary nearest the middle of the widest
     attribute, only where both sides are m-eligible however the values lie
     (kernels/mondrian.blind_mondrian: the cuts tell nothing of where values lie);
-    `ncp` is 002 Figure 1 as written (NCP-greedy splits seeded by extreme tuples,
-    `tries` shuffles); `ncp+mondrian` continues 002's sub-tables with Mondrian cuts
+    `ncp` is 002 Figure 1's NCP-greedy splits (seeded by extreme tuples, `tries`
+    shuffles) under the same acceptance rule; `ncp+mondrian` continues 002's sub-tables with Mondrian cuts
     (the stopping-rule experiment); `none` keeps the chunk whole (statdb's buckets)."""
     if how == "none":
         return np.zeros(len(s), dtype=np.int64)
