@@ -123,7 +123,11 @@ class _Replay:
         return (p + 0.5) / size
 
     def permutation(self, x) -> np.ndarray:
+        """Every order of the items, or, for a draw of the keys' length, one order per key
+        (the items sorted by it: a caller's reduction, as for `random`)."""
         items = np.arange(x) if isinstance(x, int | np.integer) else np.asarray(x)
+        if self.keys is not None and len(items) == len(self.keys[0]):
+            return items[np.argsort(self.keys[self._branch(len(self.keys))], kind="stable")]
         return items[_nth_permutation(len(items), self._branch(math.factorial(len(items))))]
 
     def integers(self, low, high) -> np.ndarray:
@@ -178,12 +182,18 @@ def rng_outcomes(
 
 
 class Adversary:
-    """003 §1's adversary for one algorithm (its `outcomes`) and one release view."""
+    """003 §1's adversary for one algorithm (its `outcomes`) and one release view.
+    `rows_shown`: the view names the rows, so a table t' gives r only if
+    release(out, t') == r for the true table's output (`posterior` skips the others
+    unrun); False where rows alike in QI are alike in the view (every table is run)."""
 
     def __init__(
-        self, outcomes: Outcomes, release: Callable[[Any, np.ndarray], Hashable] = group_release
+        self,
+        outcomes: Outcomes,
+        release: Callable[[Any, np.ndarray], Hashable] = group_release,
+        rows_shown: bool = True,
     ):
-        self.outcomes, self.release = outcomes, release
+        self.outcomes, self.release, self.rows_shown = outcomes, release, rows_shown
         self._dist: dict[bytes, dict[Hashable, tuple[Fraction, Any]]] = {}
         self.runs = 0  # tables the algorithm was run on (every outcome of each)
 
@@ -206,7 +216,7 @@ class Adversary:
         vals = np.unique(values).tolist()
         weight = np.full((len(values), len(vals)), Fraction(0), dtype=object)
         for t in tables_of(values):
-            if self.release(out, t) != r:
+            if self.rows_shown and self.release(out, t) != r:
                 continue  # t' disagrees with what r shows: it never gives r
             p = self.distribution(t).get(r, (Fraction(0), None))[0]
             for row, v in enumerate(t.tolist()):

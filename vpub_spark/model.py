@@ -15,6 +15,9 @@ from typing import Any, Literal
 
 from .errors import SpecError
 
+UNSAFE_ASSIGN = "local-unsafe"  # marginals.assign's QI-local dealing: the name says its cost
+
+
 ATTRIBUTE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")
 Kind = Literal["numeric", "categorical"]
 MissingPolicy = Literal["drop", "reject"]

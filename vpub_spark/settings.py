@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import SpecError
-from .model import option, refuse_unknown, yaml_keys
+from .model import UNSAFE_ASSIGN, option, refuse_unknown, yaml_keys
 
 BIP_MODES = ("exact", "partitioned")
 
@@ -129,8 +129,9 @@ class MarginalSettings:
     assign: str = option(
         "random",
         doc="how the assigning step deals each value's tuples to buckets: `random` (002; "
-        "algorithm-safe) or `local` (along a QI order: narrower boxes, but an adversary "
-        "who knows the algorithm can learn more than 1/m; see the marginals explanation)",
+        "keeps every posterior at 1/m) or `local-unsafe` (along a QI order: narrower "
+        "boxes, but an adversary who knows the algorithm can learn a value with "
+        "probability above 1/m; the manifest, the export and the page say so)",
     )
     key: str | None = option(
         None,
@@ -140,10 +141,16 @@ class MarginalSettings:
     )
 
     PARTITIONINGS = ("mondrian", "ncp", "ncp+mondrian")
-    ASSIGNS = ("random", "local")
+    ASSIGNS = ("random", UNSAFE_ASSIGN)
 
     def __post_init__(self) -> None:
         one_of(self.partitioning, self.PARTITIONINGS, "marginals.partitioning")
+        if self.assign == "local":
+            raise SpecError(
+                f"marginals.assign: local is now called {UNSAFE_ASSIGN}: it can let an "
+                "adversary who knows the algorithm learn a value with probability above "
+                f"1/m; write {UNSAFE_ASSIGN} to accept that, or random (the default)"
+            )
         one_of(self.assign, self.ASSIGNS, "marginals.assign")
         for k in ("chunk_rows", "tries", "blocks"):
             v = getattr(self, k)

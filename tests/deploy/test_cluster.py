@@ -27,7 +27,7 @@ from vpub_spark.release.audit import audit_release
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 
 ROOT = Path(__file__).resolve().parents[2]
-ROWS, PARTITIONS = 600_000, 12
+ROWS, PARTITIONS = 240_000, 12
 SETTINGS = dict(partitions=PARTITIONS, seed=7)
 RULES = {"random": {"c": 5, "lhs": 3, "seed": 2}}
 

@@ -91,10 +91,10 @@ def _anatomy_groups(codes: pd.DataFrame, t: np.ndarray, l: int) -> np.ndarray:
 
 @functools.cache
 def _anatomy(codes: str, l: int, reduced: bool = True) -> Adversary:
-    """Anatomy's only draw is rng.random(n), the last sort key of the rows in canonical
-    order (by value, then QI), read only to order the tuples of one value: the orders
-    inside each value (of the sorted values) are every outcome that matters. The release
-    keeps group ids: QIT and ST are joined on them."""
+    """Anatomy's only draw is rng.permutation(n) over the rows in canonical order (by
+    value, then QI), read only to order the tuples of one value (a stable sort by value
+    follows): the orders inside each value (of the sorted values) are every outcome that
+    matters. The release keeps group ids: QIT and ST are joined on them."""
     c = CODES[codes]
 
     def outcomes(t: np.ndarray):
@@ -123,7 +123,7 @@ def _assignment(codes: str, m: int, reduced: bool = True) -> Adversary:
 
 @functools.cache
 def _local_assignment(codes: str, m: int, reduced: bool = True) -> Adversary:
-    """`_assignment` with the QI-local dealing (marginals.assign: local): the pools are
+    """`_assignment` with the QI-local dealing (marginals.assign: local-unsafe): the pools are
     dealt along `mondrian.qi_order` (ties by the first draw, rng.random(n), compared
     only inside one value: reduced as in `_assignment`), each run's slots at
     (j + u) / k with one u per run and the leftover slots at random positions (every
@@ -283,7 +283,7 @@ def test_decomposing_a_bucket_keeps_every_posterior_at_one_over_its_values(codes
 
 
 def test_the_qi_local_dealing_tells_more_than_one_over_m():
-    """A documented finding (marginals.assign: local): on 6 tuples in a row holding
+    """A documented finding (marginals.assign: local-unsafe): on 6 tuples in a row holding
     a a b b c c, m = 2, the runs make three buckets {a, b}, {a, c}, {b, c} of one tuple
     each. 002's random dealing keeps every posterior at 1/2; dealing each value along
     the QI order (one position per run, shared by its values) makes some releases

@@ -26,36 +26,17 @@ import numpy as np
 import pandas as pd
 import pytest
 from adversary import Adversary, group_release, rng_outcomes, tables_of, within_value_orders
+from publish_paths import chunks_of, frame_of, row_sets, small_input
 
 from vpub_spark.kernels import minvariance
 from vpub_spark.kernels.decomposition import decompose
 from vpub_spark.kernels.mondrian import mondrian
-from vpub_spark.kernels.partitioning import shard_counts
 from vpub_spark.kernels.statdb import Query, a_count, g_count, qi_mask, signature_buckets
 from vpub_spark.publish import marginals
-from vpub_spark.publish.marginals import bucketize_chunk, plan_marginal_chunks
+from vpub_spark.publish.marginals import bucketize_chunk
 
 TABLE_1 = [0, 0, 1, 1, 2]  # 003 Table 1: flu, flu, cold, cold, HIV
 SEED = 11
-
-
-def _frame(n: int, t: np.ndarray) -> pd.DataFrame:
-    return pd.DataFrame({"x": np.arange(n), "s": np.asarray(t)})
-
-
-def _chunks(frame: pd.DataFrame, m: int, chunk_rows: int) -> np.ndarray:
-    """Each row's chunk, planned as the publisher plans it (from shard counts)."""
-    return np.array(_plan(tuple(frame["s"].tolist()), m, chunk_rows))
-
-
-@functools.cache
-def _plan(t: tuple, m: int, chunk_rows: int) -> tuple:
-    frame = _frame(len(t), np.array(t))
-    sizes = {"x": len(t), "s": len(t)}
-    sharding, _, plan = plan_marginal_chunks(
-        lambda sh: shard_counts(frame, ["s"], sh), sizes, ("x",), "s", m, chunk_rows
-    )
-    return tuple(plan.part_of(sharding.of(frame[["x"]])).tolist())
 
 
 def run_path(
@@ -65,8 +46,8 @@ def run_path(
     them on the rows x = 0..n-1 (ids unique across chunks; rows in x order). The
     marginals here are all on x: each schema decomposes the same buckets."""
     n = len(t)
-    frame, extents = _frame(n, t), {"x": max(n - 1, 1)}
-    part = _chunks(frame, m, chunk_rows)
+    frame, extents = frame_of(t), {"x": max(n - 1, 1)}
+    part = chunks_of(t, m, chunk_rows)
     bucket, groups = np.zeros(n, np.int64), [np.zeros(n, np.int64) for _ in range(schemas)]
     for p in np.unique(part):
         rows = np.flatnonzero(part == p)  # in x order, so canonical order is row order
@@ -84,11 +65,7 @@ def run_path(
 def _draws(t: np.ndarray, m: int, chunk_rows: int):
     """The reduced keys of the assigning step's draw (one chunk only: then it is one
     draw of n keys, compared only inside a value), else None (every order walked)."""
-    return (
-        within_value_orders(t)
-        if len(np.unique(_chunks(_frame(len(t), t), m, chunk_rows))) == 1
-        else None
-    )
+    return within_value_orders(t) if len(np.unique(chunks_of(t, m, chunk_rows))) == 1 else None
 
 
 @functools.cache
@@ -263,14 +240,6 @@ def test_the_replaced_rules_tell_more(monkeypatch, values, m, patch):
     assert adv.worst_over_tables(np.array(values)) == 1
 
 
-def _row_sets(group_of: dict[int, int]) -> set[frozenset]:
-    """Which rows share a group (ids dropped)."""
-    out: dict[int, set] = {}
-    for row, g in group_of.items():
-        out.setdefault(g, set()).add(row)
-    return {frozenset(v) for v in out.values()}
-
-
 def _published(tmp_path, values, m: int, chunk_rows: int, statdb: bool):
     """Publish (or build the statistical database's store) through the public API on
     x = 0..n-1 with SEED; (the store's bucket per row, the marginal's group per row)."""
@@ -281,12 +250,8 @@ def _published(tmp_path, values, m: int, chunk_rows: int, statdb: bool):
     from vpub_spark.release.store import BUCKET, BUCKETS, ROW
     from vpub_spark.statdb.build import build_store
 
-    n, labels = len(values), "abcdefgh"
-    table = pd.DataFrame({"x": [f"x{i}" for i in range(n)], "s": [labels[v] for v in values]})
-    data, state = tmp_path / "t", tmp_path / "private" / "store"
-    (data / "data").mkdir(parents=True)
-    table.to_csv(data / "data" / "part.csv", index=False)
-    (data / "table.yaml").write_text("name: t\nattributes: [{name: x}, {name: s}]\n")
+    data = small_input(tmp_path, range(len(values)), values)
+    state = tmp_path / "private" / "store"
     marg = {"sensitive": "s", "qi": ["x"], "state": str(state), "chunk_rows": chunk_rows}
     cfg = config_from_dict(
         {
@@ -319,6 +284,6 @@ def test_the_composition_is_what_publish_writes(tmp_path, values, m, chunk_rows,
     composition's (store rows are numbered in x order, as `run_path` numbers them)."""
     bucket, groups = run_path(np.array(values), m, chunk_rows, 1, "none" if statdb else "mondrian")
     stored, linked = _published(tmp_path, values, m, chunk_rows, statdb)
-    assert _row_sets(stored) == _row_sets(dict(enumerate(bucket.tolist())))
+    assert row_sets(stored) == row_sets(dict(enumerate(bucket.tolist())))
     if not statdb:
-        assert _row_sets(linked) == _row_sets(dict(enumerate(groups[0].tolist())))
+        assert row_sets(linked) == row_sets(dict(enumerate(groups[0].tolist())))

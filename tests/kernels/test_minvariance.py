@@ -180,7 +180,7 @@ def test_partition_keeps_close_tuples_together():
 @given(
     eligible_tables(),
     st.sampled_from(["mondrian", "ncp", "ncp+mondrian", "none"]),
-    st.sampled_from(["random", "local"]),
+    st.sampled_from(["random", "local-unsafe"]),
 )
 def test_bucketize_then_decompose_keeps_signatures(table, partitioning, assign):
     """The publisher's chunk pipeline under every partitioning step (Mondrian's median
@@ -196,7 +196,7 @@ def test_bucketize_then_decompose_keeps_signatures(table, partitioning, assign):
     made = subtables(codes, s, m, extents, seed, 5, 32, partitioning)
     for p in np.unique(made):
         assert np.unique(s[made == p], return_counts=True)[1].max() * m <= (made == p).sum()
-    local = qi_order(codes, extents, m, made) if assign == "local" else None
+    local = qi_order(codes, extents, m, made) if assign == "local-unsafe" else None
     sub, b = bucketize(codes, s, m, extents, seed, sub=made, local=local)
     assert (sub == made).all()
     assert (b >= 0).all() and (pd.Series(sub).groupby(b).nunique() == 1).all()

@@ -16,7 +16,9 @@ from vpub_spark.kernels.partitioning import (
     plan_partitions,
     shard_counts,
     shard_of,
+    with_occurrence,
 )
+from vpub_spark.kernels.sampling import OCCURRENCE
 
 
 @st.composite
@@ -142,3 +144,35 @@ def test_chunks_are_eligible_and_read_only_published_multisets(case, chunk_rows,
         rows = np.flatnonzero(part == c)
         moved.loc[rows, s] = frame[s].to_numpy()[data.draw(st.permutations(rows.tolist()))]
     assert (plan_of(moved).shard_part == plan.shard_part).all()
+
+
+def test_rows_of_equal_qi_get_shards_of_their_own():
+    """Anatomy's shards (ContentShards with `occurrence`): rows of equal QI are numbered
+    0..k-1 in the order of every column (`with_occurrence`: the same whatever the row
+    order), and each number hashes to a shard of its own, so rows of equal QI do not
+    share a partition as a block (kernels/partitioning.py says why that leaked)."""
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame(
+        {
+            "a": rng.integers(0, 3, 3000),
+            "b": rng.integers(0, 2, 3000),
+            "s": rng.integers(0, 9, 3000),
+        }
+    )
+    numbered = with_occurrence(frame, ("a", "b"))
+    sizes = numbered.groupby(["a", "b"]).size()
+    ranks = numbered.groupby(["a", "b"])[OCCURRENCE].agg(lambda o: sorted(o.tolist()))
+    assert all(ranks[k] == list(range(n)) for k, n in sizes.items())
+    ordered = numbered.sort_values(["a", "b", OCCURRENCE])
+    assert (ordered.groupby(["a", "b"])["s"].diff().dropna() >= 0).all()  # by every column
+    shuffled = frame.sample(frac=1, random_state=5).reset_index(drop=True)
+    again = with_occurrence(shuffled, ("a", "b"))
+    key = ["a", "b", "s", OCCURRENCE]
+    assert sorted(map(tuple, again[key].to_numpy().tolist())) == sorted(
+        map(tuple, numbered[key].to_numpy().tolist())
+    )
+    sharding = ContentShards(7, ("a", "b"), occurrence=True)
+    shards = sharding.of(numbered)
+    per_qi = pd.Series(shards).groupby([numbered["a"], numbered["b"]]).nunique()
+    assert (per_qi > 100).all()  # about 500 rows each: spread over many shards
+    assert (ContentShards(7, ("a", "b")).of(frame) == shard_of(frame, 7, ("a", "b"))).all()

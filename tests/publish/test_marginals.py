@@ -120,19 +120,22 @@ def test_002_partitioning_publishes_too(data, tmp_path):
 
 
 def test_the_local_dealing_publishes_audited_releases_with_the_store(data, tmp_path):
-    """`assign: local` (the QI-local dealing): an audited release whose manifest says so,
-    a store the private audit passes and `marginals add` extends; the random dealing
-    stays the default; a misspelled choice is refused."""
-    res = publish(_config(data, tmp_path / "l", assign="local"), InProcessEngine())
-    assert res.audit.passed and res.manifest["method_cost"]["assign"] == "local"
+    """`assign: local-unsafe` (the QI-local dealing): an audited release whose manifest
+    says so, a store the private audit passes and `marginals add` extends; the random
+    dealing stays the default; the old name `local` is refused with the reason, a
+    misspelled choice with the choices."""
+    res = publish(_config(data, tmp_path / "l", assign="local-unsafe"), InProcessEngine())
+    assert res.audit.passed and res.manifest["method_cost"]["assign"] == "local-unsafe"
     assert audit_release(res.path, source=str(data / "data")).passed
     store = tmp_path / "l" / "private" / "store"
     add_marginal(store, ["edu", "marital"], tmp_path / "l" / "out", "r2")
     assert audit_release(tmp_path / "l" / "out" / "r2").passed and audit_store(store).passed
     chance = publish(_config(data, tmp_path / "r"), InProcessEngine())
     assert chance.manifest["method_cost"]["assign"] == "random"
-    with pytest.raises(SpecError, match="marginals.assign must be one of random, local"):
+    with pytest.raises(SpecError, match="marginals.assign must be one of random, local-unsafe"):
         _config(data, tmp_path, assign="nearest")
+    with pytest.raises(SpecError, match="now called local-unsafe: .* above 1/m"):
+        _config(data, tmp_path, assign="local")
 
 
 def _manifest(tmp, release_id):

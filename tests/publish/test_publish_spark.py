@@ -1,8 +1,10 @@
 """The Spark adapter of publishing: the same release as the in-process engine, and P
 partitions really run as P tasks (docs/explanation/architecture.md, "Spark pitfalls")."""
 
+import shutil
 from functools import partial
 
+import pandas as pd
 import pytest
 from release_helpers import config, contents, same_contents
 from spark_helpers import with_jobs
@@ -139,3 +141,20 @@ def test_spark_utility_equals_inprocess_utility(spark_engine, sal, tmp_path, mon
         there.queries,
         there.redrawn,
     ) == (here.mean_relative_error, here.median_relative_error, here.queries, here.redrawn)
+
+
+def test_both_engines_number_rows_of_equal_qi_alike(spark_engine, sal, tmp_path):
+    """uad's shards read each row's index among the rows of equal QI (kernels/
+    partitioning.py): Spark's window numbers them as the in-process engine does, on a
+    table made of duplicates (every row twice), so both publish the same release with
+    two partitions."""
+    doubled = tmp_path / "doubled"
+    (doubled / "data").mkdir(parents=True)
+    source = pd.read_parquet(sal / "data").head(3000)
+    pd.concat([source, source]).to_parquet(doubled / "data" / "part-00000.parquet", index=False)
+    shutil.copy(sal / "table.yaml", doubled / "table.yaml")
+    cfg = dict(partitions=2, seed=7, method="uad")
+    a = publish(config(doubled, tmp_path / "a", RULES, 4, **cfg), InProcessEngine())
+    b = publish(config(doubled, tmp_path / "b", RULES, 4, engine="spark", **cfg), spark_engine)
+    assert a.manifest["partitions"] == b.manifest["partitions"] == 2
+    assert same_contents(contents(a.path), contents(b.path))

@@ -187,11 +187,22 @@ def test_hive_metastore_outlives_the_session(release, tmp_path):
 
 def test_the_data_dictionary_names_both_guarantees():
     """The export's dictionary says the audited and the posterior guarantee apart; with
-    the QI-local dealing (not algorithm-safe) it says there is no posterior one."""
+    the QI-local dealing (not algorithm-safe) it says there is no posterior one, and so
+    does the catalog's `guarantee` field."""
     from vpub_spark.release.export import guarantee_lines
+    from vpub_spark.serve.catalog import guarantee
 
     safe = guarantee_lines({"privacy": {"model": "m-invariance", "m": 4}})
     assert safe[0].startswith("- Audited guarantee:") and "1/4" in safe[0]
     assert safe[1].startswith("- Posterior guarantee: an adversary who knows the algorithm")
-    local = guarantee_lines({"privacy": {"m": 4}, "method_cost": {"assign": "local"}})
+    local = guarantee_lines({"privacy": {"m": 4}, "method_cost": {"assign": "local-unsafe"}})
     assert local[1].startswith("- Posterior guarantee: none")
+    unsafe = {
+        "privacy": {"model": "m-invariance", "m": 4},
+        "method_cost": {"assign": "local-unsafe"},
+    }
+    assert guarantee(unsafe) == (
+        "m-invariance (m = 4), audited only: no posterior guarantee"
+        " (marginals.assign: local-unsafe)"
+    )
+    assert guarantee({"privacy": {"model": "m-invariance", "m": 4}}) == "m-invariance (m = 4)"

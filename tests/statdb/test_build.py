@@ -84,13 +84,14 @@ def test_build_then_query_then_add_a_marginal(data, tmp_path):
 
 
 def test_the_local_dealing_builds_a_valid_store(data, tmp_path):
-    """`marginals.assign: local` in a store (one sub-table per chunk): every bucket still
+    """`marginals.assign: local-unsafe` in a store (one sub-table per chunk): every bucket still
     m-unique with each of its values equally often, and the intervals still hold the
     truth. (A store's bucket merges every run of one signature in its chunk, so the
     dealing barely changes its span: a mean age range of 40.7 against 41.9 here.)"""
     source = pd.read_csv(data / "data" / "part.csv", dtype=str)
     ages = pd.to_numeric(source["age"])
-    built = build_store(_cfg(data, tmp_path, assign="local"), InProcessEngine())
+    built = build_store(_cfg(data, tmp_path, assign="local-unsafe"), InProcessEngine())
+    assert StatDB.open(built.state).meta["assign"] == "local-unsafe"  # the page reads it
     b = _buckets(built.state)
     counts = b.groupby(["bucket", "salary"]).size()
     assert (counts.groupby(level=0).nunique() == 1).all()  # each value equally often

@@ -249,7 +249,7 @@ class InProcessEngine:
         def count(frame):
             return counted_shards(frame, sensitive, sharding)
 
-        done = self._row_slices(loaded.data, count)
+        done = self._row_slices(_numbered(loaded.data, sharding), count)
         shards = np.concatenate([s for _, s in done]) if done else np.zeros(0, np.int32)
         self._kept_shards = (weakref.ref(loaded.data, self._forget_shards), sharding, shards)
         return pd.concat([c for c, _ in done], ignore_index=True)
@@ -265,7 +265,9 @@ class InProcessEngine:
         kept, self._kept_shards = self._kept_shards, None
         if kept and kept[0]() is frame and kept[1] == getattr(job, "sharding", None):
             return kept[2]
-        return np.concatenate(self._row_slices(frame, job.shards))
+        return np.concatenate(
+            self._row_slices(_numbered(frame, getattr(job, "sharding", None)), job.shards)
+        )
 
     def combination_counts(self, loaded: LoadedTable, columns):
         """Rows per distinct combination of `columns` (codes + `count`), sorted."""
@@ -345,3 +347,10 @@ class InProcessEngine:
             loaded.data.groupby(list(attributes), sort=True).size().rename("count").reset_index()
         )
         write_decoded(counts, loaded.dictionaries, directory, "part-00000.parquet")
+
+
+def _numbered(frame, sharding):
+    """`frame` with OCCURRENCE where the sharding reads it (kernels/partitioning.py)."""
+    from ..kernels.partitioning import numbers_rows, with_occurrence
+
+    return with_occurrence(frame, sharding.columns) if numbers_rows(sharding) else frame

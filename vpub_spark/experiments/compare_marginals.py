@@ -48,6 +48,7 @@ from ..kernels.decomposition import decompose
 from ..kernels.minvariance import assign_buckets
 from ..kernels.mondrian import qi_order
 from ..kernels.partitioning import partition_seed, shard_counts
+from ..model import UNSAFE_ASSIGN
 from ..publish.marginals import bucketize_chunk, plan_marginal_chunks
 from .box_estimators import (
     Bound,
@@ -192,7 +193,7 @@ def bucketize_table(
         )
         t0 = time.perf_counter()  # the assigning step again, for its leftovers: not timed
         s = canon[sensitive].to_numpy(dtype=np.int64)
-        local = qi_order(canon[list(qi)], extents, m, sub) if assign == "local" else None
+        local = qi_order(canon[list(qi)], extents, m, sub) if assign == UNSAFE_ASSIGN else None
         left.append(assign_buckets(s, m, partition_seed(seed, 0, p) + 1, sub, local=local) < 0)
         spent += time.perf_counter() - t0
         frames.append(canon)
@@ -400,7 +401,9 @@ def _built_marginals(cfg: MarginalsCompareConfig, frame, qi, sizes, schemas, m, 
     if ours_methods:
         out.update(_our_marginals(cfg, frame, qi, sizes, schemas, m, seed, ours_methods))
     if "marginals_local" in cfg.methods:
-        local = _our_marginals(cfg, frame, qi, sizes, schemas, m, seed, ["marginals"], "local")
+        local = _our_marginals(
+            cfg, frame, qi, sizes, schemas, m, seed, ["marginals"], UNSAFE_ASSIGN
+        )
         out["marginals_local"] = local["marginals"]
     if "angel" in cfg.methods:
         out["angel"] = _angel_marginals(cfg, frame, qi, sizes, schemas, m)

@@ -11,13 +11,18 @@ release publishes anyway; beyond those, the sensitive values decide at most one 
 (P, for 000's partitions).
 
 - 000's partitions (`plan_partitions`, with `ContentShards` over the non-sensitive
-  columns): a row's shard is a keyed hash of its QI content (the key derived from the
-  release seed by BLAKE2b, so the shard function reveals nothing of the seed), shard s
-  goes to partition s mod P, and P is the largest number not above the target for which
-  every partition holds rows and is l-eligible. What the plan shows: P, i.e. that for
-  every larger P the secret random split had a partition that was not l-eligible;
-  nothing about which rows or values. Rows with the same QI share a shard, whatever
-  their sensitive values.
+  columns and the row's OCCURRENCE among rows of equal QI): a row's shard is a keyed
+  hash of its QI content and that index (the key derived from the release seed by
+  BLAKE2b, so the shard function reveals nothing of the seed), shard s goes to
+  partition s mod P, and P is the largest number not above the target for which every
+  partition holds rows and is l-eligible. What the plan shows: P, i.e. that for every
+  larger P the secret random split had a partition that was not l-eligible. Every row
+  has a shard of its own (independent, uniform to whoever lacks the key), so that
+  refusal is as likely under every table that gives the published partitions: it
+  tells nothing about which rows hold which values. Decision: a shard per QI content
+  (the first rule) kept rows of equal QI together, so a refusal was likelier when they
+  held one value, and P gave it away (5/9 against 1/2 on six rows,
+  tests/kernels/test_adversary_publishers.py); numbering them costs one sort.
 - 002's chunks (`plan_chunks`, with `QiShards`): runs of QI-consecutive shards cut
   top-down from the whole table. A range of m rows whose most frequent sensitive value
   occurs c times is cut at row counts into runs of at least max(l c, chunk_rows) rows,
@@ -33,9 +38,9 @@ release publishes anyway; beyond those, the sensitive values decide at most one 
 P = 1 (one chunk) is the whole table, eligible whenever the rules passed the
 eligibility check, so a plan always exists.
 
-Decision: the hash is of content only, so identical rows share a shard. The plan is
-then a function of the data and the seed alone, the same on both engines and on a
-retried task; the price is that heavy QI duplicates make shards uneven, and that a
+Decision: the hash reads content only (and the occurrence index, itself numbered in the
+order of every column), never the row order. The plan is then a function of the data
+and the seed alone, the same on both engines and on a retried task; the price is that a
 sensitive value near the 1/l limit may leave fewer partitions than the target (a random
 split is not balanced on purpose: balancing would read the sensitive values).
 
@@ -57,6 +62,7 @@ import pyarrow as pa
 
 from ..errors import PrivacyError
 from .hashing import content_hash
+from .sampling import OCCURRENCE
 
 SHARDS = 1024
 ROWS_PER_PARTITION = 131_072  # `partitions: auto` = ceil(rows / this)
@@ -95,16 +101,48 @@ def shard_of(frame: pd.DataFrame, seed: int, columns: Sequence[str] | None = Non
 
 @dataclass(frozen=True)
 class ContentShards:
-    """Random shards: a keyed hash of the row's content in `columns` (anatomy's
-    partitions hash the non-sensitive columns; None: every column)."""
+    """Random shards: a keyed hash of the row's content in `columns` (None: every
+    column). With `occurrence`, the hash also reads the row's OCCURRENCE among the rows
+    of equal content (`with_occurrence`; the frames must carry it), so that equal rows
+    get independent shards: anatomy's partitions, where P shows (module docstring)."""
 
     seed: int
     columns: tuple[str, ...] | None = None
+    occurrence: bool = False
 
     def of(self, frame: pd.DataFrame, h: np.ndarray | None = None) -> np.ndarray:
-        if self.columns is not None:
+        if self.occurrence:
+            cols = self.columns
+            if cols is None:
+                cols = tuple(c for c in frame.columns if c != OCCURRENCE)
+            h = content_hash(frame[[*cols, OCCURRENCE]], 0)
+        elif self.columns is not None:
             h = content_hash(frame[list(self.columns)], 0)
         return _shards(content_hash(frame, 0) if h is None else h, self.seed)
+
+
+def numbers_rows(sharding: object) -> bool:
+    """Whether a sharding reads OCCURRENCE: engines add it (`with_occurrence`, over
+    `sharding.columns`) before counting or partitioning."""
+    return isinstance(sharding, ContentShards) and sharding.occurrence
+
+
+def with_occurrence(frame: pd.DataFrame, columns: Sequence[str] | None) -> pd.DataFrame:
+    """`frame` with OCCURRENCE: each row's index among the rows equal in `columns`
+    (None: every column; empty: the whole frame is one run), in the order of all the
+    frame's columns, so it depends on content only (Spark's engine numbers them with the
+    same window)."""
+    cols = list(frame.columns)
+    key = cols if columns is None else list(columns)
+    rest = [frame[c].to_numpy() for c in cols if c not in key]
+    n = len(frame)
+    run = content_hash(frame[key], 0) if key else np.zeros(n, dtype=np.uint64)
+    order = np.lexsort([*rest[::-1], run])  # runs of equal `columns`, then every column
+    ordered = run[order]
+    first = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    occurrence = np.empty(n, dtype=np.int64)
+    occurrence[order] = np.arange(n) - np.repeat(first, np.diff(np.r_[first, n]))
+    return frame.assign(**{OCCURRENCE: occurrence})
 
 
 @dataclass(frozen=True)
@@ -139,7 +177,7 @@ def counted_shards(
 ) -> tuple[pd.DataFrame, np.ndarray]:
     """`shard_counts`, and each row's shard (`sharding.of`), for an engine that keeps
     them for the partitions."""
-    h = content_hash(frame, 0)
+    h = content_hash(frame.drop(columns=OCCURRENCE, errors="ignore"), 0)
     shards = sharding.of(frame, h)
     shard = shards.astype(np.int64)
     parts = [_tally(ROWS, shard, np.zeros_like(shard), 1)]

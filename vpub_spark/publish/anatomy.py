@@ -72,7 +72,7 @@ class AnatomyJob:
     @property
     def sharding(self) -> ContentShards:
         """The plan's sharding (`AnatomyMethod.plan`)."""
-        return ContentShards(self.seed, self.hashed)
+        return ContentShards(self.seed, self.hashed, occurrence=True)
 
     def shards(self, frame: pd.DataFrame):
         return self.sharding.of(frame)
@@ -197,7 +197,7 @@ class AnatomyMethod(RuleBased):
 
     def plan(self, cfg: PublishConfig, engine: Engine, loaded: LoadedTable, design: Design) -> Plan:
         sensitive = [t.sensitive for t in design.tables if t.sensitive]
-        sharding = ContentShards(cfg.secret_seed, hashed_columns(design, loaded))
+        sharding = ContentShards(cfg.secret_seed, hashed_columns(design, loaded), occurrence=True)
         shards = engine.shard_counts(loaded, sensitive, sharding)
         counts = combine_counts(shards, sensitive, sizes_of(loaded))
         return Plan(counts, plan_partitions(counts, cfg.l, cfg.partitions))

@@ -42,7 +42,7 @@ from ..kernels.decomposition import decompose
 from ..kernels.minvariance import bucketize, check_m_eligible_counts, partition
 from ..kernels.mondrian import blind_mondrian, qi_order
 from ..kernels.partitioning import QiShards, combine_counts, partition_seed, plan_chunks
-from ..model import PublishedTable, Rule
+from ..model import UNSAFE_ASSIGN, PublishedTable, Rule
 from ..release.keys import check_key, keys_from_source
 from ..release.layout import COUNT, COUNTERFEITS, GROUP, SIZE, part_file, part_location
 from ..release.manifest import table_entry
@@ -196,7 +196,7 @@ def bucketize_chunk(
     assign: str = "random",
 ):
     """One chunk's rows in canonical order, their sub-tables and buckets (seeded by part);
-    `assign`: `random` (002's dealing) or `local` (along `mondrian.qi_order`)."""
+    `assign`: `random` (002's dealing) or `local-unsafe` (along `mondrian.qi_order`)."""
     canon = canonical(frame[[*qi, sensitive]])
     codes, s, seed = (
         canon[list(qi)],
@@ -204,7 +204,7 @@ def bucketize_chunk(
         partition_seed(seed, 0, part),
     )
     sub = subtables(codes, s, m, extents, seed, tries, blocks, partitioning)
-    local = qi_order(codes, extents, m, sub) if assign == "local" else None
+    local = qi_order(codes, extents, m, sub) if assign == UNSAFE_ASSIGN else None
     return (canon, *bucketize(codes, s, m, extents, seed, sub=sub, local=local))
 
 

@@ -41,6 +41,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.schemas import SchemaGenerator
 
 from ..errors import SpecError, VpubError
+from ..model import UNSAFE_ASSIGN
 from ..release.store import STORE_FILE
 from ..release.versions import versions_of
 from ..statdb.db import METHODS, StatDB
@@ -193,6 +194,7 @@ class Api:
                 "sensitive": {db.sensitive: db.domains[db.sensitive]},
                 "rows": db.rows,
                 "m": db.meta.get("m"),
+                "posterior": db.meta.get("assign", "random") != UNSAFE_ASSIGN,
                 "methods": list(METHODS),
                 "versions": [e["version"] for e in versions_of(db.meta)],
             }

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataError, VpubError
+from ..model import UNSAFE_ASSIGN
 from ..release.audit import audit_release
 from ..release.layout import MANIFEST, SUCCESS
 from ..release.reader import open_release, read_manifest
@@ -34,13 +35,18 @@ class UnknownRelease(VpubError):
 
 
 def guarantee(manifest: dict) -> str:
-    """The privacy guarantee in words: `l-diversity (l = 10) on 5 rules Q -> S`."""
+    """The privacy guarantee in words: `l-diversity (l = 10) on 5 rules Q -> S`; a
+    release made with the QI-local dealing says it has no posterior guarantee
+    (docs/explanation/threat-model.md)."""
     privacy = dict(manifest.get("privacy") or {})
     model = str(privacy.pop("model", "?"))
     params = ", ".join(f"{k} = {v}" for k, v in privacy.items())
     rules = len(manifest.get("rules") or [])
     on = f" on {rules} rule{'s' * (rules != 1)} Q -> S" if rules else ""
-    return f"{model} ({params}){on}" if params else f"{model}{on}"
+    words = f"{model} ({params}){on}" if params else f"{model}{on}"
+    if (manifest.get("method_cost") or {}).get("assign") == UNSAFE_ASSIGN:
+        words += f", audited only: no posterior guarantee (marginals.assign: {UNSAFE_ASSIGN})"
+    return words
 
 
 def example_where(domains: Mapping[str, Sequence[Any]], attributes: list[str]) -> str | None:

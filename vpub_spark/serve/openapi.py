@@ -73,6 +73,12 @@ BASE = {
                     },
                     "rows": {"type": "integer", "description": "the store's rows"},
                     "m": {"type": "integer", "description": "the store's m (m-invariance)"},
+                    "posterior": {
+                        "type": "boolean",
+                        "description": "whether every posterior stays at 1/m against an "
+                        "adversary who knows the algorithm (false: built with "
+                        "marginals.assign: local-unsafe)",
+                    },
                     "methods": {**_LABELS, "description": "the methods `method` accepts"},
                     "versions": {
                         "type": "array",

@@ -179,6 +179,7 @@ def _write_meta(
         "format": STORE_FORMAT,
         "store_id": store_id,
         "m": m,
+        "assign": s.assign,
         "seed": cfg.secret_seed,
         "qi": list(qi),
         "sensitive": s.sensitive,

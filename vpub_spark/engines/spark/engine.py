@@ -78,6 +78,7 @@ class SparkEngine:
 
     def __init__(self, settings: SparkSettings | None = None):
         self.settings = settings or SparkSettings()
+        self._numbered: tuple | None = None  # (data, sharding, data numbered and cached)
 
     @property
     def spark(self):
@@ -321,6 +322,27 @@ class SparkEngine:
 
     def unpersist(self, loaded: LoadedTable) -> None:
         loaded.data.unpersist()
+        if self._numbered is not None and self._numbered[0] is loaded.data:
+            self._numbered[2].unpersist()
+            self._numbered = None
+
+    def _with_occurrence(self, data, sharding):
+        """`data` with OCCURRENCE where the sharding reads it (`_numbered`), cached for
+        the partitions' pass after the counting pass, so the window runs once."""
+        from pyspark import StorageLevel
+
+        from ...kernels.partitioning import numbers_rows
+
+        if not numbers_rows(sharding):
+            return data
+        kept = self._numbered
+        if kept is not None and kept[0] is data and kept[1] == sharding:
+            return kept[2]
+        if kept is not None:
+            kept[2].unpersist()
+        numbered = _numbered(data, sharding).persist(StorageLevel.MEMORY_AND_DISK)
+        self._numbered = (data, sharding, numbered)
+        return numbered
 
     def rows_sample(self, loaded: LoadedTable, n: int, seed: int):
         """A seeded sample of at most n rows as a pandas frame of codes (GD's scoring):
@@ -343,7 +365,8 @@ class SparkEngine:
                 )
 
         partials = (
-            loaded.data.mapInArrow(run, struct_type(COUNT_SCHEMA))
+            self._with_occurrence(loaded.data, sharding)
+            .mapInArrow(run, struct_type(COUNT_SCHEMA))
             .groupBy("attr", "shard", "value")
             .agg(F.sum("count").alias("count"))
         )
@@ -398,10 +421,12 @@ class SparkEngine:
             part = part_of_key[int(frame["__key"].iloc[0])]
             context = TaskContext.get()
             task_id = context.partitionId() if context is not None else -1
-            return job.run(frame.drop(columns="__key"), part, task_id)
+            return job.run(frame.drop(columns=["__key", *hidden]), part, task_id)
 
-        tagged = loaded.data.mapInArrow(
-            tag, T.StructType(loaded.data.schema.fields + [T.StructField("__key", T.LongType())])
+        data = self._with_occurrence(loaded.data, getattr(job, "sharding", None))
+        hidden = [c for c in data.columns if c not in loaded.data.columns]
+        tagged = data.mapInArrow(
+            tag, T.StructType(data.schema.fields + [T.StructField("__key", T.LongType())])
         )
         with spark_errors("a partition task failed"):
             return (
@@ -473,3 +498,18 @@ class SparkEngine:
 
         counts = self.combination_counts(loaded, attributes)
         write_decoded(counts, loaded.dictionaries, directory, "part-00000.parquet")
+
+
+def _numbered(data, sharding):
+    """`data` with OCCURRENCE where the sharding reads it: the window the in-process
+    engine's `with_occurrence` mirrors (rows equal in the sharding's columns numbered in
+    the order of every column; kernels/partitioning.py)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from ...kernels.sampling import OCCURRENCE
+
+    every = list(data.columns)
+    key = every if sharding.columns is None else list(sharding.columns)
+    window = Window.partitionBy(*key).orderBy(*every) if key else Window.orderBy(*every)
+    return data.withColumn(OCCURRENCE, (F.row_number().over(window) - 1).cast("long"))

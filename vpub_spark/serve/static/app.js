@@ -217,12 +217,15 @@ async function start() {
     return;
   }
   const sname = Object.keys(schema.sensitive)[0];
-  const promise = schema.m
+  const promise = schema.m && schema.posterior
     ? " Even knowing how it was made, no one can learn a person's " + sname + " beyond 1 in " +
       schema.m + ((schema.versions || []).length > 1
         ? ", except a person an update inserted and left over (threat model)."
         : ".")
-    : "";
+    : schema.m
+      ? " Built with the QI-local dealing (local-unsafe): someone who knows how it was " +
+        "made may learn a person's " + sname + " beyond 1 in " + schema.m + "."
+      : "";
   document.getElementById("store-info").textContent = schema.rows.toLocaleString() +
     " people. Answers are ranges that always hold the true count." + promise;
   buildForm();
