@@ -40,8 +40,8 @@ from vpub_spark.kernels.partitioning import (
     ShardCounts,
     partition_seed,
     plan_partitions,
-    with_occurrence,
 )
+from vpub_spark.kernels.sampling import with_occurrence
 from vpub_spark.kernels.streamliner import streamline
 from vpub_spark.publish.marginals import canonical
 

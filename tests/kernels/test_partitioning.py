@@ -16,9 +16,8 @@ from vpub_spark.kernels.partitioning import (
     plan_partitions,
     shard_counts,
     shard_of,
-    with_occurrence,
 )
-from vpub_spark.kernels.sampling import OCCURRENCE
+from vpub_spark.kernels.sampling import OCCURRENCE, with_occurrence
 
 
 @st.composite

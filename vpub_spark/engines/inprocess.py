@@ -351,6 +351,7 @@ class InProcessEngine:
 
 def _numbered(frame, sharding):
     """`frame` with OCCURRENCE where the sharding reads it (kernels/partitioning.py)."""
-    from ..kernels.partitioning import numbers_rows, with_occurrence
+    from ..kernels.partitioning import numbers_rows
+    from ..kernels.sampling import with_occurrence
 
     return with_occurrence(frame, sharding.columns) if numbers_rows(sharding) else frame

@@ -103,7 +103,7 @@ def shard_of(frame: pd.DataFrame, seed: int, columns: Sequence[str] | None = Non
 class ContentShards:
     """Random shards: a keyed hash of the row's content in `columns` (None: every
     column). With `occurrence`, the hash also reads the row's OCCURRENCE among the rows
-    of equal content (`with_occurrence`; the frames must carry it), so that equal rows
+    of equal content (`sampling.with_occurrence`; the frames must carry it), so that equal rows
     get independent shards: anatomy's partitions, where P shows (module docstring)."""
 
     seed: int
@@ -122,27 +122,9 @@ class ContentShards:
 
 
 def numbers_rows(sharding: object) -> bool:
-    """Whether a sharding reads OCCURRENCE: engines add it (`with_occurrence`, over
+    """Whether a sharding reads OCCURRENCE: engines add it (`sampling.with_occurrence`, over
     `sharding.columns`) before counting or partitioning."""
     return isinstance(sharding, ContentShards) and sharding.occurrence
-
-
-def with_occurrence(frame: pd.DataFrame, columns: Sequence[str] | None) -> pd.DataFrame:
-    """`frame` with OCCURRENCE: each row's index among the rows equal in `columns`
-    (None: every column; empty: the whole frame is one run), in the order of all the
-    frame's columns, so it depends on content only (Spark's engine numbers them with the
-    same window)."""
-    cols = list(frame.columns)
-    key = cols if columns is None else list(columns)
-    rest = [frame[c].to_numpy() for c in cols if c not in key]
-    n = len(frame)
-    run = content_hash(frame[key], 0) if key else np.zeros(n, dtype=np.uint64)
-    order = np.lexsort([*rest[::-1], run])  # runs of equal `columns`, then every column
-    ordered = run[order]
-    first = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    occurrence = np.empty(n, dtype=np.int64)
-    occurrence[order] = np.arange(n) - np.repeat(first, np.diff(np.r_[first, n]))
-    return frame.assign(**{OCCURRENCE: occurrence})
 
 
 @dataclass(frozen=True)

@@ -201,15 +201,12 @@ class SparkEngine:
 
     def _keyed(self, loaded: LoadedTable, seed: int):
         """The data with OCCURRENCE and the content key `__key` (kernels/sampling.py)."""
-        from pyspark.sql import Window
-        from pyspark.sql import functions as F
         from pyspark.sql import types as T
 
-        from ...kernels.sampling import OCCURRENCE, sample_keys
+        from ...kernels.sampling import sample_keys
 
         cols = list(loaded.names)
-        occ = F.row_number().over(Window.partitionBy(*cols).orderBy(*cols)) - 1
-        df = loaded.data.withColumn(OCCURRENCE, occ.cast("long"))
+        df = _numbered(loaded.data, cols)
 
         def keys(batches):
             for b in batches:
@@ -340,7 +337,7 @@ class SparkEngine:
             return kept[2]
         if kept is not None:
             kept[2].unpersist()
-        numbered = _numbered(data, sharding).persist(StorageLevel.MEMORY_AND_DISK)
+        numbered = _numbered(data, sharding.columns).persist(StorageLevel.MEMORY_AND_DISK)
         self._numbered = (data, sharding, numbered)
         return numbered
 
@@ -500,16 +497,16 @@ class SparkEngine:
         write_decoded(counts, loaded.dictionaries, directory, "part-00000.parquet")
 
 
-def _numbered(data, sharding):
-    """`data` with OCCURRENCE where the sharding reads it: the window the in-process
-    engine's `with_occurrence` mirrors (rows equal in the sharding's columns numbered in
-    the order of every column; kernels/partitioning.py)."""
+def _numbered(data, columns):
+    """`data` with OCCURRENCE: the window the in-process engine's `with_occurrence`
+    mirrors (rows equal in `columns`, None: every column, numbered in the order of every
+    column; kernels/sampling.py)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     from ...kernels.sampling import OCCURRENCE
 
     every = list(data.columns)
-    key = every if sharding.columns is None else list(sharding.columns)
+    key = every if columns is None else list(columns)
     window = Window.partitionBy(*key).orderBy(*every) if key else Window.orderBy(*every)
     return data.withColumn(OCCURRENCE, (F.row_number().over(window) - 1).cast("long"))
