@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vpub_spark.kernels.dynamic import (
-    _level,
     invariance_failures,
     republish,
     signature_keys,
+    unbalanced,
 )
 from vpub_spark.kernels.hashing import key_hash
 from vpub_spark.kernels.minvariance import bucketize
@@ -124,11 +124,34 @@ def _answers_hold(qi, bucket, values, fake):
             assert low <= truth <= high
 
 
-@given(counts=st.lists(st.integers(0, 9), min_size=1, max_size=7), m=st.integers(1, 5))
-def test_the_level_is_the_largest_m_eligible_cap(counts, m):
-    c = np.array(counts)
-    best = max(L for L in range(int(c.max()) + 1) if m * L <= int(np.minimum(c, L).sum()))
-    assert _level(c, m) == best
+def _inserts_only(values, m: int, seed: int = 3):
+    """republish on an empty version: every tuple is an insert (x = its position)."""
+    n = len(values)
+    frame = pd.DataFrame({"x": np.arange(n) % 10, "y": np.arange(n) % 5})
+    none = np.zeros(0, np.int64)
+    return republish(none, none, none.astype(bool), np.array(values), frame, m, EXT, seed, 0, D)
+
+
+@given(counts=st.lists(st.integers(0, 5), min_size=D, max_size=D), m=st.integers(2, 4))
+@settings(max_examples=60, deadline=None)
+def test_a_batch_is_bucketized_whole_or_made_one_bucket_by_its_multiset(counts, m):
+    """An m-eligible batch gets balanced buckets of >= m values and no counterfeit; any
+    other one bucket holding every value of its signature the top count times (each
+    present value, and absent ones drawn while fewer than m are present)."""
+    values = np.repeat(np.arange(D), counts)
+    if not len(values):
+        return
+    r = _inserts_only(values, m)
+    bucket = np.concatenate([r.bucket, np.repeat(r.counterfeit_bucket, r.counterfeit_count)])
+    shown = np.concatenate([values, np.repeat(r.counterfeit_value, r.counterfeit_count)])
+    assert unbalanced(bucket, shown, m) == 0
+    if m * max(counts) <= len(values):
+        assert r.counterfeits == 0
+        return
+    signature = np.unique(shown)
+    assert set(r.bucket.tolist()) == {0} and len(signature) == max(m, np.count_nonzero(counts))
+    assert set(np.flatnonzero(counts).tolist()) <= set(signature.tolist())
+    assert r.counterfeits == len(signature) * max(counts) - len(values)
 
 
 def test_survivors_keep_their_buckets_and_shortfalls_are_counterfeits():

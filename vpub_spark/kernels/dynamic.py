@@ -13,18 +13,22 @@ and the inserted tuples:
   has; each value v of K short of alpha gets counterfeits of value v. Buckets are
   balanced one by one, not per signature: a bucket sharing its signature with another
   could otherwise lose a value and with it its signature;
-- *assignment*: the inserted tuples form new buckets as the first version's were made:
-  their largest m-eligible part (at most `_level` tuples of a value, the ones dropped
-  drawn by the secret randomness) in QI-local sub-tables (`mondrian.blind_mondrian`:
-  cuts that tell nothing of where values lie), dealt by 002's assigning step (`minvariance.assign_buckets`), what that
-  leaves dealt once more as one pool; every tuple still left gets a bucket of its own
-  with m - 1 counterfeits of values the secret randomness draws from the others.
-  Finding: a tuple left over is surplus of a value over-represented among the inserts,
-  and an adversary who knows the algorithm can read it (three inserts of one value at
-  m = 2: posterior 1, tests/kernels/test_dynamic_adversary.py), as 002's leftovers in a
-  first release (tests/kernels/test_adversary.py). Holding them back would break the
-  statistical database's intervals, which must hold the truth of the current table.
-  The guarantee across versions is about survivors.
+- *assignment*: the inserted tuples form new buckets. A batch that is m-eligible (no
+  value above 1/m of it) is bucketized as a store's first release is: QI-local
+  sub-tables cut blind (`mondrian.blind_mondrian`), 002's dealing, and leftovers placed
+  in a bucket the secret randomness draws (`minvariance.bucketize`). A batch that is
+  not becomes one bucket, balanced by counterfeits: each value present up to the top
+  count and, below m values, absent values drawn by the secret randomness.
+
+Decision (the paper's assignment phase, §5, deals the inserts and gives what is left a
+bucket of its own): which inserts are left over depends on their values, and an
+adversary who knows the algorithm reads it (three inserts of one value at m = 2:
+posterior 1). Here the path taken depends on the batch's multiset only; an eligible
+batch is safe as a first release is (its cuts, dealing and leftovers never read where
+values lie), and the single bucket of any other is symmetric in its people and in the
+values of its signature, so an insert's posterior is 1/|K| <= 1/m
+(tests/kernels/test_dynamic_adversary.py). The price falls on skewed batches only: one
+wide bucket, and counterfeits filling each of its values up to the batch's top count.
 
 Decision (where we depart from the paper): m-invariance fills a shortfall of value v
 with an inserted tuple of value v where it can (`fill="inserts"`), and counterfeits only
@@ -38,7 +42,8 @@ refilled), reported by `vpub bench update`.
 
 Counterfeits have no QI values: the store keeps their number per (bucket, value), and a
 release states each group's count (m-invariance's auxiliary table). `counterfeits=False`
-is the strawman the adversary test must catch: shortfalls stay unfilled, leftovers alone.
+is the strawman the adversary test must catch: shortfalls stay unfilled, a skewed
+batch's bucket unbalanced.
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ import numpy as np
 import pandas as pd
 
 from .arrays import dense_ids
-from .minvariance import assign_buckets
+from .minvariance import bucketize
 from .mondrian import blind_mondrian
 
 
@@ -97,7 +102,8 @@ def republish(
     cells = _balance(old_bucket, old_value, kept, new_value, bucket, rng, counterfeits, fill)
     left = np.flatnonzero(bucket < 0)
     if len(left):
-        more = _assign(new_value[left], new_qi.iloc[left], m, extents, rng, domain, counterfeits)
+        frame = new_qi.iloc[left].reset_index(drop=True)
+        more = _assign(new_value[left], frame, m, extents, seed + 1, domain, counterfeits)
         bucket[left] = next_bucket + more[0]
         cells.append((next_bucket + more[1], more[2]))
     b = np.concatenate([c[0] for c in cells]) if cells else np.zeros(0, np.int64)
@@ -168,61 +174,44 @@ def _ranks(counts: np.ndarray) -> np.ndarray:
     return np.arange(total) - starts
 
 
-def _assign(values, qi: pd.DataFrame, m, extents, rng, domain, counterfeits):
+def _assign(values, qi: pd.DataFrame, m, extents, seed, domain, counterfeits):
     """The assignment phase on the inserts left: (their bucket ids from 0, counterfeit
-    cells' buckets, values). Their largest m-eligible part is cut into QI-local
-    sub-tables and assigned (`_deal`); what that leaves (at most m - 1 per sub-table)
-    is dealt once more as one pool; every tuple still left gets a bucket of its own
-    with m - 1 counterfeits."""
-    n = len(values)
-    b = _deal(values, qi, m, extents, rng, domain, local=True)
-    rest = np.flatnonzero(b < 0)
-    if len(rest) >= m:
-        more = _deal(values[rest], qi.iloc[rest], m, extents, rng, domain, local=False)
-        b[rest] = np.where(more >= 0, more + int(b.max(initial=-1)) + 1, -1)
-    lone = np.flatnonzero(b < 0)
-    b[lone] = int(b.max(initial=-1)) + 1 + np.arange(len(lone))
-    fake_b, fake_v = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
-    if counterfeits and m > 1:
-        for i in lone:  # few: what two deals leave over
-            others = np.delete(np.arange(domain), values[i])
-            fake_v.append(others[np.sort(rng.choice(len(others), m - 1, replace=False))])
-            fake_b.append(np.full(m - 1, b[i]))
-    dense = dense_ids(np.concatenate([b, *fake_b]))[1]
-    return dense[:n], dense[n:], np.concatenate(fake_v)
-
-
-def _deal(values, qi: pd.DataFrame, m, extents, rng, domain, local: bool) -> np.ndarray:
-    """Buckets (-1: left over) for the largest m-eligible part of `values` (at most
-    `_level` tuples of a value, drawn by the secret randomness), by 002's assigning
-    step, in QI-local sub-tables when `local`."""
-    n = len(values)
+    cells' buckets, values; one entry per counterfeit). An m-eligible batch is
+    bucketized as a first release is (`_as_first_release`); any other is one bucket
+    (`_one_bucket`). Which path runs depends on the batch's multiset only."""
     counts = np.bincount(values, minlength=domain)
-    level = _level(counts, m)
-    keep = np.full(n, level > 0)
-    if 0 < level < counts.max(initial=0):  # some are dropped: which, by the secret randomness
-        order = np.lexsort((rng.permutation(n), values))
-        keep[order] = _ranks(counts) < level
-    b = np.full(n, -1, dtype=np.int64)
-    k = np.flatnonzero(keep)
-    if len(k):
-        sub = blind_mondrian(qi.iloc[k], extents, values[k], m) if local else None
-        b[k] = assign_buckets(values[k], m, 0, sub, order_key=rng.random(len(k)))
-    return b
+    if m * int(counts.max(initial=0)) <= len(values):
+        none = np.zeros(0, dtype=np.int64)
+        return _as_first_release(values, qi, m, extents, seed), none, none
+    rng = np.random.default_rng(seed)
+    fake_v = _padding(counts, m, rng) if counterfeits else np.zeros(0, dtype=np.int64)
+    return np.zeros(len(values), dtype=np.int64), np.zeros(len(fake_v), np.int64), fake_v
 
 
-def _level(counts: np.ndarray, m: int) -> int:
-    """The largest L with m * L <= sum over values of min(count, L): keeping at most L
-    tuples of each value leaves the largest m-eligible part (L = the top count when
-    the whole is m-eligible; 0 when fewer than m values are present)."""
-    lo, hi = 0, int(counts.max(initial=0))
-    while lo < hi:  # m * L - sum(min(count, L)) grows with L once it is positive
-        mid = (lo + hi + 1) // 2
-        if m * mid <= int(np.minimum(counts, mid).sum()):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+def _as_first_release(values, qi: pd.DataFrame, m, extents, seed) -> np.ndarray:
+    """Buckets (dense from 0) for an m-eligible batch, as a store's build makes them: in
+    an order of content only, QI-local sub-tables cut blind (`mondrian.blind_mondrian`),
+    002's dealing and the leftovers placed by the secret randomness."""
+    columns = [qi[c].to_numpy() for c in reversed(list(qi.columns))]
+    order = np.lexsort([values, *columns])  # sorted by the QI, then the value
+    codes, s = qi.iloc[order].reset_index(drop=True), values[order]
+    sub = blind_mondrian(codes, extents, s, m)
+    bucket = np.empty(len(values), dtype=np.int64)
+    bucket[order] = bucketize(codes, s, m, extents, seed, sub=sub)[1]
+    return dense_ids(bucket)[1]
+
+
+def _padding(counts: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
+    """The counterfeits' values that balance one bucket holding the batch: each value
+    present up to the top count, and, while fewer than m values are present, values the
+    secret randomness draws among the absent ones, each the top count times."""
+    top = int(counts.max())
+    present = np.flatnonzero(counts)
+    absent = np.flatnonzero(counts == 0)
+    lack = max(m - len(present), 0)
+    drawn = absent[np.sort(rng.choice(len(absent), lack, replace=False))] if lack else absent[:0]
+    short = np.concatenate([top - counts[present], np.full(lack, top)])
+    return np.repeat(np.concatenate([present, drawn]), short)
 
 
 def signature_keys(bucket: np.ndarray, value: np.ndarray, domain: int) -> np.ndarray:

@@ -219,9 +219,7 @@ async function start() {
   const sname = Object.keys(schema.sensitive)[0];
   const promise = schema.m && schema.posterior
     ? " Even knowing how it was made, no one can learn a person's " + sname + " beyond 1 in " +
-      schema.m + ((schema.versions || []).length > 1
-        ? ", except a person an update inserted and left over (threat model)."
-        : ".")
+      schema.m + "."
     : schema.m
       ? " Built with the QI-local dealing (local-unsafe): someone who knows how it was " +
         "made may learn a person's " + sname + " beyond 1 in " + schema.m + "."
