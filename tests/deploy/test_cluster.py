@@ -1,10 +1,9 @@
 """A real standalone cluster on loopback (deploy/cluster.sh: a master and two workers),
 jobs submitted through deploy/submit.sh (docs/how-to/setup.md):
-- the cluster's release equals the local-mode release for the same seed;
 - an executor killed in the middle of the job: Spark's retries finish it, and the
-  release is the same and audits clean;
-- the driver killed in the middle of writing: nothing is committed; a rerun commits
-  the same, correct release."""
+  release equals the local-mode release for the same seed and audits clean;
+- the driver killed in the middle of writing: nothing is committed; a rerun, a whole
+  job on the cluster, commits the local-mode release."""
 
 from __future__ import annotations
 
@@ -27,7 +26,7 @@ from vpub_spark.release.audit import audit_release
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 
 ROOT = Path(__file__).resolve().parents[2]
-ROWS, PARTITIONS = 240_000, 12
+ROWS, PARTITIONS = 120_000, 12
 SETTINGS = dict(partitions=PARTITIONS, seed=7)
 RULES = {"random": {"c": 5, "lhs": 3, "seed": 2}}
 
@@ -142,16 +141,6 @@ def _executor_pids(cluster_dir: str) -> list[int]:
         if "CoarseGrainedExecutorBackend" in cmdline and cwd.startswith(cluster_dir):
             pids.append(int(p))
     return sorted(pids)
-
-
-def test_cluster_release_equals_local_mode(cluster, sal, reference, tmp_path):
-    url, env = cluster
-    proc = _submit(url, env, _job(tmp_path, sal, tmp_path / "out"))
-    _, err = proc.communicate(timeout=600)
-    assert proc.returncode == 0, err[-3000:]
-    release = tmp_path / "out" / "r"
-    assert same_contents(contents(release), contents(reference.path))
-    assert audit_release(release, source=str(sal / "data")).passed
 
 
 def test_killed_executor_is_retried_and_the_release_is_the_same(cluster, sal, reference, tmp_path):

@@ -16,6 +16,9 @@ DEFAULT_CONF = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
+    # a cached frame (the numbered rows of uad/gd) keeps AQE's coalesced partitions, not
+    # 200 tiny ones, each a Python task (docs/explanation/performance.md)
+    "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",
     # workers forked warm, importing pyspark's compiled modules (daemon.py)
     "spark.python.daemon.module": "vpub_spark.engines.spark.daemon",
     # a release has one _SUCCESS, its own (docs/reference/release-format.md); none inside its tables
