@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import SpecError
-from .model import PrivacySpec, option, refuse_unknown, yaml_keys
+from .model import UNSAFE_GD_SCORE, PrivacySpec, option, refuse_unknown, yaml_keys
 from .release.layout import PRIVATE, public_path
 from .settings import ANONYMIZERS as ANONYMIZERS
 from .settings import BIP_MODES as BIP_MODES
@@ -141,9 +141,17 @@ class PublishConfig:
         key="gd.budget_s",
         shown="no limit",
     )
+    gd_score: str = option(
+        "seeded",
+        doc="how GD's add-back picks among candidates: `seeded` (in a seeded order of the "
+        "attributes: reads no data, keeps the posterior bound) or `kl-unsafe` (000's "
+        "smallest KL on a sample: the schema picked tells where values lie, so the "
+        "release has the audited guarantee only)",
+        key="gd.score",
+    )
     gd_sample_rows: int = option(
         100_000,
-        doc="GD scores candidates by KL on a seeded sample of this many rows",
+        doc="under `gd.score: kl-unsafe`, GD scores candidates on a seeded sample of this many rows",
         key="gd.sample_rows",
     )
     multi_sa: MultiSaSettings = option(MultiSaSettings(), doc="`multi_sa_bip`'s section (below)")
@@ -298,6 +306,19 @@ def _rules(v: Any) -> tuple[Any, ...] | RandomRules:
     return tuple(v)
 
 
+def _gd_score(value: Any) -> str:
+    """gd.score, checked: `seeded` or `kl-unsafe` (the paper's KL is refused by its bare
+    name, with the reason)."""
+    if value == "kl":
+        raise SpecError(
+            f"gd.score: kl is called {UNSAFE_GD_SCORE}: the schema it picks tells an "
+            f"adversary where values lie; write {UNSAFE_GD_SCORE} to accept that, or seeded "
+            "(the default)"
+        )
+    one_of(value, ("seeded", UNSAFE_GD_SCORE), "gd.score")
+    return str(value)
+
+
 def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
     if not isinstance(d, dict):
         raise SpecError(f"{where}: expected a mapping")
@@ -331,6 +352,7 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
             workers=number(d.get("workers"), "workers", int, 1),
             partitions=None if parts == "auto" else parts,
             gd_budget_s=number(gdc.get("budget_s"), "gd.budget_s"),
+            gd_score=_gd_score(gdc.get("score", "seeded")),
             gd_sample_rows=number(gdc.get("sample_rows", 100_000), "gd.sample_rows", int, 1),
             multi_sa=MultiSaSettings.from_dict(_section(d, "multi_sa")),
             marginals=MarginalSettings.from_dict(_section(d, "marginals")),

@@ -16,6 +16,25 @@ from typing import Any, Literal
 from .errors import SpecError
 
 UNSAFE_ASSIGN = "local-unsafe"  # marginals.assign's QI-local dealing: the name says its cost
+UNSAFE_GD_SCORE = "kl-unsafe"  # gd.score's KL on the data: the schema picked tells of it
+
+
+def unsafe_option(manifest: Mapping[str, Any]) -> str | None:
+    """The option without the posterior guarantee a release was made with (as
+    `section.key: value`), read from its manifest's `method_cost`; None for none.
+
+    Args:
+        manifest: the release's manifest.
+
+    Returns:
+        The option's words, or None.
+    """
+    cost = manifest.get("method_cost") or {}
+    if cost.get("assign") == UNSAFE_ASSIGN:
+        return f"marginals.assign: {UNSAFE_ASSIGN}"
+    if cost.get("score") == UNSAFE_GD_SCORE:
+        return f"gd.score: {UNSAFE_GD_SCORE}"
+    return None
 
 
 ATTRIBUTE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")

@@ -53,3 +53,58 @@ def test_gd_release_of_table1_publishes_audits_and_estimates(tmp_path):
         for code in range(len(domains[a])):
             q = {a: frozenset({code})}
             assert abs(est.count(q) - exact_count(source, q)) < 1e-9
+
+
+def test_the_papers_kl_pick_tells_where_values_lie():
+    """Why `gd.score` defaults to `seeded` (decompose/gd.py): on six rows under
+    `d -> e`, `e -> d`, GD's KL-scored add-back picks one schema for 18 of the 90
+    placements of e's values and another for the other 72, and the schema is public.
+    The seeded pick reads no data: one schema for every placement."""
+    import itertools
+
+    import numpy as np
+    import pandas as pd
+
+    from vpub_spark.decompose.gd import seeded
+    from vpub_spark.utility.score import kl_scorer
+
+    attrs, rules = list("abcde"), parse_rules(["d -> e", "e -> d"])
+    rng = np.random.default_rng(0)
+    base = {a: rng.permutation([0, 0, 1, 1, 2, 2]) for a in attrs}
+    picked, plain = {}, set()
+    for e in sorted(set(itertools.permutations([0, 0, 1, 1, 2, 2]))):
+        frame = pd.DataFrame(base | {"e": np.array(e)})
+        schema = gd(attrs, rules, 0, kl_scorer(frame, dict.fromkeys(attrs, 3), 2, 0))[0]
+        picked[schema] = picked.get(schema, 0) + 1
+        plain.add(gd(attrs, rules, 0, seeded)[0])
+    assert sorted(picked.values()) == [18, 72] and len(plain) == 1
+
+
+def test_gd_reads_no_data_unless_told_kl_unsafe(tmp_path, monkeypatch):
+    """The default publish never samples rows for GD and says `score: seeded`; with
+    `gd.score: kl-unsafe` it does, and the release's guarantee says audited only (the
+    catalog's words and the export's posterior line); the bare `kl` is refused."""
+    import pytest
+
+    from vpub_spark.engines.inprocess import InProcessEngine
+    from vpub_spark.errors import SpecError
+    from vpub_spark.release.export import guarantee_lines
+    from vpub_spark.serve.catalog import guarantee
+
+    data = write_table(TABLE1, tmp_path / "t1")
+    sampled = []
+    real = InProcessEngine.rows_sample
+    monkeypatch.setattr(InProcessEngine, "rows_sample", lambda *a: sampled.append(1) or real(*a))
+    safe = publish_inprocess(data, tmp_path / "a", RULES_1_3, method="gd")
+    assert not sampled and safe.manifest["method_cost"]["score"] == "seeded"
+    assert "audited only" not in guarantee(safe.manifest)
+    unsafe = publish_inprocess(
+        data, tmp_path / "b", RULES_1_3, method="gd", gd={"score": "kl-unsafe"}
+    )
+    assert sampled and unsafe.manifest["method_cost"]["score"] == "kl-unsafe"
+    assert "audited only: no posterior guarantee (gd.score: kl-unsafe)" in guarantee(
+        unsafe.manifest
+    )
+    assert "gd.score: kl-unsafe" in guarantee_lines(unsafe.manifest)[1]
+    with pytest.raises(SpecError, match="kl-unsafe"):
+        publish_inprocess(data, tmp_path / "c", RULES_1_3, method="gd", gd={"score": "kl"})

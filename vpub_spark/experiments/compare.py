@@ -8,8 +8,9 @@ write releases), and the KL divergence and the mean relative error of a 1,000-qu
 workload are measured. Results go to a tidy table (Parquet and CSV) and PNG plots.
 
 Methods: `uad` (ours), `uad_plain` (Algorithm 2 as written: the largest DSATUR class,
-to compare UAD's choices against), `gd` (Algorithm 1 with its KL add-back,
-under a per-run time budget), `single_attribute`, `multi_sa_bip` (000 Appendix B in
+to compare UAD's choices against), `gd` (Algorithm 1 with its KL add-back, as a
+publish runs it under `gd.score: kl-unsafe`, within a per-run time budget),
+`single_attribute`, `multi_sa_bip` (000 Appendix B in
 exact mode: its time is the QI/SA split plus every program and the placement).
 `input.sample_rows` draws a seeded sample first (000 §6.1 uses 10,000 Adult rows
 for the comparison with multi-SA publishing).

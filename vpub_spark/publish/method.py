@@ -221,15 +221,20 @@ def sizes_of(loaded: LoadedTable) -> dict[str, int]:
 
 def rule_design(cfg: PublishConfig, engine: Engine, loaded: LoadedTable) -> Design:
     """000's design for the rule-based methods: reduced rules, the method's schema
-    (decompose/methods.py; GD scores candidates by KL on a seeded sample), GNF verdicts."""
+    (decompose/methods.py; GD's add-back in a seeded order, or by KL on a seeded sample
+    under `gd.score: kl-unsafe`), GNF verdicts."""
+    from ..decompose.gd import seeded
     from ..decompose.methods import design
     from ..gnf import check_gnf
+    from ..model import UNSAFE_GD_SCORE
     from ..utility.score import kl_scorer
 
     rules, dropped = choose_rules(cfg, loaded)
     scored_on: list[int] = []
 
     def scorer():
+        if cfg.gd_score != UNSAFE_GD_SCORE:
+            return seeded  # reads no data (decompose/gd.py)
         frame = engine.rows_sample(loaded, cfg.gd_sample_rows, cfg.secret_seed)
         scored_on.append(len(frame))
         return kl_scorer(frame, sizes_of(loaded), cfg.l, cfg.secret_seed)
@@ -237,7 +242,9 @@ def rule_design(cfg: PublishConfig, engine: Engine, loaded: LoadedTable) -> Desi
     schema, gd_cost = design(
         cfg.method, loaded.names, rules, cfg.secret_seed, scorer, cfg.gd_budget_s
     )
-    cost = None if gd_cost is None else gd_cost.as_dict() | {"scored_on_rows": scored_on[0]}
+    cost = None
+    if gd_cost is not None:
+        cost = gd_cost.as_dict() | {"score": cfg.gd_score, "scored_on_rows": sum(scored_on)}
     gnf = check_gnf(schema, rules)
     verdicts = {"ok": gnf.ok, "verdicts": [v.as_dict() for v in gnf.verdicts]}
     return Design(rules, schema.tables, verdicts, dropped, cost)

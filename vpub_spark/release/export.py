@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import DataError, StorageError
-from ..model import UNSAFE_ASSIGN
+from ..model import unsafe_option
 from .layout import COUNT, GROUP, SIZE
 from .reader import Release
 
@@ -98,8 +98,8 @@ def _describe(column: str, entry: dict, layout: str) -> str:
 def guarantee_lines(manifest: dict) -> list[str]:
     """The two guarantees in words (docs/explanation/threat-model.md): the audited one,
     proved from the files, and the posterior one, a property of the algorithm that the
-    exhaustive adversary tests check; the QI-local dealing (`marginals.assign:
-    local-unsafe`) has only the first.
+    exhaustive adversary tests check; a release made with an option named unsafe
+    (`marginals.assign: local-unsafe`, `gd.score: kl-unsafe`) has only the first.
 
     Args:
         manifest: the release's manifest.
@@ -110,10 +110,11 @@ def guarantee_lines(manifest: dict) -> list[str]:
     privacy = manifest.get("privacy", {})
     p = privacy.get("l") or privacy.get("m")
     audited = f"- Audited guarantee: no group shows one sensitive value in more than 1/{p} of its rows (proved from the published files by `vpub audit`)."
-    if (manifest.get("method_cost") or {}).get("assign") == UNSAFE_ASSIGN:
+    unsafe = unsafe_option(manifest)
+    if unsafe:
         return [
             audited,
-            f"- Posterior guarantee: none beyond the audited one: the QI-local dealing (marginals.assign: {UNSAFE_ASSIGN}) can let an adversary who knows the algorithm infer a value with probability above 1/{p}.",
+            f"- Posterior guarantee: none beyond the audited one: the release was made with `{unsafe}`, which can let an adversary who knows the algorithm infer a value with probability above 1/{p}.",
         ]
     return [
         audited,

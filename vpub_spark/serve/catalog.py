@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataError, VpubError
-from ..model import UNSAFE_ASSIGN
+from ..model import unsafe_option
 from ..release.audit import audit_release
 from ..release.layout import MANIFEST, SUCCESS
 from ..release.reader import open_release, read_manifest
@@ -36,7 +36,7 @@ class UnknownRelease(VpubError):
 
 def guarantee(manifest: dict) -> str:
     """The privacy guarantee in words: `l-diversity (l = 10) on 5 rules Q -> S`; a
-    release made with the QI-local dealing says it has no posterior guarantee
+    release made with an option named unsafe says it has no posterior guarantee
     (docs/explanation/threat-model.md)."""
     privacy = dict(manifest.get("privacy") or {})
     model = str(privacy.pop("model", "?"))
@@ -44,8 +44,9 @@ def guarantee(manifest: dict) -> str:
     rules = len(manifest.get("rules") or [])
     on = f" on {rules} rule{'s' * (rules != 1)} Q -> S" if rules else ""
     words = f"{model} ({params}){on}" if params else f"{model}{on}"
-    if (manifest.get("method_cost") or {}).get("assign") == UNSAFE_ASSIGN:
-        words += f", audited only: no posterior guarantee (marginals.assign: {UNSAFE_ASSIGN})"
+    unsafe = unsafe_option(manifest)
+    if unsafe:
+        words += f", audited only: no posterior guarantee ({unsafe})"
     return words
 
 
