@@ -18,7 +18,7 @@ build time, so they are always current.
 - `<!-- vpub-compare DIR -->` becomes a comparison's means (`vpub compare`: DIR's
   summary.csv, one table per sweep) and the same line from DIR's run.json;
 - `<!-- vpub-change METHOD BEFORE AFTER -->` becomes, per sweep, METHOD's relative
-  error (and box width) in two runs of one comparison, BEFORE's and AFTER's
+  error and box width (or ARI length and LSD) in two runs of one comparison, BEFORE's and AFTER's
   summary.csv, with their ratio, and both runs' lines.
 """
 
@@ -244,13 +244,20 @@ def compare_reference(directory: str) -> str:
 
 
 def change_reference(method: str, before: str, after: str) -> str:
-    """One method's error (and box width) in two runs of one comparison, point by point."""
+    """One method's error (and box width; the statistical database's ARI length and
+    LSD) in two runs of one comparison, point by point."""
     import pandas as pd
 
     runs = [pd.read_csv(os.path.join(d, "summary.csv")) for d in (before, after)]
     keys = ["sweep", "value"]
     old, new = (r[r["method"] == method].set_index(keys) for r in runs)
-    measures = [c for c in ("relative_error", "box_width") if c in old.columns]
+    names = {
+        "relative_error": "error",
+        "box_width": "box width",
+        "ari_length": "ARI length",
+        "lsd": "LSD",
+    }
+    measures = [c for c in names if c in old.columns]
     parts = []
     for sweep in dict.fromkeys(new.index.get_level_values(0)):
         rows = []
@@ -258,9 +265,8 @@ def change_reference(method: str, before: str, after: str) -> str:
             row = [str(value)]
             for c in measures:
                 a, b = float(old.loc[(sweep, value), c]), float(new.loc[(sweep, value), c])
-                row += [_mean(a), _mean(b), f"{b / a:.2f}"]
+                row += [_mean(a), _mean(b), f"{b / a:.3f}"]
             rows.append(row)
-        names = {"relative_error": "error", "box_width": "box width"}
         columns = [str(sweep)] + [
             f"{names[c]} {when}" for c in measures for when in ("before", "after", "after / before")
         ]
