@@ -284,7 +284,7 @@ def _privacy(d: dict) -> PrivacySpec:
         d.get("model", "l-diversity"),
         d.get("l", 2),
         d.get("m"),
-        tuple(sorted(also.items())),
+        tuple(sorted(also.items(), key=lambda kv: str(kv[0]))),
         d.get("suppression", 0.0),
     )
 

@@ -161,6 +161,9 @@ def load_schema(path: str) -> Schema:
     for i, t in enumerate(tables):
         if not isinstance(t, dict) or "attributes" not in t:
             raise VpubError(f"{path}: table {i + 1} needs `attributes`")
-        attrs = tuple(str(a) for a in t["attributes"])
+        attrs = t["attributes"]
+        if not isinstance(attrs, list) or not all(isinstance(a, str) and a for a in attrs):
+            raise VpubError(f"{path}: table {i + 1}'s `attributes` must be a list of names")
+        attrs = tuple(attrs)
         out.append(PublishedTable(str(t.get("name", f"T{i + 1}")), attrs, t.get("sensitive")))
     return Schema(tuple(out))

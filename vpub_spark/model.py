@@ -8,6 +8,7 @@ values to coarser labels before encoding: numeric bins are closed intervals
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
@@ -281,7 +282,13 @@ class PrivacySpec:
         for key, value in self.also:
             if key not in ALSO:
                 raise SpecError(f"privacy.also: unknown model {key!r}; known: {', '.join(ALSO)}")
-            if not isinstance(value, int | float) or value <= 0 or (key == "t" and value > 1):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or value <= 0
+                or (key == "t" and value > 1)
+            ):
                 raise SpecError(
                     f"privacy.also.{key} must be a positive number{' at most 1' if key == 't' else ''}, not {value!r}"
                 )

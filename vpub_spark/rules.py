@@ -12,6 +12,14 @@ from .errors import PrivacyError, SpecError
 from .model import ATTRIBUTE_NAME, Rule
 
 
+def _names(value: object, where: str) -> list[str]:
+    """A rule side: one attribute name, or a list of them (each a string)."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(a, str) for a in items):
+        raise SpecError(f"{where} must be an attribute name or a list of them")
+    return [a.strip() for a in items]
+
+
 def parse_rule(item: object, attributes: Iterable[str] | None = None, where: str = "rule") -> Rule:
     """Parse `"a, b -> c"` or `{lhs: [a, b], rhs: c}` and validate it.
 
@@ -30,12 +38,8 @@ def parse_rule(item: object, attributes: Iterable[str] | None = None, where: str
             raise SpecError(
                 f"{where} {dict(item)!r}: a rule mapping needs exactly the keys lhs and rhs"
             )
-        raw_lhs = item["lhs"]
-        lhs = [raw_lhs] if isinstance(raw_lhs, str) else list(raw_lhs or [])
-        lhs = [str(a).strip() for a in lhs]
-        raw_rhs = item["rhs"]
-        rhs_parts = [raw_rhs] if isinstance(raw_rhs, str) else [str(a) for a in raw_rhs or []]
-        rhs_parts = [p.strip() for p in rhs_parts]
+        lhs = _names(item["lhs"], f"{where} {dict(item)!r}: lhs")
+        rhs_parts = _names(item["rhs"], f"{where} {dict(item)!r}: rhs")
     else:
         raise SpecError(
             f"{where} {item!r}: expected a string 'A, B -> S' or a mapping with lhs and rhs"

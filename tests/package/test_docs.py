@@ -98,3 +98,23 @@ def test_no_work_tracking_words_in_the_product():
         if TRACKING.search(line)
     ]
     assert found == []
+
+
+def test_the_release_format_page_names_the_manifest_format_the_code_writes():
+    """Every "format version N" on the release format page is the code's."""
+    from vpub_spark.release.layout import FORMAT_VERSION
+
+    text = (ROOT / "docs" / "reference" / "release-format.md").read_text()
+    named = {int(n) for n in re.findall(r"format version (\d+)", text)}
+    assert named == {FORMAT_VERSION}, named
+
+
+def test_the_http_reference_example_names_every_field_of_an_answer():
+    """The example answer of `POST /statdb/count` lists the fields the server returns."""
+    from vpub_spark.serve.openapi import BASE
+
+    answer = BASE["components"]["schemas"]["Interval"]["properties"]
+    text = (ROOT / "docs" / "reference" / "http-api.md").read_text()
+    example = re.search(r"# answers (\{.*\})", text)
+    assert example is not None
+    assert set(re.findall(r'"(\w+)":', example[1])) == set(answer)

@@ -14,7 +14,7 @@ from ..utility.evaluate import evaluate
 from ..utility.queries import estimate_count, exact_count
 from ..utility.release_models import release_models
 from ..utility.where import parse_where
-from .common import engine_of, engine_options, warn_explicit_seed
+from .common import SEED, engine_of, engine_options, warn_explicit_seed
 from .versions import register as register_versions
 
 
@@ -246,7 +246,7 @@ def _register_statdb_build(sds) -> None:
     )
     sdb.add_argument(
         "--seed",
-        type=int,
+        type=SEED,
         default=None,
         help="an explicit seed (reproducible; keep it private); default: a secret one, kept in the store",
     )
@@ -316,7 +316,7 @@ def _register_statdb_workload(sds) -> None:
         "--ql", type=float, default=0.06, help="each range's share of its domain (004's ql)"
     )
     sdw.add_argument("--queries", type=int, default=2000)
-    sdw.add_argument("--seed", type=int, default=1)
+    sdw.add_argument("--seed", type=SEED, default=1)
     sdw.add_argument("--out", required=True, help="the workload file: one --where text per line")
     sdw.set_defaults(func=cmd_statdb_workload)
 
@@ -478,6 +478,6 @@ def _register_utility(sub) -> None:
     ut.add_argument("--qd", type=int, default=3, help="query dimension (default 3)")
     ut.add_argument("--p", type=float, default=0.4, help="value percentage (default 0.4)")
     ut.add_argument("--queries", type=int, default=1000)
-    ut.add_argument("--seed", type=int, default=0)
+    ut.add_argument("--seed", type=SEED, default=0)
     engine_options(ut, default="auto")
     ut.set_defaults(func=cmd_utility)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import fields
 from typing import Any, TypeVar
 
@@ -42,12 +43,39 @@ def engines(text: str) -> tuple[str, ...]:
     return tuple(e.strip() for e in text.split(",") if e.strip())
 
 
+def whole_number(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number >= `minimum` (anything else: argparse's usage
+    line and one line naming the option, exit 2).
+
+    Args:
+        minimum: the smallest value accepted.
+
+    Returns:
+        The parser of one argument.
+    """
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, not {value}")
+        return value
+
+    parse.__name__ = f"whole number >= {minimum}"
+    return parse
+
+
+SEED = whole_number(0)  # seeds of NumPy's generators and of the keyed hashes
+
+
 def seed_options(p: argparse.ArgumentParser) -> None:
     """--seed, --seed-file and --private-dir: the release seed is a secret
     (release/secret.py); without them every run draws one from the operating system."""
     p.add_argument(
         "--seed",
-        type=int,
+        type=SEED,
         default=None,
         help="an explicit seed (reproducible; keep it private); default: a secret one drawn per run",
     )

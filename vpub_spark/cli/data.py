@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import math
 import time
 
 from ..datasets.fetch import adult_directory, copy_raw
 from ..datasets.presets import resolve_input, write_adult, write_generated
 from ..errors import SpecError
 from ..report import check_report, console, profile_table
-from .common import engine_of, engine_options
+from .common import SEED, engine_of, engine_options
 
 
 def cmd_datasets_adult(args: argparse.Namespace) -> int:
@@ -84,6 +85,20 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 
 MODEL_KEYS = {"k": int, "l": int, "entropy_l": float, "c": float, "t": float}
+MODEL_RANGES = {
+    "k": lambda v: v >= 1,
+    "l": lambda v: v >= 1,
+    "entropy_l": lambda v: v >= 1,
+    "c": lambda v: v > 0,
+    "t": lambda v: 0 <= v <= 1,
+}
+MODEL_WORDS = {
+    "k": "at least 1",
+    "l": "at least 1",
+    "entropy_l": "at least 1",
+    "c": "above 0",
+    "t": "between 0 and 1",
+}
 
 
 def parse_model(text: str | None):
@@ -98,9 +113,12 @@ def parse_model(text: str | None):
                 f"--model: {item!r} is not one of {', '.join(f'{k}=N' for k in MODEL_KEYS)}"
             )
         try:
-            values[key] = MODEL_KEYS[key](value)
+            number = MODEL_KEYS[key](value)
         except ValueError:
             raise SpecError(f"--model: {key} must be a number, not {value!r}") from None
+        if not math.isfinite(number) or not MODEL_RANGES[key](number):
+            raise SpecError(f"--model: {key} must be {MODEL_WORDS[key]}, not {value}")
+        values[key] = number
     return Model(**values)
 
 
@@ -157,14 +175,14 @@ def _register_datasets(sub) -> None:
     a.add_argument(
         "--sample", type=int, default=None, help="sample this many rows without replacement"
     )
-    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--seed", type=SEED, default=0)
     a.add_argument("--overwrite", action="store_true")
     engine_options(a)
     a.set_defaults(func=cmd_datasets_adult)
     g = ds.add_parser("generate", help="a synthetic data set: sal, occ, texas or census")
     g.add_argument("name", choices=["sal", "occ", "texas", "census"])
     g.add_argument("--rows", type=int, required=True)
-    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--seed", type=SEED, default=0)
     g.add_argument("--out", required=True)
     g.add_argument("--overwrite", action="store_true")
     g.add_argument(

@@ -23,7 +23,7 @@ from ..experiments.bench_update import BenchUpdate, bench_update
 from ..experiments.comparison import load_comparison, run_comparison
 from ..experiments.demo import Demo, run_demo
 from ..report import console
-from .common import config_of, engine_options, engines
+from .common import SEED, config_of, engine_options, engines, whole_number
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -102,10 +102,10 @@ def _bench_publish(bn) -> None:
     bp = bn.add_parser("publish", help="end-to-end publish time per engine")
     bp.add_argument("--name", default="sal", choices=["sal", "occ", "texas", "census"])
     bp.add_argument("--rows", type=int, default=1_000_000)
-    bp.add_argument("--l", type=int, default=10)
+    bp.add_argument("--l", type=whole_number(2), default=10)
     bp.add_argument("--c", type=int, default=5)
     bp.add_argument("--lhs", type=int, default=3)
-    bp.add_argument("--seed", type=int, default=7)
+    bp.add_argument("--seed", type=SEED, default=7)
     bp.add_argument("--partitions", type=int, default=None)
     bp.add_argument("--repeat", type=int, default=3)
     bp.add_argument("--engines", default="inprocess,spark")
@@ -129,10 +129,10 @@ def _bench_multi_sa(bn) -> None:
     )
     bm.add_argument("--name", default="sal", choices=["sal", "occ", "texas", "census"])
     bm.add_argument("--rows", type=int, default=1_000_000)
-    bm.add_argument("--l", type=int, default=2)
+    bm.add_argument("--l", type=whole_number(2), default=2)
     bm.add_argument("--c", type=int, default=5)
     bm.add_argument("--lhs", type=int, default=3)
-    bm.add_argument("--seed", type=int, default=7)
+    bm.add_argument("--seed", type=SEED, default=7)
     bm.add_argument("--solver", default="highs", choices=["cbc", "highs"])
     bm.add_argument("--time-limit", type=float, default=300.0)
     bm.add_argument("--chunk-rows", type=int, default=20_000)
@@ -152,7 +152,7 @@ def _bench_others(bn) -> None:
     )
     bg.add_argument("--rows", type=int, default=1_000_000)
     bg.add_argument("--m", type=int, default=6)
-    bg.add_argument("--seed", type=int, default=7)
+    bg.add_argument("--seed", type=SEED, default=7)
     bg.add_argument("--chunk-rows", type=int, default=50_000)
     bg.add_argument("--engines", default="spark,inprocess")
     _workers_option(bg)
@@ -165,7 +165,7 @@ def _bench_others(bn) -> None:
     bu.add_argument("--p", type=float, default=0.4)
     bu.add_argument("--queries", type=int, default=1000)
     bu.add_argument("--repeat", type=int, default=3)
-    bu.add_argument("--seed", type=int, default=0)
+    bu.add_argument("--seed", type=SEED, default=0)
     bu.add_argument("--out", default="out/bench-utility", help="where RELEASE.json goes")
 
 
@@ -177,7 +177,7 @@ def _bench_update(bn) -> None:
     bu.add_argument("--churn", type=float, default=0.01, help="share of records replaced")
     bu.add_argument("--m", type=int, default=10)
     bu.add_argument("--queries", type=int, default=500)
-    bu.add_argument("--seed", type=int, default=7)
+    bu.add_argument("--seed", type=SEED, default=7)
     bu.add_argument("--out", default="out/bench-update", help="where update.json goes")
 
 
@@ -186,11 +186,11 @@ def _bench_lake(bn) -> None:
         "lake", help="Iceberg registration and a DuckDB estimate against publish and vpub query"
     )
     bl.add_argument("--rows", type=int, default=10_000_000)
-    bl.add_argument("--l", type=int, default=10)
+    bl.add_argument("--l", type=whole_number(2), default=10)
     bl.add_argument("--c", type=int, default=5, help="random rules")
     bl.add_argument("--lhs", type=int, default=3, help="attributes per rule, at most")
     bl.add_argument("--repeat", type=int, default=3)
-    bl.add_argument("--seed", type=int, default=7)
+    bl.add_argument("--seed", type=SEED, default=7)
     bl.add_argument("--out", default="out/bench-lake", help="where lake.json goes")
 
 
@@ -205,7 +205,7 @@ def _bench_statdb(bn) -> None:
     bs.add_argument(
         "--ql", type=float, default=0.06, help="each range's share of its domain (004's ql)"
     )
-    bs.add_argument("--seed", type=int, default=1)
+    bs.add_argument("--seed", type=SEED, default=1)
 
 
 def _bench_streamliner(bn) -> None:
@@ -221,8 +221,8 @@ def _bench_streamliner(bn) -> None:
     bs.add_argument(
         "--methods", type=lambda t: tuple(x.strip() for x in t.split(",")), default=("rda", "gda")
     )
-    bs.add_argument("--l", type=int, default=8)
-    bs.add_argument("--seed", type=int, default=7)
+    bs.add_argument("--l", type=whole_number(2), default=8)
+    bs.add_argument("--seed", type=SEED, default=7)
     bs.add_argument("--engines", default="inprocess,spark")
     bs.add_argument("--spark-conf", default=None)
     bs.add_argument("--out", default="out/bench-streamliner")
@@ -286,7 +286,7 @@ def _bench_scale(bn) -> None:
     bk.add_argument("--queries", type=int, default=1000)
     bk.add_argument("--qd", type=int, default=3)
     bk.add_argument("--p", type=float, default=0.4)
-    bk.add_argument("--seed", type=int, default=0)
+    bk.add_argument("--seed", type=SEED, default=0)
     bk.add_argument("--spark-conf", default=None)
     bk.add_argument("--out", default="out/bench-kl")
 
@@ -298,7 +298,7 @@ def _bench_peers(bn) -> None:
     bp.add_argument("--data", required=True, help="a data-set directory (table.yaml + data/)")
     bp.add_argument("--qi", required=True, help="quasi-identifiers, comma-separated")
     bp.add_argument("--sensitive", required=True)
-    bp.add_argument("--l", type=int, default=3)
+    bp.add_argument("--l", type=whole_number(2), default=3)
     bp.add_argument("--rows", type=int, default=None, help="a seeded sample of this many rows")
     bp.add_argument(
         "--suppression", type=float, default=5.0, help="ANJANA's suppression limit, percent"
@@ -306,7 +306,7 @@ def _bench_peers(bn) -> None:
     bp.add_argument("--queries", type=int, default=1000)
     bp.add_argument("--qd", type=int, default=3)
     bp.add_argument("--p", type=float, default=0.4)
-    bp.add_argument("--seed", type=int, default=0)
+    bp.add_argument("--seed", type=SEED, default=0)
     bp.add_argument("--out", default="out/bench-peers")
 
 

@@ -18,7 +18,14 @@ from ..release.audit import audit_release
 from ..release.private_audit import audit_store
 from ..release.signing import generate_keys
 from ..report import audit_table, console, progress_step, publish_summary
-from .common import engine_of, engine_options, seed_options, seed_origin, warn_explicit_seed
+from .common import (
+    engine_of,
+    engine_options,
+    seed_options,
+    seed_origin,
+    warn_explicit_seed,
+    whole_number,
+)
 
 
 def _local(path: str) -> str:
@@ -174,7 +181,7 @@ def _register_publish(sub) -> None:
     )
     pb.add_argument("--spark-conf", default=None, help="override spark (settings YAML)")
     seed_options(pb)
-    pb.add_argument("--l", type=int, default=None, help="override privacy.l")
+    pb.add_argument("--l", type=whole_number(2), default=None, help="override privacy.l")
     pb.add_argument(
         "--m",
         type=int,

@@ -20,6 +20,7 @@ from ..lake.catalog import (
     store_references,
 )
 from ..report import console
+from .common import whole_number
 
 
 def _found(root: Root) -> dict[str, dict]:
@@ -130,8 +131,6 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
-    if args.keep < 1:
-        raise DataError("--keep must be at least 1")
     root = Root(args.root)
     found = _found(root)
     keep_latest = {r for m in found.values() if (r := latest(root, family_of(m))) is not None}
@@ -251,7 +250,7 @@ def _register_releases(sub) -> None:
     df.set_defaults(func=cmd_diff)
     pr = rs.add_parser("prune", help="remove old releases, keeping the newest N per family")
     pr.add_argument("root")
-    pr.add_argument("--keep", type=int, required=True)
+    pr.add_argument("--keep", type=whole_number(1), required=True)
     pr.add_argument(
         "--store",
         action="append",

@@ -7,7 +7,7 @@ import argparse
 from ..gnf import check_gnf, load_schema
 from ..report import console, gnf_table, profile_table, rules_table
 from ..rules import check_eligibility, load_rules, parse_rules, reduce_rules
-from .common import engine_options
+from .common import engine_options, whole_number
 from .data import load
 
 
@@ -42,7 +42,7 @@ def register(sub) -> None:
     rc.add_argument("--rules", required=True)
     rc.add_argument("--input", default=None)
     rc.add_argument("--table", default=None)
-    rc.add_argument("--l", type=int, default=2)
+    rc.add_argument("--l", type=whole_number(2), default=2)
     engine_options(rc)
     rc.set_defaults(func=cmd_rules_check)
 

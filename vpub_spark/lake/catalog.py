@@ -84,9 +84,11 @@ def manifests(root: Root) -> dict[str, dict]:
         if name.startswith(("_", ".")) or not root.exists(name, SUCCESS):
             continue
         try:
-            out[name] = json.loads(root.read(name, MANIFEST))
+            manifest = json.loads(root.read(name, MANIFEST))
         except (ValueError, DataError, OSError):
             continue  # not a release this catalog can read: the auditor says why
+        if isinstance(manifest, dict) and isinstance(manifest.get("release_id"), str):
+            out[name] = manifest
     return out
 
 
@@ -182,8 +184,15 @@ def store_references(store_dirs: list[str]) -> dict[str, set[str]]:
     """store id -> the release ids its store.json lists as published."""
     out = {}
     for d in store_dirs:
-        meta = json.loads((Path(d) / "store.json").read_text())
-        out[str(meta["store_id"])] = {str(p["release_id"]) for p in meta.get("published", [])}
+        path = Path(d) / "store.json"
+        try:
+            meta = json.loads(path.read_text())
+            published = {str(p["release_id"]) for p in meta.get("published", [])}
+            out[str(meta["store_id"])] = published
+        except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
+            raise DataError(
+                f"{path}: not a readable store.json ({type(e).__name__}: {e})"
+            ) from None
     return out
 
 
