@@ -111,8 +111,10 @@ def test_partitions_read_no_sensitive_value_but_through_their_count(case, data):
         counts = combine_counts(shard_counts(f, [s], ContentShards(seed, qi)), [s], sizes)
         plan = plan_partitions(counts, l, target)
         assert (plan.shard_part == np.arange(SHARDS) % plan.parts).all()
-        plans.append((shards, plan.parts))
+        plans.append((shards, plan.parts, plan.part_of(shards)))
     assert (plans[0][0] == plans[1][0]).all()  # the same shard for every row
+    if plans[0][1] == plans[1][1]:  # the same P: every row in the same partition
+        assert (plans[0][2] == plans[1][2]).all()
 
 
 @settings(max_examples=60, deadline=None)
