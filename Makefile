@@ -45,6 +45,7 @@ demo: check-java $(VENV)/.installed
 	$(BIN)/vpub demo --out out/demo
 
 test: check-java $(VENV)/.installed-dev
+	scripts/install_browser.sh
 	$(BIN)/pytest -q
 
 # ruff (lint and format) and mypy; CI runs this before the tests

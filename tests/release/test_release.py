@@ -362,6 +362,12 @@ def _read_only_output_as_nobody() -> None:
         (work / "job.yaml").write_text(yaml.safe_dump(job))
         env = os.environ | {"HOME": str(work), "TMPDIR": str(work)}
         nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        probe = [*nobody, *vpub("--help")]
+        if subprocess.run(probe, env=env, cwd=work, capture_output=True, timeout=120).returncode:
+            pytest.skip(
+                "the user nobody cannot run vpub from this checkout (a private directory, "
+                "such as a 0700 home): the read-only output is not checked here"
+            )
         done = subprocess.run(
             [*nobody, *vpub("publish", "--config", str(work / "job.yaml"))],
             env=env,
