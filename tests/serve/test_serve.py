@@ -253,8 +253,15 @@ def test_rate_limits_answer_429_with_retry_after(store):
             raise AssertionError("expected 429")
         except urllib.error.HTTPError as e:
             assert e.code == 429 and int(e.headers["Retry-After"]) >= 1
-    limit = RateLimit(2, 1)
-    assert limit.wait("a") == 0 and 0 < limit.wait("a") <= 0.5 and limit.wait("b") == 0
+    now = [100.0]  # the bucket read on a clock of the test's own, not the machine's
+    limit = RateLimit(2, 1, clock=lambda: now[0])
+    assert limit.wait("a") == 0 and limit.wait("a") == 0.5 and limit.wait("b") == 0
+    now[0] += 0.25  # half a token back: a quarter second more to wait
+    assert limit.wait("a") == 0.25
+    now[0] += 0.25
+    assert limit.wait("a") == 0 and limit.wait("a") == 0.5
+    now[0] += 61  # idle clients are dropped after a minute; a returning one starts full
+    assert limit.wait("b") == 0 and list(limit._buckets) == ["b"]
     with pytest.raises(SpecError, match="burst"):
         RateLimit(1, 0)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from ipaddress import ip_address
 
 from ..errors import SpecError
@@ -28,19 +29,20 @@ class RateLimit:
     forgotten on restart; clients idle for a minute are dropped, so memory stays
     bounded by the clients of the last minute."""
 
-    def __init__(self, rate: float, burst: int):
+    def __init__(self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic):
         if rate < 0 or burst < 1:
             raise SpecError(f"rate limit: rate must be >= 0 and burst >= 1, not {rate} and {burst}")
         self.rate, self.burst = rate, burst
         self._buckets: dict[str, tuple[float, float]] = {}  # client -> (tokens, time)
         self._lock = threading.Lock()
-        self._swept = time.monotonic()
+        self._clock = clock  # seconds, never going back (a test's own clock)
+        self._swept = clock()
 
     def wait(self, client: str) -> float:
         """0 if `client` may send now (one token spent), else seconds until it may."""
         if self.rate == 0:
             return 0.0
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             if now - self._swept > 60:
                 self._buckets = {c: b for c, b in self._buckets.items() if now - b[1] < 60}
