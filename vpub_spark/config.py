@@ -142,8 +142,8 @@ class PublishConfig:
         shown="no limit",
     )
     gd_score: str = option(
-        "seeded",
-        doc="how GD's add-back picks among candidates: `seeded` (in a seeded order of the "
+        "order",
+        doc="how GD's add-back picks among candidates: `order` (in a seeded order of the "
         "attributes: reads no data, keeps the posterior bound) or `kl-unsafe` (000's "
         "smallest KL on a sample: the schema picked tells where values lie, so the "
         "release has the audited guarantee only)",
@@ -307,15 +307,15 @@ def _rules(v: Any) -> tuple[Any, ...] | RandomRules:
 
 
 def _gd_score(value: Any) -> str:
-    """gd.score, checked: `seeded` or `kl-unsafe` (the paper's KL is refused by its bare
+    """gd.score, checked: `order` or `kl-unsafe` (the paper's KL is refused by its bare
     name, with the reason)."""
     if value == "kl":
         raise SpecError(
             f"gd.score: kl is called {UNSAFE_GD_SCORE}: the schema it picks tells an "
-            f"adversary where values lie; write {UNSAFE_GD_SCORE} to accept that, or seeded "
+            f"adversary where values lie; write {UNSAFE_GD_SCORE} to accept that, or order "
             "(the default)"
         )
-    one_of(value, ("seeded", UNSAFE_GD_SCORE), "gd.score")
+    one_of(value, ("order", UNSAFE_GD_SCORE), "gd.score")
     return str(value)
 
 
@@ -352,7 +352,7 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
             workers=number(d.get("workers"), "workers", int, 1),
             partitions=None if parts == "auto" else parts,
             gd_budget_s=number(gdc.get("budget_s"), "gd.budget_s"),
-            gd_score=_gd_score(gdc.get("score", "seeded")),
+            gd_score=_gd_score(gdc.get("score", "order")),
             gd_sample_rows=number(gdc.get("sample_rows", 100_000), "gd.sample_rows", int, 1),
             multi_sa=MultiSaSettings.from_dict(_section(d, "multi_sa")),
             marginals=MarginalSettings.from_dict(_section(d, "marginals")),

@@ -44,7 +44,7 @@ def test_gd_release_of_table1_publishes_audits_and_estimates(tmp_path):
     result = publish_inprocess(data, tmp_path / "out", RULES_1_3, l=2, method="gd")
     assert result.audit.passed and result.manifest["method"] == "gd"
     cost = result.manifest["method_cost"]
-    assert cost["score"] == "seeded" and cost["kl_evaluations"] == 0  # no data read
+    assert cost["score"] == "order" and cost["kl_evaluations"] == 0  # no data read
     models, domains = release_models(open_release(result.path))
     est = Estimator(models, 6, domains)
     source = to_codes(TABLE1, domains)
@@ -57,7 +57,7 @@ def test_gd_release_of_table1_publishes_audits_and_estimates(tmp_path):
 
 
 def test_the_papers_kl_pick_tells_where_values_lie():
-    """Why `gd.score` defaults to `seeded` (decompose/gd.py): on six rows under
+    """Why `gd.score` defaults to `order` (decompose/gd.py): on six rows under
     `d -> e`, `e -> d`, GD's KL-scored add-back picks one schema for 18 of the 90
     placements of e's values and another for the other 72, and the schema is public.
     The seeded pick reads no data: one schema for every placement."""
@@ -66,7 +66,7 @@ def test_the_papers_kl_pick_tells_where_values_lie():
     import numpy as np
     import pandas as pd
 
-    from vpub_spark.decompose.gd import seeded
+    from vpub_spark.decompose.gd import in_order
     from vpub_spark.utility.score import kl_scorer
 
     attrs, rules = list("abcde"), parse_rules(["d -> e", "e -> d"])
@@ -77,12 +77,12 @@ def test_the_papers_kl_pick_tells_where_values_lie():
         frame = pd.DataFrame(base | {"e": np.array(e)})
         schema = gd(attrs, rules, 0, kl_scorer(frame, dict.fromkeys(attrs, 3), 2, 0))[0]
         picked[schema] = picked.get(schema, 0) + 1
-        plain.add(gd(attrs, rules, 0, seeded)[0])
+        plain.add(gd(attrs, rules, 0, in_order)[0])
     assert sorted(picked.values()) == [18, 72] and len(plain) == 1
 
 
 def test_gd_reads_no_data_unless_told_kl_unsafe(tmp_path, monkeypatch):
-    """The default publish never samples rows for GD and says `score: seeded`; with
+    """The default publish never samples rows for GD and says `score: order`; with
     `gd.score: kl-unsafe` it does, and the release's guarantee says audited only (the
     catalog's words and the export's posterior line); the bare `kl` is refused."""
     import pytest
@@ -97,7 +97,7 @@ def test_gd_reads_no_data_unless_told_kl_unsafe(tmp_path, monkeypatch):
     real = InProcessEngine.rows_sample
     monkeypatch.setattr(InProcessEngine, "rows_sample", lambda *a: sampled.append(1) or real(*a))
     safe = publish_inprocess(data, tmp_path / "a", RULES_1_3, method="gd")
-    assert not sampled and safe.manifest["method_cost"]["score"] == "seeded"
+    assert not sampled and safe.manifest["method_cost"]["score"] == "order"
     assert "audited only" not in guarantee(safe.manifest)
     unsafe = publish_inprocess(
         data, tmp_path / "b", RULES_1_3, method="gd", gd={"score": "kl-unsafe"}

@@ -19,7 +19,7 @@ Decisions where the paper is silent:
   is public, and on small tables the pick changes with where sensitive values lie (on
   six rows under `d -> e`, `e -> d`, one schema for 18 of the 90 placements of e's
   values, another for the rest: tests/decompose/test_gd.py), so the paper's scoring
-  breaks the posterior bound. The default scores nothing (`seeded`): the first
+  breaks the posterior bound. The default scores nothing (`order`): the first
   candidate in the seeded attribute order is taken, which reads no data. The KL
   scoring stays as `gd.score: kl-unsafe`, for the paper's comparisons; a release made
   with it has the audited guarantee only.
@@ -83,7 +83,7 @@ def _tidy(tables: list[tuple[list[str], str | None]]) -> list[tuple[list[str], s
     return keep
 
 
-def seeded(schema: Schema) -> float:
+def in_order(schema: Schema) -> float:
     """The data-free score: every candidate alike, so GD takes the first one in its
     seeded order (the module docstring's decision)."""
     return 0.0
@@ -116,7 +116,7 @@ def gd(
                 exhausted = True
                 break
             kl = score(_schema(trial, rules))
-            evaluations += score is not seeded
+            evaluations += score is not in_order
             if best is None or kl < best[0]:
                 best = (kl, a, j, trial)
         if exhausted or best is None:

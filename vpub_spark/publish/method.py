@@ -223,7 +223,7 @@ def rule_design(cfg: PublishConfig, engine: Engine, loaded: LoadedTable) -> Desi
     """000's design for the rule-based methods: reduced rules, the method's schema
     (decompose/methods.py; GD's add-back in a seeded order, or by KL on a seeded sample
     under `gd.score: kl-unsafe`), GNF verdicts."""
-    from ..decompose.gd import seeded
+    from ..decompose.gd import in_order
     from ..decompose.methods import design
     from ..gnf import check_gnf
     from ..model import UNSAFE_GD_SCORE
@@ -234,7 +234,7 @@ def rule_design(cfg: PublishConfig, engine: Engine, loaded: LoadedTable) -> Desi
 
     def scorer():
         if cfg.gd_score != UNSAFE_GD_SCORE:
-            return seeded  # reads no data (decompose/gd.py)
+            return in_order  # reads no data (decompose/gd.py)
         frame = engine.rows_sample(loaded, cfg.gd_sample_rows, cfg.secret_seed)
         scored_on.append(len(frame))
         return kl_scorer(frame, sizes_of(loaded), cfg.l, cfg.secret_seed)
