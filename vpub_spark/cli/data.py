@@ -85,19 +85,12 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 
 MODEL_KEYS = {"k": int, "l": int, "entropy_l": float, "c": float, "t": float}
-MODEL_RANGES = {
-    "k": lambda v: v >= 1,
-    "l": lambda v: v >= 1,
-    "entropy_l": lambda v: v >= 1,
-    "c": lambda v: v > 0,
-    "t": lambda v: 0 <= v <= 1,
-}
-MODEL_WORDS = {
-    "k": "at least 1",
-    "l": "at least 1",
-    "entropy_l": "at least 1",
-    "c": "above 0",
-    "t": "between 0 and 1",
+MODEL_RANGES = {  # key -> (the test a value must pass, the same in words)
+    "k": (lambda v: v >= 1, "at least 1"),
+    "l": (lambda v: v >= 1, "at least 1"),
+    "entropy_l": (lambda v: v >= 1, "at least 1"),
+    "c": (lambda v: v > 0, "above 0"),
+    "t": (lambda v: 0 <= v <= 1, "between 0 and 1"),
 }
 
 
@@ -116,8 +109,9 @@ def parse_model(text: str | None):
             number = MODEL_KEYS[key](value)
         except ValueError:
             raise SpecError(f"--model: {key} must be a number, not {value!r}") from None
-        if not math.isfinite(number) or not MODEL_RANGES[key](number):
-            raise SpecError(f"--model: {key} must be {MODEL_WORDS[key]}, not {value}")
+        holds, words = MODEL_RANGES[key]
+        if not math.isfinite(number) or not holds(number):
+            raise SpecError(f"--model: {key} must be {words}, not {value}")
         values[key] = number
     return Model(**values)
 

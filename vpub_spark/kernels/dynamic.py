@@ -177,8 +177,9 @@ def _ranks(counts: np.ndarray) -> np.ndarray:
 def _assign(values, qi: pd.DataFrame, m, extents, seed, domain, counterfeits):
     """The assignment phase on the inserts left: (their bucket ids from 0, counterfeit
     cells' buckets, values; one entry per counterfeit). An m-eligible batch is
-    bucketized as a first release is (`_as_first_release`); any other is one bucket
-    (`_one_bucket`). Which path runs depends on the batch's multiset only."""
+    bucketized as a first release is (`_as_first_release`); any other is one bucket,
+    balanced by counterfeits (`_padding`). Which path runs depends on the batch's
+    multiset only."""
     counts = np.bincount(values, minlength=domain)
     if m * int(counts.max(initial=0)) <= len(values):
         none = np.zeros(0, dtype=np.int64)
