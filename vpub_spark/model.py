@@ -38,6 +38,25 @@ def unsafe_option(manifest: Mapping[str, Any]) -> str | None:
     return None
 
 
+def joined_sensitive_tables(manifest: Mapping[str, Any]) -> list[str]:
+    """The tables of a release that publish groups of different sensitive attributes
+    over the same people (`gd`'s tables of several right-hand sides), when there are
+    two or more attributes (else empty; a store's marginals share one attribute and one
+    signature per tuple). An adversary who knows how those attributes go together can
+    combine the groupings: the posterior guarantee holds for each table alone
+    (docs/explanation/threat-model.md).
+
+    Args:
+        manifest: the release's manifest.
+
+    Returns:
+        Their names, or an empty list.
+    """
+    tables = [t for t in manifest.get("tables") or [] if isinstance(t.get("sensitive"), str)]
+    attributes = {t["sensitive"] for t in tables}
+    return [str(t["name"]) for t in tables] if len(attributes) > 1 else []
+
+
 ATTRIBUTE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")
 Kind = Literal["numeric", "categorical"]
 MissingPolicy = Literal["drop", "reject"]

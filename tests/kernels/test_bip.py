@@ -1,15 +1,21 @@
 """000 Algorithm 3's program (kernels/bip.py) with real CBC and HiGHS: optima equal
-enumeration on tiny tables, every group meets the multi-SA condition, an empty
-selection suppresses the residue, and a time-limited solve is never called optimal."""
+enumeration on tiny tables, every group meets the multi-SA condition, the residue of
+eligible rows stays eligible, an empty selection suppresses the residue, and a
+time-limited solve is never called optimal."""
 
 import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from vpub_spark.kernels.bip import meets_constraints, multi_sa_groups, solve_group
+from vpub_spark.kernels.bip import (
+    leaves_eligible,
+    meets_constraints,
+    multi_sa_groups,
+    solve_group,
+)
 
 
 def _combos(rows: np.ndarray):
@@ -18,15 +24,22 @@ def _combos(rows: np.ndarray):
 
 
 def _best_by_enumeration(rows: np.ndarray, l: int) -> int:
-    combos, _ = _combos(rows)
+    """The largest subset of rows meeting Appendix B's condition and, when the rows are
+    l-eligible, leaving an l-eligible residue (every subset tried)."""
+    combos, counts = _combos(rows)
     index = {tuple(c): k for k, c in enumerate(combos)}
+    keep_residue = leaves_eligible(combos, counts, np.zeros_like(counts), l)
     best = 0
     for mask in itertools.product([0, 1], repeat=len(rows)):
         picked = rows[np.asarray(mask, dtype=bool)]
         selected = np.zeros(len(combos), dtype=np.int64)
         for r in picked:
             selected[index[tuple(r)]] += 1
-        if len(picked) > best and meets_constraints(combos, selected, l):
+        if (
+            len(picked) > best
+            and meets_constraints(combos, selected, l)
+            and (not keep_residue or leaves_eligible(combos, counts, selected, l))
+        ):
             best = len(picked)
     return best
 
@@ -42,6 +55,20 @@ def test_optimum_equals_enumeration(seed, n, s, l):
         assert solve.status == "optimal"
         assert solve.selected.sum() == best
         assert meets_constraints(combos, solve.selected, l)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(4, 40), l=st.integers(2, 3))
+def test_the_residue_of_eligible_rows_is_eligible(seed, n, l):
+    """The repaired step: on rows l-eligible for every attribute, every group meets the
+    condition and the suppressed residue is l-eligible (no value over 1/l of it)."""
+    rows = np.random.default_rng(seed).integers(0, 2 * l, (n, 2))
+    combos, counts = _combos(rows)
+    assume(leaves_eligible(combos, counts, np.zeros_like(counts), l))  # as publishing solves
+    plan = multi_sa_groups(combos, counts, l, "highs", 30)
+    for g in plan.groups:
+        assert g.sum() > 0 and meets_constraints(combos, g, l)
+    assert leaves_eligible(combos, plan.suppressed, np.zeros_like(counts), l)
 
 
 def test_groups_meet_the_condition_and_residue_is_suppressed():

@@ -11,10 +11,20 @@ the same optimum value and is as large as the number of distinct combinations, n
 the number of tuples. Which x_k of the n_k tuples join the group is the caller's
 (seeded) choice. Constraints are built only for combinations present.
 
-Algorithm 3 repeats on the remaining tuples; x = 0 is always feasible, so the program
-never "has no solution": when the optimum selects nothing (or the solver finds no
-solution in its time limit), the residue is suppressed (its sensitive values are not
-published). A solve that stops at the time limit with a feasible, unproven solution is
+Algorithm 3 repeats on the remaining tuples; when the optimum selects nothing (or the
+solver finds no solution in its time limit), the residue is suppressed (its sensitive
+values are not published, its rows are).
+
+Decision (departing from Appendix B, for 003's adversary who knows the algorithm and
+the table's multiset): every program also keeps what it leaves behind l-eligible for
+every sensitive attribute (`residue_cells`), so the suppressed residue is. Appendix B's
+residue is what could not be made diverse, often one combination; she subtracts the
+published groups from the multiset and reads it (five rows, one residue tuple:
+posterior 1, tests/kernels/test_adversary_multi_sa.py). With the residue eligible, a
+suppressed row's posterior of each attribute's value is its share of the residue, at
+most 1/l, as a grouped row's is its group's share. x = 0 stays feasible whenever the
+rows given are l-eligible, which the publishing path guarantees (every rule's RHS is
+checked, every chunk is eligible); on other rows the programs are Appendix B's. A solve that stops at the time limit with a feasible, unproven solution is
 reported as `feasible (time limit)`, never as optimal.
 
 `multi_sa_chunk` runs the loop on one chunk of rows and places the rows: within each
@@ -113,6 +123,36 @@ def presolve(combos: np.ndarray, available: np.ndarray, l: int) -> np.ndarray:
     return live
 
 
+def leaves_eligible(
+    combos: np.ndarray, available: np.ndarray, selected: np.ndarray, l: int
+) -> bool:
+    """Whether the rows a group leaves behind (`available - selected`) are l-eligible for
+    every sensitive attribute: no value over 1/l of them (true when none are left)."""
+    left = available - selected
+    return all(
+        l * left[combos[:, i] == a].sum() <= left.sum()
+        for i in range(combos.shape[1])
+        for a in np.unique(combos[:, i])
+    )
+
+
+def residue_cells(
+    combos: np.ndarray, available: np.ndarray, live: np.ndarray, l: int
+) -> Iterator[tuple[int, np.ndarray]]:
+    """The residue's constraints, as (rhs, weight per live variable): for every sensitive
+    attribute A_i and value a, what the group leaves behind keeps a's share at most 1/l,
+    l * (n_a - x_a) <= N - X, written X - l * x_a <= N - l * n_a (n: `available`). None
+    when the available rows are not l-eligible themselves (then no residue can be)."""
+    if not leaves_eligible(combos, available, np.zeros_like(available), l):
+        return
+    total = int(available.sum())
+    for i in range(combos.shape[1]):
+        for a in np.unique(combos[available > 0, i]):
+            has_a = combos[:, i] == a
+            rhs = total - l * int(available[has_a].sum())
+            yield rhs, (1 - l * has_a[live]).astype(np.int64)
+
+
 def solve_group(
     combos: np.ndarray,
     available: np.ndarray,
@@ -138,6 +178,8 @@ def solve_group(
         if hi - lo < len(members):  # a class of one value was presolved to 0
             terms = [(x[k], 1 - l if lo <= j < hi else 1) for j, k in enumerate(members.tolist())]
             prob += pulp.LpAffineExpression(terms) >= 0
+    for rhs, weights in residue_cells(combos, available, live, l):
+        prob += pulp.LpAffineExpression(list(zip(x, weights.tolist(), strict=True))) <= rhs
     prob.solve(_solver(solver, time_limit))
     sol = prob.sol_status
     status = {

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataError, VpubError
-from ..model import unsafe_option
+from ..model import joined_sensitive_tables, unsafe_option
 from ..release.audit import audit_release
 from ..release.layout import MANIFEST, SUCCESS
 from ..release.reader import open_release, read_manifest
@@ -36,7 +36,8 @@ class UnknownRelease(VpubError):
 
 def guarantee(manifest: dict) -> str:
     """The privacy guarantee in words: `l-diversity (l = 10) on 5 rules Q -> S`; a
-    release made with an option named unsafe says it has no posterior guarantee
+    release made with an option named unsafe says it has no posterior guarantee, one
+    of several tables of sensitive values that it holds per table
     (docs/explanation/threat-model.md)."""
     privacy = dict(manifest.get("privacy") or {})
     model = str(privacy.pop("model", "?"))
@@ -44,9 +45,11 @@ def guarantee(manifest: dict) -> str:
     rules = len(manifest.get("rules") or [])
     on = f" on {rules} rule{'s' * (rules != 1)} Q -> S" if rules else ""
     words = f"{model} ({params}){on}" if params else f"{model}{on}"
-    unsafe = unsafe_option(manifest)
+    unsafe, joined = unsafe_option(manifest), joined_sensitive_tables(manifest)
     if unsafe:
         words += f", audited only: no posterior guarantee ({unsafe})"
+    elif joined:
+        words += f", posterior guarantee per table ({len(joined)} tables of sensitive values)"
     return words
 
 
