@@ -61,6 +61,17 @@ def test_check_refuses_a_model_that_is_not_one(model):
         parse_model(model)
 
 
+@pytest.mark.parametrize("qi", ["", "x,x", "x,s"])
+def test_check_refuses_quasi_identifiers_that_are_none_twice_or_the_sensitive_one(
+    tmp_path, capsys, qi
+):
+    """Found by tests/cli/test_fuzz_cli.py: `--qi ""` ended in pandas' "No group keys
+    passed!" traceback."""
+    (tmp_path / "t.csv").write_text("x,s\nx0,a\nx1,b\n")
+    code, err = _exit(capsys, "check", str(tmp_path / "t.csv"), "--qi", qi, "--sa", "s")
+    assert code == 2 and err.strip().splitlines()[-1].startswith("vpub: error: --qi must name")
+
+
 @pytest.mark.parametrize(
     "argv, fragment",
     [

@@ -300,7 +300,16 @@ def check_table(
     weight: str | None = None,
     table: str | None = None,
 ) -> CheckReport:
-    """Measure (and check against `model`) the table at `path`; `weight` as `reading`."""
+    """Measure (and check against `model`) the table at `path`; `weight` as `reading`.
+
+    Raises:
+        SpecError: no quasi-identifier, one named twice, or the sensitive attribute
+            among them.
+    """
+    if not qi or len(set(qi)) < len(qi) or sensitive in qi:
+        raise SpecError(
+            f"--qi must name distinct attributes other than the sensitive one, not {','.join(qi)!r}"
+        )
     how = reading(path, sensitive, weight, table)
     try:
         loaded = engine.load(path, table_spec_from_dict(spec_for(qi, sensitive, ordered, how)))
