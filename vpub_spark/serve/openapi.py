@@ -23,6 +23,11 @@ BASE = {
         "schemas": {
             "CountQuery": {
                 "type": "object",
+                "anyOf": [
+                    {"required": ["where"]},
+                    {"required": ["ranges"]},
+                    {"required": ["sensitive"]},
+                ],
                 "description": "where text (labels quoted as the condition language reads them), or ranges and/or sensitive (labels exactly as /statdb/schema lists them, no quoting); on the served attributes only",
                 "properties": {
                     "where": {
@@ -41,7 +46,7 @@ BASE = {
                         "description": "A-Count `dyn-ana` (default), G-Count `dyn-gen`, or the static baselines `sta-ana`, `sta-gen` (004 §6, §7, §9)",
                     },
                     "version": {
-                        "type": ["integer", "string"],
+                        "oneOf": [{"type": "integer"}, {"type": "string"}],
                         "description": "the store version asked, by number or id (default: the latest)",
                     },
                 },
