@@ -125,10 +125,16 @@ def marginal_release(tmp: Path, seed: int, n: int, m: int = 3, also: dict | None
 
 
 def marginals_store(
-    frame: pd.DataFrame, tmp: Path, schema: list[str], sensitive: str, m: int, seed: int
+    frame: pd.DataFrame,
+    tmp: Path,
+    schema: list[str],
+    sensitive: str,
+    m: int,
+    seed: int,
+    sign_key: str | None = None,
 ):
     """(store, release): a marginals store of `frame` (CSV, every attribute categorical)
-    with one published marginal `schema -> sensitive`, in process."""
+    with one published marginal `schema -> sensitive`, in process (signed by `sign_key`)."""
     data = write_table(frame, tmp / "t")
     cfg = config_from_dict(
         {
@@ -140,7 +146,7 @@ def marginals_store(
                 "schemas": [schema],
                 "state": str(tmp / "private" / "store"),
             },
-            "output": {"path": str(tmp / "out"), "release_id": "r"},
+            "output": {"path": str(tmp / "out"), "release_id": "r", "sign_key": sign_key},
             "engine": "inprocess",
             "seed": seed,
         }

@@ -20,8 +20,8 @@ def read_manifest(path: str | Path) -> dict:
     if not p.is_file():
         raise DataError(f"{path}: no {MANIFEST}; not a release")
     try:
-        m = json.loads(p.read_text())
-    except json.JSONDecodeError as e:
+        m = json.loads(p.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise DataError(f"{p}: not valid JSON ({e})") from None
     if not isinstance(m, dict):
         raise DataError(f"{p}: expected a JSON object")
