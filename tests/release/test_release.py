@@ -418,7 +418,7 @@ def test_publish_cli_with_config_and_overrides(tmp_path, capsys):
         ]
     )
     out = capsys.readouterr()
-    assert code == 0 and "release committed" in out.out and "Traceback" not in out.err
+    assert code == 0 and "release committed" in out.out and "vpub: error" not in out.err
     assert (
         out.out.count("keep it private") == 1 and "987654321" not in out.out + out.err
     )  # told once, never printed

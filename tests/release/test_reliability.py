@@ -45,9 +45,14 @@ def test_the_audit_refuses_a_manifest_naming_a_local_path_or_the_store(tmp_path)
 def test_audit_with_source_and_a_missing_part_exits_1(tmp_path, capsys):
     data = write_table(TABLE1, tmp_path / "t")
     r = publish_inprocess(data, tmp_path / "out", RULES_1_3)
-    shutil.rmtree(next((r.path / "tables").iterdir()) / "st")
-    assert main(["audit", str(r.path), "--source", str(data), "--engine", "inprocess"]) == 1
-    assert "Traceback" not in capsys.readouterr().err
+    table = next((r.path / "tables").iterdir()).name
+    shutil.rmtree(r.path / "tables" / table / "st")
+    capsys.readouterr()
+    argv = ["audit", str(r.path), "--source", str(data), "--engine", "inprocess", "--json"]
+    assert main(argv) == 1
+    failures = json.loads(capsys.readouterr().out)["failures"]
+    assert f"{table}: readable: tables/{table}/st: missing or no Parquet files" in failures
+    assert any(f.startswith(f"{table}/st: checksums:") for f in failures)
 
 
 def test_a_write_that_fails_midway_is_one_line_and_commits_nothing(tmp_path):
