@@ -114,7 +114,7 @@ def audit_release(
                 combined_checks(entry, t.name, rows, units.get(t.name, []), check)
                 continue
             _table_checks(rel, entry, t, l, rows, check)
-        except (VpubError, pa.ArrowException, KeyError) as e:
+        except (VpubError, pa.ArrowException, KeyError, UnicodeDecodeError) as e:
             check(f"{t.name}: readable", False, str(e))
     _model_checks(rel, m, check)
     _suppression_checks(m, check)
@@ -199,7 +199,7 @@ def _seeds_in_files(rel: Release) -> list[str]:
         if f.suffix == ".parquet":
             try:
                 meta = pq.read_metadata(f).metadata or {}
-            except (pa.ArrowException, OSError):
+            except (pa.ArrowException, OSError, UnicodeDecodeError):
                 continue  # unreadable: its checksum and its table's checks fail it
             out += [
                 f"{f.name}: metadata {k.decode(errors='replace')}"
@@ -516,7 +516,7 @@ def _source_checks(
     for t in tables:
         try:
             _table_against_source(t, counts, source_counts, check, suppressed)
-        except (VpubError, pa.ArrowException, KeyError) as e:
+        except (VpubError, pa.ArrowException, KeyError, UnicodeDecodeError) as e:
             check(f"{t.name}: readable", False, str(e))
 
 
