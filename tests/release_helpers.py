@@ -165,3 +165,23 @@ def rehash(path: Path) -> None:
             files = sorted((path / meta["path"]).glob("*.parquet"))
             meta["sha256"] = {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
     (path / "manifest.json").write_text(json.dumps(m))
+
+
+def workload_truths(db, frame: pd.DataFrame, lam: int, ql: float, count: int, seed: int):
+    """[(where text, true count)] of a store's 004 §9 workload, the true count taken from
+    the source table `frame` (labels as written), never from the store."""
+    import numpy as np
+
+    from vpub_spark.statdb.db import where_text
+    from vpub_spark.statdb.workload import workload
+    from vpub_spark.utility.where import parse_where
+
+    sizes = {a: len(v) for a, v in db.domains.items()}
+    out = []
+    for q in workload(sizes, db.qi, db.sensitive, lam, ql, count, seed):
+        text = where_text(db.meta, q)
+        kept = np.ones(len(frame), dtype=bool)
+        for a, codes in parse_where(text, db.domains).items():
+            kept &= frame[a].isin([db.domains[a][c] for c in codes]).to_numpy()
+        out.append((text, int(kept.sum())))
+    return out

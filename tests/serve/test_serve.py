@@ -14,6 +14,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from release_helpers import workload_truths
 from serve_helpers import call, running
 
 from vpub_spark.errors import SpecError
@@ -277,5 +278,9 @@ def test_bench_serve_checks_every_answer(store, tmp_path):
     )
     for phase in ("paced", "closed"):  # every answer equal to the library's; no timing asserted
         assert r[phase]["equal_to_library"] == r[phase]["queries"] == 40
+    db = StatDB.open(store[0])  # and the library's answers hold the source table's counts
+    for text, truth in workload_truths(db, store[2], 2, 0.06, 40, 1):
+        answer = db.count(text, "dyn-ana", log=False)
+        assert answer.low <= truth <= answer.high, (text, truth, answer)
     written = json.loads((tmp_path / f"{store[0].name}.json").read_text())
     assert {k: written[k] for k in ("paced", "closed")} == {k: r[k] for k in ("paced", "closed")}

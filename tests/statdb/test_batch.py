@@ -8,6 +8,7 @@ import json
 
 import pandas as pd
 import pytest
+from release_helpers import workload_truths
 
 from vpub_spark.cli import main
 from vpub_spark.engines.inprocess import InProcessEngine
@@ -121,6 +122,11 @@ def test_bench_statdb_times_both_methods_and_checks_every_interval(store, tmp_pa
     r = bench_statdb(BenchStatdb(str(store[0]), queries=20, out=str(tmp_path)))
     for method in ("dyn-ana", "dyn-gen"):  # every interval held the truth; no timing asserted
         assert r["methods"][method]["held_the_truth"] == 20
+    db = StatDB.open(store[0])  # the truth the benchmark counts is the source table's
+    for text, truth in workload_truths(db, store[2], 2, 0.06, 20, 1):
+        for method in ("dyn-ana", "dyn-gen"):
+            answer = db.count(text, method, log=False)
+            assert answer.low <= truth <= answer.high, (text, method, truth, answer)
     written = json.loads((tmp_path / f"{store[0].name}.json").read_text())
     assert written["queries"] == 20 and written["methods"] == r["methods"]
 

@@ -69,20 +69,13 @@ def test_the_bench_job_answers_a_workload_on_a_store(tmp_path):
         "dyn-ana": 40,
         "dyn-gen": 40,
     }
-    # the truth from the source table, not the store: the same workload's conditions
-    # counted on the CSV's rows, each inside both methods' intervals
-    from vpub_spark.statdb.db import StatDB, where_text
-    from vpub_spark.statdb.workload import workload
-    from vpub_spark.utility.where import parse_where
+    # the truth from the source table, not the store: each inside both methods' intervals
+    from release_helpers import workload_truths
+
+    from vpub_spark.statdb.db import StatDB
 
     db = StatDB.open(tmp_path / "store")
-    sizes = {a: len(v) for a, v in db.domains.items()}
-    for q in workload(sizes, db.qi, db.sensitive, 1, 0.2, 40, 1):
-        text = where_text(db.meta, q)
-        kept = np.ones(n, dtype=bool)
-        for a, codes in parse_where(text, db.domains).items():
-            kept &= frame[a].isin([db.domains[a][c] for c in codes]).to_numpy()
-        truth = int(kept.sum())
+    for text, truth in workload_truths(db, frame, 1, 0.2, 40, 1):
         for method in ("dyn-ana", "dyn-gen"):
             answer = db.count(text, method, log=False)
             assert answer.low <= truth <= answer.high, (text, method, truth, answer)
