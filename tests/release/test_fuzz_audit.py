@@ -150,3 +150,20 @@ def test_a_part_whose_strings_are_not_utf8_fails_the_audit(signed, tmp_path):
     raw = part.read_bytes()
     part.write_bytes(raw[:312] + bytes([raw[312] ^ 0x80]) + raw[313:])
     assert _code("audit", str(copy), "--verify-key", verify) == 1
+
+
+def test_a_store_row_id_out_of_any_range_fails_its_verification(signed, tmp_path):
+    """Found by the fuzzer: a flipped high bit of a tuple's row id made the "every tuple
+    once" check allocate a count per possible id (2 TiB) and end in a MemoryError."""
+    from vpub_spark.release.store import ROW, bucket_files
+
+    _, store, verify = signed
+    copy = tmp_path / "s"
+    shutil.copytree(store, copy)
+    part = bucket_files(copy)[0]
+    table = pq.read_table(part)
+    rows = table.column(ROW).to_numpy().copy()
+    rows[0] = 1 << 40
+    i = table.column_names.index(ROW)
+    pq.write_table(table.set_column(i, ROW, pa.array(rows, table.schema.field(i).type)), part)
+    assert _code("statdb", "verify", str(copy), "--verify-key", verify) == 1

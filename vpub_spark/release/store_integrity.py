@@ -267,7 +267,7 @@ def bucket_checks(meta: dict, tuples: pd.DataFrame, check: Checker) -> None:
 
     s, m = meta["sensitive"], int(meta["m"])
     rows = tuples[ROW].to_numpy()
-    once = len(rows) == 0 or (rows.min() >= 0 and np.bincount(rows).max() <= 1)
+    once = len(rows) == 0 or (rows.min() >= 0 and len(np.unique(rows)) == len(rows))
     check(
         "store: rows",
         len(tuples) == int(meta["source"]["rows"]) and bool(once),

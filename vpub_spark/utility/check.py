@@ -289,6 +289,14 @@ def _luts(loaded) -> dict[str, np.ndarray]:
     return luts
 
 
+def check_names(qi: list[str], sensitive: str) -> None:
+    """Refuse quasi-identifiers that are none, one named twice, or the sensitive one."""
+    if not qi or len(set(qi)) < len(qi) or sensitive in qi:
+        raise SpecError(
+            f"--qi must name distinct attributes other than the sensitive one, not {','.join(qi)!r}"
+        )
+
+
 def check_table(
     engine,
     path: str,
@@ -300,16 +308,9 @@ def check_table(
     weight: str | None = None,
     table: str | None = None,
 ) -> CheckReport:
-    """Measure (and check against `model`) the table at `path`; `weight` as `reading`.
-
-    Raises:
-        SpecError: no quasi-identifier, one named twice, or the sensitive attribute
-            among them.
-    """
-    if not qi or len(set(qi)) < len(qi) or sensitive in qi:
-        raise SpecError(
-            f"--qi must name distinct attributes other than the sensitive one, not {','.join(qi)!r}"
-        )
+    """Measure (and check against `model`) the table at `path`; `weight` as `reading`;
+    the QI as `check_names` allows them."""
+    check_names(qi, sensitive)
     how = reading(path, sensitive, weight, table)
     try:
         loaded = engine.load(path, table_spec_from_dict(spec_for(qi, sensitive, ordered, how)))
@@ -319,9 +320,8 @@ def check_table(
         raise DataError(
             f"{e}; declare the order of {sensitive}'s labels in a table spec (order: or bins), e.g. --table SPEC"
         ) from None
-    values = (
-        _share_values(how, ordered) if how.shares else list(loaded.dictionaries[sensitive].labels)
-    )
+    dictionary = loaded.dictionaries.get(sensitive)
+    values = _share_values(how, ordered) if how.shares else list(dictionary.labels)
     weigh = None
     if how.weighted:
         shares = (
