@@ -91,7 +91,14 @@ def test_only_dead_local_owners_stages_are_removed(tmp_path):
         stage = tmp_path / f".r.staging-{name}"
         stage.mkdir()
         (stage / OWNER).write_text(owner)
+    (tmp_path / ".r.staging-ownerless").mkdir()  # killed between mkdir and its owner
+    (tmp_path / ".r.staging-empty").mkdir()
+    (tmp_path / ".r.staging-empty" / OWNER).write_text("")
     removed = remove_stale_stages(target)
-    assert [p.name for p in removed] == [".r.staging-dead"]
+    assert sorted(p.name for p in removed) == [
+        ".r.staging-dead",
+        ".r.staging-empty",
+        ".r.staging-ownerless",
+    ]
     left = sorted(p.name for p in tmp_path.iterdir())
     assert left == [".r.staging-alive", ".r.staging-remote", ".r.staging-unreadable"]

@@ -56,12 +56,26 @@ OWNER = ".owner"
 
 
 def remove_stale_stages(target: Path) -> list[Path]:
-    """Remove staging directories of `target` left by dead processes of this host."""
+    """Remove staging directories of `target` left by dead processes of this host, and
+    those with no owner written yet. The caller holds the target's lock, and a run
+    writes its owner right after making its stage under that lock, so a stage without
+    one belongs to a run killed in between (a garbled owner is left alone)."""
     removed = []
     for stage in target.parent.glob(f".{target.name}.staging-*"):
+        owner = stage / OWNER
         try:
-            host, pid = (stage / OWNER).read_text().split()
-        except (OSError, ValueError):
+            text = owner.read_text()
+        except FileNotFoundError:
+            text = ""
+        except OSError:
+            continue
+        if not text.strip():
+            shutil.rmtree(stage, ignore_errors=True)
+            removed.append(stage)
+            continue
+        try:
+            host, pid = text.split()
+        except ValueError:
             continue
         if host == socket.gethostname() and not alive(int(pid)):
             shutil.rmtree(stage, ignore_errors=True)
