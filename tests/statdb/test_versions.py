@@ -372,6 +372,10 @@ def test_an_update_from_the_same_snapshot_writes_nothing(v1, tmp_path, capsys):
 
 
 def test_the_record_keys_are_sealed_and_never_published(v1, tmp_path):
+    """The store keeps keyed hashes of the identifiers, never the identifiers; a release
+    published from a keyed store holds neither (no key column, no identifier)."""
+    from vpub_spark.publish.pipeline import publish
+
     frame, data = v1
     state = tmp_path / "store"
     build_store(_cfg(data, state), InProcessEngine())
@@ -379,6 +383,15 @@ def test_the_record_keys_are_sealed_and_never_published(v1, tmp_path):
     assert list(keys.columns) == ["row", "key0", "key1"] and len(keys) == 2000
     text = b"".join(f.read_bytes() for f in state.rglob("*") if f.is_file())
     assert b"p1999" not in text and b"p0" not in text  # no identifier in the clear
+    out, published = tmp_path / "out", tmp_path / "p"
+    marginals = {"sensitive": "salary", "schemas": [["age"]], "state": str(published), "key": "pid"}
+    release = publish(_publish_cfg(data, out, marginals), InProcessEngine()).path
+    files = [f for f in release.rglob("*") if f.is_file()]
+    assert b"p1999" not in b"".join(f.read_bytes() for f in files)
+    for part in (f for f in files if f.suffix == ".parquet"):
+        names = pq.read_schema(part).names
+        assert not {"pid", "key0", "key1", "row"} & set(names), (part, names)
+    assert b"key0" not in (release / "manifest.json").read_bytes()
     pq.write_table(pa.Table.from_pandas(keys.iloc[1:]), state / "keys" / "part-0.parquet")
     assert not verify_store(state).passed
 
