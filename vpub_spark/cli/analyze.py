@@ -14,7 +14,7 @@ from ..utility.evaluate import evaluate
 from ..utility.queries import estimate_count, exact_count
 from ..utility.release_models import release_models
 from ..utility.where import parse_where
-from .common import SEED, engine_of, engine_options, warn_explicit_seed
+from .common import SEED, engine_of, engine_options, warn_explicit_seed, whole_number
 from .versions import register as register_versions
 
 
@@ -417,7 +417,7 @@ def _register_serve(sub) -> None:
         help="refuse the store unless store.json carries a valid Ed25519 signature by this key",
     )
     sv.add_argument("--host", default="127.0.0.1")
-    sv.add_argument("--port", type=int, default=8080)
+    sv.add_argument("--port", type=whole_number(0, 65_535), default=8080)
     sv.add_argument(
         "--token-file",
         default=None,
@@ -428,7 +428,9 @@ def _register_serve(sub) -> None:
         default=None,
         help="a directory of releases to list, summarize, audit and estimate from",
     )
-    sv.add_argument("--max-body", type=int, default=16_384, help="largest request body in bytes")
+    sv.add_argument(
+        "--max-body", type=whole_number(1), default=16_384, help="largest request body in bytes"
+    )
     sv.add_argument(
         "--rate",
         type=float,
@@ -436,11 +438,14 @@ def _register_serve(sub) -> None:
         help="requests a second per client address and process (0: no limit; default 50)",
     )
     sv.add_argument(
-        "--burst", type=int, default=100, help="requests a client may send at once (default 100)"
+        "--burst",
+        type=whole_number(1),
+        default=100,
+        help="requests a client may send at once (default 100)",
     )
     sv.add_argument(
         "--workers",
-        type=int,
+        type=whole_number(1),
         default=1,
         help="server processes, each with the store open (default 1)",
     )

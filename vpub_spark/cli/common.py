@@ -43,12 +43,13 @@ def engines(text: str) -> tuple[str, ...]:
     return tuple(e.strip() for e in text.split(",") if e.strip())
 
 
-def whole_number(minimum: int) -> Callable[[str], int]:
-    """An argparse type: a whole number >= `minimum` (anything else: argparse's usage
-    line and one line naming the option, exit 2).
+def whole_number(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number >= `minimum` (and <= `maximum`; anything else:
+    argparse's usage line and one line naming the option, exit 2).
 
     Args:
         minimum: the smallest value accepted.
+        maximum: the largest value accepted, or None for no bound.
 
     Returns:
         The parser of one argument.
@@ -61,6 +62,8 @@ def whole_number(minimum: int) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be >= {minimum}, not {value}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be <= {maximum}, not {value}")
         return value
 
     parse.__name__ = f"whole number >= {minimum}"
