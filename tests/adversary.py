@@ -253,6 +253,25 @@ class Adversary:
         return max(max(w.reshape(-1)) for w in self.posteriors(values).values())
 
 
+def combination_codes(rows: Sequence) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct combinations of several sensitive attributes [K, |S|], sorted; each
+    row's code among them): a table of several attributes as `Adversary` reads one."""
+    combos = np.unique(np.array(rows), axis=0)
+    return combos, np.array([int(np.flatnonzero((combos == r).all(axis=1))[0]) for r in rows])
+
+
+def worst_attribute_posterior(adv: Adversary, combos: np.ndarray, codes: np.ndarray) -> Fraction:
+    """The largest posterior of one row's value of one attribute ("row i has A = a": the
+    combinations' posteriors summed), over every release of every table with the
+    multiset of `codes` (`combination_codes`)."""
+    return max(
+        max(post[:, combos[:, i] == a].sum(axis=1))
+        for post in adv.posteriors(codes).values()
+        for i in range(combos.shape[1])
+        for a in np.unique(combos[:, i])
+    )
+
+
 def worst_posterior(run, values: np.ndarray, choices, release=group_release) -> Fraction:
     """The largest posterior over every release the true table can give, the random
     choices of `run(t, c)` being equally likely among `choices` (exact)."""

@@ -25,7 +25,13 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
-from adversary import Adversary, rng_outcomes, within_value_orders
+from adversary import (
+    Adversary,
+    combination_codes,
+    rng_outcomes,
+    within_value_orders,
+    worst_attribute_posterior,
+)
 
 import vpub_spark.kernels.bip as bip
 from vpub_spark.kernels.bip import MultiSaPlan, multi_sa_groups, place_rows
@@ -160,18 +166,12 @@ def release(out, t: np.ndarray) -> frozenset:
     )
 
 
-def worst_attribute_posterior(pairs: list, l: int, chunk_rows: int | None) -> Fraction:
+def worst_path_posterior(pairs: list, l: int, chunk_rows: int | None) -> Fraction:
     """The largest posterior of one row's value of one attribute, over every release of
     every table with the multiset of `pairs`."""
-    combos = np.unique(np.array(pairs), axis=0)
-    t = np.array([int(np.flatnonzero((combos == p).all(axis=1))[0]) for p in pairs])
+    combos, t = combination_codes(pairs)
     adv = Adversary(path_outcomes(combos, l, chunk_rows), release)
-    return max(
-        max(post[:, combos[:, i] == a].sum(axis=1))
-        for post in adv.posteriors(t).values()  # [row, combination code] each
-        for i in range(combos.shape[1])
-        for a in np.unique(combos[:, i])
-    )
+    return worst_attribute_posterior(adv, combos, t)
 
 
 @pytest.mark.parametrize(
@@ -179,7 +179,7 @@ def worst_attribute_posterior(pairs: list, l: int, chunk_rows: int | None) -> Fr
     [(FIVE, 2, None), (SIX, 2, None), (THREE_L, 3, None), (EIGHT, 2, 4)],
 )
 def test_multi_sa_keeps_every_posterior_at_one_over_l(pairs, l, chunk_rows):
-    assert worst_attribute_posterior(pairs, l, chunk_rows) <= Fraction(1, l)
+    assert worst_path_posterior(pairs, l, chunk_rows) <= Fraction(1, l)
 
 
 def test_appendix_b_residue_told_its_value(monkeypatch):
@@ -189,7 +189,7 @@ def test_appendix_b_residue_told_its_value(monkeypatch):
     _programs.cache_clear()
     _chunk_outcomes.cache_clear()
     try:
-        assert worst_attribute_posterior(FIVE, 2, None) == 1
+        assert worst_path_posterior(FIVE, 2, None) == 1
     finally:
         _programs.cache_clear()
         _chunk_outcomes.cache_clear()

@@ -19,7 +19,7 @@ import json
 from fractions import Fraction
 
 import numpy as np
-from adversary import Adversary
+from adversary import Adversary, combination_codes, worst_attribute_posterior
 from test_adversary_publishers import _partition_outcomes
 
 
@@ -27,8 +27,7 @@ def combined_posterior(pairs: list, l: int) -> Fraction:
     """The worst posterior of one row's s or u over every release of every table with
     the multiset of `pairs`, two anatomy tables (on s, on u) drawn independently over
     the same rows (one partition, as `AnatomyJob.run` groups each table)."""
-    combos = np.unique(np.array(pairs), axis=0)
-    t = np.array([int(np.flatnonzero((combos == p).all(axis=1))[0]) for p in pairs])
+    combos, t = combination_codes(pairs)
     x = tuple(range(len(t)))
 
     def outcomes(table: np.ndarray):
@@ -49,13 +48,7 @@ def combined_posterior(pairs: list, l: int) -> Fraction:
             for k, g in enumerate(map(np.array, out))
         )
 
-    adv = Adversary(outcomes, release)
-    return max(
-        max(post[:, combos[:, k] == a].sum(axis=1))
-        for post in adv.posteriors(t).values()
-        for k in (0, 1)
-        for a in np.unique(combos[:, k])
-    )
+    return worst_attribute_posterior(Adversary(outcomes, release), combos, t)
 
 
 def test_two_anatomy_tables_of_correlated_attributes_combine_beyond_one_over_l():

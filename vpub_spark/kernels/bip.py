@@ -24,8 +24,10 @@ posterior 1, tests/kernels/test_adversary_multi_sa.py). With the residue eligibl
 suppressed row's posterior of each attribute's value is its share of the residue, at
 most 1/l, as a grouped row's is its group's share. x = 0 stays feasible whenever the
 rows given are l-eligible, which the publishing path guarantees (every rule's RHS is
-checked, every chunk is eligible); on other rows the programs are Appendix B's. A solve that stops at the time limit with a feasible, unproven solution is
-reported as `feasible (time limit)`, never as optimal.
+checked, every chunk is eligible); on other rows the programs are Appendix B's.
+
+A solve that stops at the time limit with a feasible, unproven solution is reported as
+`feasible (time limit)`, never as optimal.
 
 `multi_sa_chunk` runs the loop on one chunk of rows and places the rows: within each
 combination, tuples join the groups in a seeded random order (decision: Algorithm 3

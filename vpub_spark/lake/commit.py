@@ -62,22 +62,15 @@ def remove_stale_stages(target: Path) -> list[Path]:
     one belongs to a run killed in between (a garbled owner is left alone)."""
     removed = []
     for stage in target.parent.glob(f".{target.name}.staging-*"):
-        owner = stage / OWNER
         try:
-            text = owner.read_text()
+            owner = (stage / OWNER).read_text().split()
         except FileNotFoundError:
-            text = ""
+            owner = []
         except OSError:
             continue
-        if not text.strip():
-            shutil.rmtree(stage, ignore_errors=True)
-            removed.append(stage)
-            continue
-        try:
-            host, pid = text.split()
-        except ValueError:
-            continue
-        if host == socket.gethostname() and not alive(int(pid)):
+        ownerless = not owner
+        dead = len(owner) == 2 and owner[0] == socket.gethostname() and not alive(int(owner[1]))
+        if ownerless or dead:
             shutil.rmtree(stage, ignore_errors=True)
             removed.append(stage)
     return removed

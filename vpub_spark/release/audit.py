@@ -50,6 +50,8 @@ from .secret import keyed, proves, read_secret
 from .signing import SIGNATURE, verify
 from .source_checks import SourceCounts, difference, labels
 
+# what reading a damaged table raises: each is a failed "readable" check, never a traceback
+UNREADABLE = (VpubError, pa.ArrowException, KeyError, UnicodeDecodeError)
 REQUIRED = (
     "format_version",
     "release_id",
@@ -114,7 +116,7 @@ def audit_release(
                 combined_checks(entry, t.name, rows, units.get(t.name, []), check)
                 continue
             _table_checks(rel, entry, t, l, rows, check)
-        except (VpubError, pa.ArrowException, KeyError, UnicodeDecodeError) as e:
+        except UNREADABLE as e:
             check(f"{t.name}: readable", False, str(e))
     _model_checks(rel, m, check)
     _suppression_checks(m, check)
@@ -516,7 +518,7 @@ def _source_checks(
     for t in tables:
         try:
             _table_against_source(t, counts, source_counts, check, suppressed)
-        except (VpubError, pa.ArrowException, KeyError, UnicodeDecodeError) as e:
+        except UNREADABLE as e:
             check(f"{t.name}: readable", False, str(e))
 
 

@@ -289,6 +289,11 @@ def _luts(loaded) -> dict[str, np.ndarray]:
     return luts
 
 
+def _labels(loaded, sensitive: str) -> list[str]:
+    """The sensitive attribute's labels, in code order."""
+    return list(loaded.dictionaries[sensitive].labels)
+
+
 def check_names(qi: list[str], sensitive: str) -> None:
     """Refuse quasi-identifiers that are none, one named twice, or the sensitive one."""
     if not qi or len(set(qi)) < len(qi) or sensitive in qi:
@@ -320,8 +325,7 @@ def check_table(
         raise DataError(
             f"{e}; declare the order of {sensitive}'s labels in a table spec (order: or bins), e.g. --table SPEC"
         ) from None
-    dictionary = loaded.dictionaries.get(sensitive)
-    values = _share_values(how, ordered) if how.shares else list(dictionary.labels)
+    values = _share_values(how, ordered) if how.shares else _labels(loaded, sensitive)
     weigh = None
     if how.weighted:
         shares = (
