@@ -40,11 +40,12 @@ def unsafe_option(manifest: Mapping[str, Any]) -> str | None:
 
 def joined_sensitive_tables(manifest: Mapping[str, Any]) -> list[str]:
     """The tables of a release that publish groups of different sensitive attributes
-    over the same people (`gd`'s tables of several right-hand sides), when there are
-    two or more attributes (else empty; a store's marginals share one attribute and one
-    signature per tuple). An adversary who knows how those attributes go together can
-    combine the groupings: the posterior guarantee holds for each table alone
-    (docs/explanation/threat-model.md).
+    over the same people, each table grouped on its own: generalized tables (`gd` with
+    `anonymizer: rda | gda` under rules of several right-hand sides) and anatomy tables
+    of a release made before they shared one grouping (their entries carry no
+    `grouping: shared`). An adversary who knows how those attributes go together can
+    combine such groupings: the posterior guarantee holds for each table alone
+    (docs/explanation/threat-model.md). Empty when at most one attribute is left.
 
     Args:
         manifest: the release's manifest.
@@ -53,8 +54,10 @@ def joined_sensitive_tables(manifest: Mapping[str, Any]) -> list[str]:
         Their names, or an empty list.
     """
     tables = [t for t in manifest.get("tables") or [] if isinstance(t.get("sensitive"), str)]
-    attributes = {t["sensitive"] for t in tables}
-    return [str(t["name"]) for t in tables] if len(attributes) > 1 else []
+    apart = [t for t in tables if t.get("grouping") != "shared"]
+    if not apart or len({t["sensitive"] for t in tables}) < 2:
+        return []
+    return [str(t["name"]) for t in tables]
 
 
 ATTRIBUTE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")

@@ -54,6 +54,19 @@ def test_spark_and_inprocess_publish_the_same_release(spark_engine, sal, tmp_pat
     assert audit_release(b.path, source=str(sal / "data")).passed
 
 
+def test_spark_and_inprocess_publish_one_shared_grouping_alike(spark_engine, sal, tmp_path):
+    """`gd` under rules of two right-hand sides: two anatomy tables that publish one
+    grouping (kernels/shared_grouping.py), the same on both engines."""
+    cfg = dict(partitions=2, seed=5, method="gd")
+    rules = ["age, gender -> occupation", "age, marital -> education"]
+    a = publish(config(sal, tmp_path / "a", rules, 4, **cfg), InProcessEngine())
+    b = publish(config(sal, tmp_path / "b", rules, 4, engine="spark", **cfg), spark_engine)
+    shared = [t for t in b.manifest["tables"] if t.get("grouping") == "shared"]
+    assert len({t["sensitive"] for t in shared}) == 2
+    assert same_contents(contents(a.path), contents(b.path))
+    assert b.audit.passed
+
+
 def test_two_partitions_run_as_two_tasks(spark_engine, sal, tmp_path):
     result = publish(
         config(sal, tmp_path / "r", RULES, 4, engine="spark", partitions=2), spark_engine

@@ -373,15 +373,25 @@ class AnatomyModel:
 
 
 def anonymized_model(
-    frame: pd.DataFrame, attributes: Sequence[str], sensitive: str | None, l: int, seed: int
+    frame: pd.DataFrame,
+    attributes: Sequence[str],
+    sensitive: str | None,
+    l: int,
+    seed: int,
+    group: np.ndarray | None = None,
 ) -> AnatomyModel | ProjectionModel:
     """The model of one table anonymized in memory by the release's kernel (one
-    partition): anatomy for `sensitive`, or the aggregated projection."""
-    from ..kernels.anatomy import anatomize
+    partition): anatomy for `sensitive`, on its own or by the `group` of each row that
+    every anatomy table of the release shares (kernels/shared_grouping.py), or the
+    aggregated projection."""
+    from ..kernels.anatomy import anatomize, grouped_tables
 
     cols = list(attributes)
     if sensitive is None:
         counts = frame.groupby(cols, sort=False).size().rename(COUNT).reset_index()
         return ProjectionModel("t", tuple(cols), counts)
-    qit, st = anatomize(frame[cols], sensitive, l, seed)
+    if group is None:
+        qit, st = anatomize(frame[cols], sensitive, l, seed)
+    else:
+        qit, st = grouped_tables(frame[cols], sensitive, [c for c in cols if c != sensitive], group)
     return AnatomyModel("t", tuple(cols), sensitive, qit, st)

@@ -37,7 +37,9 @@ from ..errors import SpecError
 from ..estimate.models import EstimateModel, anonymized_model
 from ..estimate.multi_sa import multi_sa_model
 from ..kernels.bip import multi_sa_chunk
+from ..kernels.shared_grouping import partition_grouping
 from ..model import Schema
+from ..publish.anatomy import sharing_tables
 from ..rules import ineligibility, random_rules
 from ..utility.kl import kl_divergence
 from ..utility.queries import relative_errors, workload
@@ -114,10 +116,26 @@ def _design(
     return design(method, names, rules, seed, scorer, cfg.gd_budget_s)
 
 
-def _anonymized(frame, t, l: int, seed: int, sizes, cfg: CompareConfig) -> EstimateModel:
+def _anonymized_all(frame, schema, l: int, seed: int, sizes, cfg: CompareConfig) -> list:
+    """Every table's model, anonymized in memory as the release does it (one
+    partition): two or more anatomy tables publish one grouping."""
+    shared = sharing_tables(schema.tables)
+    group = None
+    if shared:
+        named = [t.sensitive for t in schema.tables if t.name in shared]
+        group = partition_grouping(frame, list(dict.fromkeys(named)), l, seed)
+    return [
+        _anonymized(frame, t, l, seed, sizes, cfg, group if t.name in shared else None)
+        for t in schema.tables
+    ]
+
+
+def _anonymized(
+    frame, t, l: int, seed: int, sizes, cfg: CompareConfig, group=None
+) -> EstimateModel:
     """A table's model, anonymized in memory by the release's kernel (one partition)."""
     if t.kind != "multi_sa":
-        return anonymized_model(frame, t.attributes, t.sensitive, l, seed)
+        return anonymized_model(frame, t.attributes, t.sensitive, l, seed, group)
     qi, sa = split(t)
     res = multi_sa_chunk(frame, qi, sa, l, seed, cfg.multi_sa.solver, cfg.multi_sa.time_limit_s)
     return multi_sa_model(res.qit, res.st, t.attributes, sa, sizes)
@@ -196,7 +214,7 @@ def _measure(
     t0 = time.perf_counter()
     schema, cost = _design(method, loaded.names, rules, rules_seed, engine, loaded, sizes, l, cfg)
     t1 = time.perf_counter()
-    models = [_anonymized(frame, t, l, rules_seed, sizes, cfg) for t in schema.tables]
+    models = _anonymized_all(frame, schema, l, rules_seed, sizes, cfg)
     t2 = time.perf_counter()
     kl = kl_divergence(models, frame, domains)
     errors = relative_errors(models, wl, loaded.rows, domains)

@@ -49,28 +49,60 @@ def anatomize(
         raise PrivacyError(
             f"chunk of {n} rows is not {l}-eligible: {sensitive} = {int(np.argmax(freq))} covers {freq.max() / n:.1%}"
         )
-    cols = [chunk[c].to_numpy() for c in qi]
-    keys = _qi_keys(cols)
-    canon = lex_order([s, *keys])  # the canonical order: by S, then the QI codes
-    rng = np.random.default_rng(seed)
-    codes = s[canon]
-    dealt = canon[_deal(codes, freq, rng)]  # chunk rows, in dealing order
-    groups = n // l
-    slot = np.arange(n) % groups  # the group of the i-th dealt tuple, less first_group
-    by_group = lex_order([slot, *(k[dealt] for k in keys)])
-    rows = dealt[by_group]
-    qit = pd.DataFrame(
-        {GROUP: slot[by_group] + first_group, **{a: c[rows] for a, c in zip(qi, cols, strict=True)}}
+    return grouped_tables(
+        chunk, sensitive, qi, anatomy_groups(chunk, sensitive, l, seed, qi), first_group
     )
-    values = s[dealt]
-    cells = lex_order([slot, values])
-    g, v = slot[cells], values[cells]
+
+
+def anatomy_groups(
+    chunk: pd.DataFrame, sensitive: str, l: int, seed: int, qi: Sequence[str]
+) -> np.ndarray:
+    """The group (0..n//l - 1) of each row of an l-eligible chunk: the module's dealing,
+    on the canonical order by the sensitive code, then the `qi` codes."""
+    s = chunk[sensitive].to_numpy()
+    keys = _qi_keys([chunk[c].to_numpy() for c in qi])
+    canon = lex_order([s, *keys])
+    dealt = canon[_deal(s[canon], np.bincount(s), np.random.default_rng(seed))]
+    group = np.empty(len(s), dtype=np.int64)
+    group[dealt] = np.arange(len(s)) % (len(s) // l)  # the i-th dealt tuple's group
+    return group
+
+
+def grouped_tables(
+    chunk: pd.DataFrame,
+    sensitive: str,
+    qi: Sequence[str],
+    group: np.ndarray,
+    first_group: int = 0,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(QIT, ST) of a chunk whose rows are grouped by `group` (`anatomy_groups`, or one
+    grouping shared by several tables, kernels/shared_grouping.py).
+
+    Args:
+        chunk: the encoded rows.
+        sensitive: the ST's attribute.
+        qi: the QIT's attributes.
+        group: each row's group, from 0.
+        first_group: the offset of the published group ids.
+
+    Returns:
+        QIT (`group_id` and the QI codes, sorted by group then codes, so row order reveals
+        nothing) and ST (`group_id`, the sensitive code, `count`).
+    """
+    cols = [chunk[c].to_numpy() for c in qi]
+    rows = lex_order([group, *_qi_keys(cols)])
+    qit = pd.DataFrame(
+        {GROUP: group[rows] + first_group, **{a: c[rows] for a, c in zip(qi, cols, strict=True)}}
+    )
+    values = chunk[sensitive].to_numpy()
+    cells = lex_order([group, values])
+    g, v = group[cells], values[cells]
     starts = np.flatnonzero(np.r_[True, (g[1:] != g[:-1]) | (v[1:] != v[:-1])])
     st = pd.DataFrame(
         {
             GROUP: g[starts] + first_group,
             sensitive: v[starts],
-            COUNT: np.diff(np.r_[starts, n]).astype(np.int64),
+            COUNT: np.diff(np.r_[starts, len(values)]).astype(np.int64),
         }
     )
     return qit, st

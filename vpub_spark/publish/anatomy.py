@@ -11,7 +11,8 @@ per shard, and the driver deals shard s to partition s mod P for the largest P w
 partitions are all l-eligible for every sensitive attribute (kernels/partitioning.py:
 which rows share a partition never depends on a sensitive value).
 Job: per partition, every anatomy table is built by the kernel seeded by (release
-seed, table, partition), decoded and written as `tables/<t>/{qit,st}/part-<p>.parquet`
+seed, table, partition), or, where the schema has two or more anatomy tables, from one
+grouping of the partition that all of them publish (kernels/shared_grouping.py), decoded and written as `tables/<t>/{qit,st}/part-<p>.parquet`
 (temporary name then rename, so a retried or speculative task rewrites the same bytes);
 group ids run on across partitions (offsets from the plan). Tables enforcing no rule
 are aggregated projections, written by the pipeline.
@@ -30,18 +31,19 @@ from ..config import ANONYMIZERS, PublishConfig
 from ..encoding import Dictionary, write_decoded
 from ..engines.base import Engine, LoadedTable
 from ..gnf import check_gnf
-from ..kernels.anatomy import anatomize
+from ..kernels.anatomy import GROUP, anatomize, grouped_tables
 from ..kernels.partitioning import (
     ContentShards,
     combine_counts,
     partition_seed,
     plan_partitions,
 )
+from ..kernels.shared_grouping import partition_grouping
 from ..kernels.streamliner import streamline
 from ..model import PublishedTable, Schema
 from ..release.kinds import table_kind
 from ..release.layout import part_file, part_location
-from ..release.manifest import table_entry
+from ..release.manifest import SHARED_GROUPING, table_entry
 from .marginals import canonical, write_generalized
 from .method import Design, Plan, RuleBased, rule_design, sizes_of, summary_frame, summary_schema
 
@@ -79,47 +81,52 @@ class AnatomyJob:
 
     def run(self, frame: pd.DataFrame, part: int, task: int = -1) -> pd.DataFrame:
         """Anonymize and write every table of one partition that has a sensitive
-        attribute; a summary row each."""
+        attribute; a summary row each. Two or more anatomy tables publish one grouping
+        (`shared_grouping`)."""
         rows = []
+        shared = self.shared_grouping(frame, part)
         for i, t in enumerate(self.tables):
             if t.sensitive is None:
                 continue
-            seed = partition_seed(self.seed, i, part)
             if t.generalized:
-                groups = self.generalize(frame, t, seed, part)
-                rows.append(
-                    {
-                        "table": t.name,
-                        "part": part,
-                        "rows": len(frame),
-                        "groups": groups,
-                        "task": task,
-                    }
-                )
-                continue
-            qit, st = anatomize(
-                frame[list(t.attributes)],
-                t.sensitive,
-                self.l,
-                seed,
-                first_group=self.first_group[part],
-            )
-            write_decoded(
-                qit, self.dictionaries, part_location(self.stage, t.name, "qit"), part_file(part)
-            )
-            write_decoded(
-                st, self.dictionaries, part_location(self.stage, t.name, "st"), part_file(part)
-            )
+                groups = self.generalize(frame, t, partition_seed(self.seed, i, part), part)
+            else:
+                groups = self.anatomize(frame, t, partition_seed(self.seed, i, part), part, shared)
             rows.append(
-                {
-                    "table": t.name,
-                    "part": part,
-                    "rows": len(frame),
-                    "groups": len(frame) // self.l,
-                    "task": task,
-                }
+                {"table": t.name, "part": part, "rows": len(frame), "groups": groups, "task": task}
             )
         return summary_frame(rows, SUMMARY_COLUMNS)
+
+    def anatomize(
+        self, frame: pd.DataFrame, t: PublishedTable, seed: int, part: int, shared
+    ) -> int:
+        """Anatomy on one table of one partition (its own grouping, or the `shared` one),
+        written as its QIT and ST parts; the number of groups."""
+        assert t.sensitive is not None
+        chunk = frame[list(t.attributes)]
+        first = self.first_group[part]
+        if shared is None:
+            qit, st = anatomize(chunk, t.sensitive, self.l, seed, first_group=first)
+        else:
+            qi = [a for a in t.attributes if a != t.sensitive]
+            qit, st = grouped_tables(chunk, t.sensitive, qi, shared, first)
+        for kind, table in (("qit", qit), ("st", st)):
+            write_decoded(
+                table, self.dictionaries, part_location(self.stage, t.name, kind), part_file(part)
+            )
+        return int(st[GROUP].nunique()) if shared is not None else len(frame) // self.l
+
+    def shared_grouping(self, frame: pd.DataFrame, part: int) -> np.ndarray | None:
+        """One grouping of the partition for every anatomy table, diverse in each of
+        their sensitive attributes (kernels/shared_grouping.py), seeded as the first
+        such table; None for a release of at most one anatomy table."""
+        names = sharing_tables(self.tables)
+        tables = [i for i, t in enumerate(self.tables) if t.name in names]
+        if not tables or len(frame) == 0:
+            return None
+        seed = partition_seed(self.seed, tables[0], part)
+        sensitive = list(dict.fromkeys(str(self.tables[i].sensitive) for i in tables))
+        return partition_grouping(frame, sensitive, self.l, seed)
 
     def generalize(self, frame: pd.DataFrame, t: PublishedTable, seed: int, part: int) -> int:
         """003's RDA or GDA on one table of one partition, written as a generalized part."""
@@ -142,6 +149,13 @@ class AnatomyJob:
         )
 
 
+def sharing_tables(tables) -> list[str]:
+    """The anatomy tables that publish one grouping (`AnatomyJob.shared_grouping`): all
+    of them when there are two or more, else none."""
+    names = [t.name for t in tables if t.sensitive is not None and not t.generalized]
+    return names if len(names) > 1 else []
+
+
 def hashed_columns(design: Design, loaded: LoadedTable) -> tuple[str, ...]:
     """The columns that decide a row's partition: those no table holds as sensitive, so
     which rows share a partition never depends on a sensitive value
@@ -159,7 +173,7 @@ def entries(
 ) -> list[dict]:
     """The manifest entries of a rule-based schema's tables (groups from the summary;
     a generalized table lists its QI domains, the ruler its boxes are read with)."""
-    out = []
+    out, shared = [], sharing_tables(tables)
     for t in tables:
         extra: dict = {}
         if t.kind != "projection" and summary is not None:
@@ -168,6 +182,8 @@ def entries(
             extra["domains"] = {
                 a: list(dictionaries[a].labels) for a in t.attributes if a != t.sensitive
             }
+        if t.name in shared:
+            extra["grouping"] = SHARED_GROUPING
         sensitive = t.sensitive_set if t.sensitive_set else t.sensitive
         out.append(
             table_entry(

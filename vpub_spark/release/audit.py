@@ -45,6 +45,7 @@ from .distributed import (
 from .invariance import invariance_checks
 from .kinds import table_kind
 from .layout import FORMAT_VERSION, GROUP, MANIFEST, PRIVATE
+from .manifest import SHARED_GROUPING
 from .reader import Release, open_release
 from .secret import keyed, proves, read_secret
 from .signing import SIGNATURE, verify
@@ -119,6 +120,7 @@ def audit_release(
         except UNREADABLE as e:
             check(f"{t.name}: readable", False, str(e))
     _model_checks(rel, m, check)
+    _shared_grouping_checks(rel, m, check)
     _suppression_checks(m, check)
     if source is not None:
         _source_checks(rel, tables, source, check, engine, seed)
@@ -435,6 +437,42 @@ def _schema_checks(m: dict, tables: list[PublishedTable], rules, check: Checker)
             entry.get("kind") == t.kind,
             f"{entry.get('kind')}; sensitive: {t.sensitive or ', '.join(t.sensitive_set) or None}",
         )
+
+
+def _shared_grouping_checks(rel: Release, m: dict, check: Checker) -> None:
+    """Tables said to publish one grouping (`grouping: shared`) group the same people
+    alike: their QITs, on the attributes none of them holds as sensitive, with the
+    group id, are one multiset."""
+    entries = [t for t in m["tables"] if t.get("grouping") == SHARED_GROUPING]
+    if not entries:
+        return
+    sensitive = {t.get("sensitive") for t in entries}
+    common = [a for a in entries[0]["attributes"] if a not in sensitive]
+    common = [a for a in common if all(a in t["attributes"] for t in entries)]
+    try:
+        seen = [
+            rel.read(t["name"], "qit")
+            .select([GROUP, *common])
+            .to_pandas()
+            .sort_values([GROUP, *common])
+            for t in entries
+        ]
+    except UNREADABLE as e:
+        check("shared grouping", False, f"unreadable: {e}")
+        return
+    first = seen[0].reset_index(drop=True)
+    apart = [
+        t["name"]
+        for t, q in zip(entries, seen, strict=True)
+        if not q.reset_index(drop=True).equals(first)
+    ]
+    check(
+        "shared grouping",
+        len(entries) > 1 and not apart,
+        f"tables {', '.join(apart)} group people unlike {entries[0]['name']}"
+        if apart
+        else f"{len(entries)} table(s) marked shared",
+    )
 
 
 def _table_facts(entry: dict, t: PublishedTable, rows: int, check: Checker) -> None:

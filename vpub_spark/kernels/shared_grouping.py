@@ -1,0 +1,200 @@
+"""One grouping shared by every anatomy table of a partition.
+
+Decision (a departure from 000 §5, which anatomizes each sub-table on its own): when a
+release publishes two or more anatomy tables, the rows of a partition are grouped once
+and every table publishes that grouping, each group holding pairwise distinct values of
+every sensitive attribute those tables publish. Groupings drawn per table combine
+against an adversary who knows how the attributes go together (a value pinned on six
+rows, docs/explanation/threat-model.md).
+
+Why it is safe: the plan, how many rows of each combination of sensitive values each
+group receives, is computed from the partition's combination counts alone; the rows of
+a combination are then dealt to its slots in a seeded random order. Swapping two rows'
+values inside a group leaves every count, and so every choice, unchanged: a row's
+posterior of one attribute is at most that value's share of its group, 1/l.
+
+The plan: combinations most constrained first (the largest frequency of any of their
+values), each to the least-filled groups (at most ceil(n/g) rows, g = n // l) that hold
+none of its values. What cannot be placed, with every group left under l rows, is
+pooled; whole groups join the pool (those holding fewest of its over-represented values
+first) until it is l-diverse in every attribute, as the whole partition is; the pool is
+then grouped again the same way, or kept as one group when that places nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from .anatomy import anatomy_groups
+from .arrays import dense_ids, lex_order, run_starts, stable_order
+
+
+def partition_grouping(
+    frame: pd.DataFrame, sensitive: Sequence[str], l: int, seed: int
+) -> np.ndarray:
+    """The grouping every anatomy table of one partition publishes: anatomy's dealing
+    when they share one sensitive attribute (the other columns as its QI), else
+    `shared_groups` on the rows in their canonical order (by every column).
+
+    Args:
+        frame: the partition's encoded rows (every column the tables hold).
+        sensitive: the tables' sensitive attributes, without repeats.
+        l: the diversity; the partition is l-eligible in each attribute.
+        seed: the seed of the dealing.
+
+    Returns:
+        The group id of each row of `frame`, from 0.
+
+    Raises:
+        ValueError: an attribute is not l-eligible on the rows.
+    """
+    if len(sensitive) == 1:
+        others = [c for c in frame.columns if c != sensitive[0]]
+        return anatomy_groups(frame, sensitive[0], l, seed, others)
+    canon = lex_order([frame[c].to_numpy() for c in frame.columns])
+    group = np.empty(len(frame), dtype=np.int64)
+    group[canon] = shared_groups([frame[s].to_numpy()[canon] for s in sensitive], l, seed)
+    return group
+
+
+def shared_groups(values: Sequence[np.ndarray], l: int, seed: int) -> np.ndarray:
+    """The group of each row, ids 0..G-1, every group holding at least l rows and
+    pairwise distinct values of each column of `values`, or at most a 1/l share of each
+    value where a pooled group is larger.
+
+    Args:
+        values: the sensitive codes, one array per attribute, the rows in an order that
+            depends on their content only (a retried task repeats every choice).
+        l: the diversity; every attribute must be l-eligible on these rows.
+        seed: the seed of the dealing within a combination.
+
+    Returns:
+        The group id of each row (int64).
+
+    Raises:
+        ValueError: an attribute is not l-eligible on the rows.
+    """
+    n = len(values[0])
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    for v in values:
+        if np.bincount(v).max() * l > n:
+            raise ValueError(f"{n} rows are not {l}-eligible in every sensitive attribute")
+    combos, inverse, counts = _combinations(values)
+    slot_group = plan_slots(combos, counts, l)
+    shuffled = np.random.default_rng(seed).permutation(n)
+    order = shuffled[stable_order(inverse[shuffled])]  # by combination, random within
+    group = np.empty(n, dtype=np.int64)
+    group[order] = slot_group
+    return group
+
+
+def _combinations(values: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the distinct combinations [m, k] in lexicographic order, each row's index among
+    them, each combination's count)."""
+    cols = [np.asarray(v, dtype=np.int64) for v in values]
+    order = lex_order(cols)
+    sorted_cols = np.stack([c[order] for c in cols], axis=1)
+    new = np.zeros(len(order), dtype=bool)
+    new[run_starts(sorted_cols[:, 0])] = True
+    new[1:] |= (sorted_cols[1:] != sorted_cols[:-1]).any(axis=1)
+    starts = np.flatnonzero(new)
+    inverse = np.empty(len(order), dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    return sorted_cols[starts], inverse, np.diff(np.r_[starts, len(order)])
+
+
+def plan_slots(combos: np.ndarray, counts: np.ndarray, l: int) -> np.ndarray:
+    """The group of each slot, the slots ordered by combination then group: a function
+    of the combination counts alone (the module's plan).
+
+    Args:
+        combos: the distinct combinations [m, k], in lexicographic order.
+        counts: each combination's number of rows (every attribute l-eligible).
+        l: the diversity.
+
+    Returns:
+        The group id (0..G-1) of each of the sum(counts) slots.
+    """
+    slot_group = _place(combos, counts, l)
+    combo_of = np.repeat(np.arange(len(counts)), counts)
+    fill = np.bincount(slot_group[slot_group >= 0], minlength=max(int(slot_group.max()) + 1, 0))
+    pooled = (slot_group < 0) | (fill[np.maximum(slot_group, 0)] < l)
+    if pooled.any():
+        pooled |= np.isin(slot_group, _joining(combos, combo_of, slot_group, pooled, l))
+        pool = np.flatnonzero(pooled)  # ordered by combination, as the slots are
+        sub_counts = np.bincount(combo_of[pool], minlength=len(counts))
+        keep = sub_counts > 0
+        inner = (
+            plan_slots(combos[keep], sub_counts[keep], l) if pooled.sum() < len(pooled) else None
+        )
+        top = int(slot_group.max()) + 1
+        slot_group[pool] = top + (inner if inner is not None else 0)
+    order = np.lexsort((slot_group, combo_of))
+    return dense_ids(slot_group[order])[1].astype(np.int64)
+
+
+def _place(combos: np.ndarray, counts: np.ndarray, l: int) -> np.ndarray:
+    """The greedy placement: each combination's slots to the least-filled groups (ties
+    to the lower id) holding none of its values; -1 for a slot no group can take."""
+    n, k = int(counts.sum()), combos.shape[1]
+    g = n // l
+    cap = -(-n // g)
+    freq = [np.bincount(combos[:, j], weights=counts).astype(np.int64) for j in range(k)]
+    hard = np.max([freq[j][combos[:, j]] for j in range(k)], axis=0)
+    order = np.lexsort((*[combos[:, j] for j in range(k - 1, -1, -1)], -hard))
+    used = [np.zeros((len(f), g), dtype=bool) for f in freq]
+    fill = np.zeros(g, dtype=np.int64)
+    starts = np.r_[0, np.cumsum(counts)[:-1]]
+    slot_group = np.full(n, -1, dtype=np.int64)
+    for c in order:
+        free = fill < cap
+        for j in range(k):
+            free &= ~used[j][combos[c, j]]
+        idx = np.flatnonzero(free)
+        take = min(int(counts[c]), len(idx))
+        if take < len(idx):
+            idx = idx[np.argpartition(fill[idx] * g + idx, take - 1)[:take]] if take else idx[:0]
+        idx = np.sort(idx)
+        fill[idx] += 1
+        for j in range(k):
+            used[j][combos[c, j], idx] = True
+        slot_group[starts[c] : starts[c] + take] = idx
+    return slot_group
+
+
+def _joining(
+    combos: np.ndarray, combo_of: np.ndarray, slot_group: np.ndarray, pooled: np.ndarray, l: int
+) -> np.ndarray:
+    """The groups that join the pool until it is l-diverse in every attribute: those
+    holding fewest of its over-represented values first, then the fuller, then the
+    lower id. A group of at least l distinct values never breaks a diverse value."""
+    k = combos.shape[1]
+    values = [combos[combo_of, j] for j in range(k)]
+    size = int(pooled.sum())
+    count = [np.bincount(v[pooled], minlength=int(v.max()) + 1) for v in values]
+    over = [np.flatnonzero(c * l > size) for c in count]
+    members = ~pooled
+    groups = np.unique(slot_group[members])
+    slots = np.flatnonzero(members)
+    held = np.zeros(len(groups), dtype=np.int64)
+    for v, bad in zip(values, over, strict=True):
+        held += np.bincount(
+            np.searchsorted(groups, slot_group[slots]), np.isin(v[slots], bad), len(groups)
+        ).astype(np.int64)
+    fill = np.bincount(np.searchsorted(groups, slot_group[slots]), minlength=len(groups))
+    joined: list[int] = []
+    by_group = slots[np.argsort(slot_group[slots], kind="stable")]
+    bounds = np.r_[0, np.cumsum(fill)]
+    for i in np.lexsort((groups, -fill, held)):
+        if all((c * l <= size).all() for c in count):
+            break
+        rows = by_group[bounds[i] : bounds[i + 1]]
+        size += len(rows)
+        for c, v in zip(count, values, strict=True):
+            np.add.at(c, v[rows], 1)
+        joined.append(int(groups[i]))
+    return np.array(joined, dtype=np.int64)
