@@ -7,7 +7,7 @@ build time, so they are always current.
   (`vpub_spark.errors`) with their exit codes;
 - `<!-- vpub-options NAME -->` becomes the tables of every YAML key of the config
   dataclasses (`config`: a job config; `spark`: Spark settings; `table-spec`), from their
-  fields' `option(...)` metadata (`vpub_spark.model.option`), the same keys the parsers
+  fields' `option(...)` metadata (`vpub_spark.options.option`), the same keys the parsers
   accept;
 - `<!-- vpub-openapi -->` becomes the HTTP API's endpoints and schemas, from the OpenAPI
   document `vpub serve` serves at `/openapi.json` (`vpub_spark.serve.app.openapi_document`);

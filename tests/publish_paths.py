@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from vpub_spark.kernels.partitioning import shard_counts
-from vpub_spark.publish.marginals import plan_marginal_chunks
+from vpub_spark.publishing.marginals import plan_marginal_chunks
 
 LABELS = "abcdefgh"  # the sensitive values' labels, in code order
 

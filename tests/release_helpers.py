@@ -11,7 +11,7 @@ import yaml
 
 from vpub_spark.config import config_from_dict
 from vpub_spark.engines.inprocess import InProcessEngine
-from vpub_spark.publish.pipeline import publish
+from vpub_spark.publishing.pipeline import publish
 from vpub_spark.release.reader import open_release
 
 TABLE1 = pd.DataFrame(  # 000 Table 1

@@ -7,7 +7,7 @@ import pytest
 
 from vpub_spark.config import config_from_dict, with_overrides
 from vpub_spark.errors import SpecError
-from vpub_spark.publish.registry import METHODS, method_for
+from vpub_spark.publishing.registry import METHODS, method_for
 
 BASE = {"input": {"path": "data"}, "rules": ["a -> b"], "engine": "inprocess"}
 
@@ -43,9 +43,9 @@ def _cfg(**changes):
         ({"multi_sa": {"mode": "greedy"}}, "multi_sa.mode must be one of exact, partitioned"),
         ({"multi_sa": {"solver": "gurobi"}}, "multi_sa.solver must be one of"),
         ({"multi_sa": {"time_limit_s": 0}}, "multi_sa.time_limit_s must be positive"),
-        ({"multi_sa": {"chunk_rows": 0}}, "multi_sa.chunk_rows must be a positive integer"),
+        ({"multi_sa": {"chunk_rows": 0}}, "multi_sa.chunk_rows must be a whole number >= 1"),
         ({"multi_sa": {"threads": 2}}, "multi_sa has unknown keys threads"),
-        ({"multi_sa": {"chunk_rows": True}}, "multi_sa.chunk_rows must be a positive integer"),
+        ({"multi_sa": {"chunk_rows": True}}, "multi_sa.chunk_rows must be a whole number >= 1"),
         ({"output": {"wait_s": "soon"}}, "output.wait_s must be a number >= 0, not 'soon'"),
         ({"output": {"wait_s": -5}}, "output.wait_s must be a number >= 0"),
         ({"gd": {"budget_s": float("nan")}}, "gd.budget_s must be a number >= 0"),
@@ -63,11 +63,11 @@ def _cfg(**changes):
         ),
         (
             {"marginals": {"sensitive": "s", "schemas": [["a"]], "state": "x", "chunk_rows": 0}},
-            "marginals.chunk_rows must be a positive integer",
+            "marginals.chunk_rows must be a whole number >= 1",
         ),
         (
             {"marginals": {"sensitive": "s", "schemas": [["a"]], "state": "x", "tries": True}},
-            "marginals.tries must be a positive integer",
+            "marginals.tries must be a whole number >= 1",
         ),
         (
             {"marginals": {"sensitive": "s", "schemas": [["a"]], "state": "x", "m": 3}},
@@ -289,7 +289,7 @@ def test_the_reference_keys_are_the_keys_the_parser_accepts():
     accepted (maybe refused for its value, never as unknown), and a key it does not list
     is refused, at each level."""
     from vpub_spark.config import PublishConfig
-    from vpub_spark.model import yaml_keys
+    from vpub_spark.options import yaml_keys
 
     for key in yaml_keys(PublishConfig):
         try:

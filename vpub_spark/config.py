@@ -23,15 +23,15 @@ from pathlib import Path
 from typing import Any
 
 from .errors import SpecError
-from .model import UNSAFE_GD_SCORE, PrivacySpec, option, refuse_unknown, yaml_keys
+from .model import UNSAFE_GD_SCORE, PrivacySpec
+from .options import number as number
+from .options import one_of, option, parse_options, refuse_unknown, yaml_keys
 from .release.layout import PRIVATE, public_path
 from .settings import ANONYMIZERS as ANONYMIZERS
 from .settings import BIP_MODES as BIP_MODES
 from .settings import MarginalSettings as MarginalSettings
 from .settings import MultiSaSettings as MultiSaSettings
 from .settings import StreamlinerSettings as StreamlinerSettings
-from .settings import number as number
-from .settings import one_of
 from .tablespec import load_yaml
 
 ENGINES = ("auto", "spark", "inprocess")
@@ -41,8 +41,8 @@ ENGINES = ("auto", "spark", "inprocess")
 class RandomRules:
     """`rules: {random: {c, lhs, seed}}`: 000 §6.1's random irreducible rules."""
 
-    c: int = option(5, doc="how many rules")
-    lhs: int = option(3, doc="attributes on each rule's left-hand side")
+    c: int = option(5, doc="how many rules", minimum=1)
+    lhs: int = option(3, doc="attributes on each rule's left-hand side", minimum=1)
     seed: int = option(1, doc="the seed of the draw (public: the rules are published)")
 
 
@@ -169,7 +169,7 @@ class PublishConfig:
 
     def __post_init__(self) -> None:
         # the method's name and what it needs (privacy model, rules, its own section) are
-        # checked by the method registry (publish/registry.py), before any work
+        # checked by the method registry (publishing/registry.py), before any work
         if self.engine not in ENGINES:
             raise SpecError(f"engine must be auto, spark or inprocess, not {self.engine!r}")
         if self.partitions is not None and (
@@ -193,18 +193,20 @@ class PublishConfig:
             )
 
     @property
-    def l(self) -> int:  # noqa: E743
-        return self.privacy.parameter  # m for the marginal publisher
+    def diversity(self) -> int:
+        """The bound every group keeps, 1/diversity: l under l-diversity, m under
+        m-invariance."""
+        return self.privacy.parameter
 
     def with_overrides(self, **kw: Any) -> PublishConfig:
         return replace(self, **{k: v for k, v in kw.items() if v is not None})
 
     @property
     def secret_seed(self) -> int:
-        """The run's seed; `publish.method.with_secret_seed` must have fixed it (the
+        """The run's seed; `publishing.method.with_secret_seed` must have fixed it (the
         pipeline does)."""
         if self.seed is None:
-            raise SpecError("the run's seed is not drawn yet (publish.method.with_secret_seed)")
+            raise SpecError("the run's seed is not drawn yet (publishing.method.with_secret_seed)")
         return self.seed
 
     def effective(self) -> dict:
@@ -293,14 +295,7 @@ def _rules(v: Any) -> tuple[Any, ...] | RandomRules:
     if isinstance(v, dict):
         if set(v) != {"random"} or not isinstance(v["random"], dict):
             raise SpecError("config: rules must be a list or {random: {c: 5, lhs: 3, seed: 1}}")
-        r = v["random"]
-        refuse_unknown(r, yaml_keys(RandomRules), "config: rules.random")
-        return RandomRules(
-            *(
-                number(r.get(k, dflt), f"rules.random.{k}", int, 0 if k == "seed" else 1)
-                for k, dflt in zip("c lhs seed".split(), (5, 3, 1), strict=True)
-            )
-        )
+        return parse_options(RandomRules, v["random"], "rules.random")
     if not isinstance(v, list) or not v:
         raise SpecError("config: rules must be a non-empty list")
     return tuple(v)

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import MISSING, dataclass, field, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .errors import SpecError
+from .options import option
 
 UNSAFE_ASSIGN = "local-unsafe"  # marginals.assign's QI-local dealing: the name says its cost
 UNSAFE_GD_SCORE = "kl-unsafe"  # gd.score's KL on the data: the schema picked tells of it
@@ -40,10 +41,9 @@ def unsafe_option(manifest: Mapping[str, Any]) -> str | None:
 
 def joined_sensitive_tables(manifest: Mapping[str, Any]) -> list[str]:
     """The tables of a release that publish groups of different sensitive attributes
-    over the same people, each table grouped on its own: generalized tables (`gd` with
-    `anonymizer: rda | gda` under rules of several right-hand sides) and anatomy tables
-    of a release made before they shared one grouping (their entries carry no
-    `grouping: shared`). An adversary who knows how those attributes go together can
+    over the same people, each table grouped on its own: anatomy tables of a release
+    made before they shared one grouping (their entries carry no `grouping: shared`;
+    a design of several generalized tables is refused now). An adversary who knows how those attributes go together can
     combine such groupings: the posterior guarantee holds for each table alone
     (docs/explanation/threat-model.md). Empty when at most one attribute is left.
 
@@ -64,32 +64,6 @@ ATTRIBUTE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")
 Kind = Literal["numeric", "categorical"]
 MissingPolicy = Literal["drop", "reject"]
 TableKind = Literal["anatomy", "generalized", "projection", "multi_sa"]
-
-
-def option(
-    default: Any = MISSING, *, doc: str, key: str | None = None, shown: str | None = None
-) -> Any:
-    """A dataclass field a YAML file sets, with its documentation: the reference pages
-    (docs/reference/config.md, table-spec.md) are generated from these. `key` is its YAML
-    key where it differs from the field's name (`output.path`); `shown` its default as
-    the YAML reads it where the Python value would mislead (`auto` for None)."""
-    return field(default=default, metadata={"doc": doc, "key": key, "shown": shown})
-
-
-def yaml_keys(cls: type) -> tuple[str, ...]:
-    """The YAML keys of a dataclass's options (`option`), in declaration order."""
-    return tuple(f.metadata.get("key") or f.name for f in fields(cls) if "doc" in f.metadata)
-
-
-def refuse_unknown(d: Mapping[str, Any], known: Iterable[str], what: str) -> None:
-    """A SpecError when the mapping `d` (`what`, e.g. `multi_sa`) has keys not `known`,
-    naming them and the known ones."""
-    known = list(known)
-    unknown = set(d) - set(known)
-    if unknown:
-        raise SpecError(
-            f"{what} has unknown keys {', '.join(sorted(unknown))}; known: {', '.join(known)}"
-        )
 
 
 def number_label(x: float) -> str:
@@ -266,7 +240,7 @@ class PrivacySpec:
     its group) or m-invariance (002), and `also`, further models every group must meet:
     `entropy_l` (exp of the group's sensitive entropy >= it), `recursive_c`
     (recursive (c, l)-diversity, r_1 < c (r_l + ... + r_m)), `k` (groups of at least k
-    rows) and `t` (t-closeness). Which method enforces which: publish/registry.py."""
+    rows) and `t` (t-closeness). Which method enforces which: publishing/registry.py."""
 
     model: Literal["l-diversity", "m-invariance"] = option(
         "l-diversity",
@@ -283,7 +257,7 @@ class PrivacySpec:
         shown="`{}`",
     )
     suppression: float = option(
-        0.0, doc="the share of rows the rules may suppress, in [0, 1) (publish/suppression.py)"
+        0.0, doc="the share of rows the rules may suppress, in [0, 1) (publishing/suppression.py)"
     )
 
     def __post_init__(self) -> None:

@@ -29,9 +29,8 @@ from .model import (
     NumericBin,
     TableSpec,
     number_label,
-    refuse_unknown,
-    yaml_keys,
 )
+from .options import refuse_unknown, yaml_keys
 
 
 def _bins(name: str, raw: Any) -> tuple[NumericBin, ...]:

@@ -20,7 +20,7 @@ import yaml
 from release_helpers import config, contents, same_contents
 
 from vpub_spark.engines.inprocess import InProcessEngine
-from vpub_spark.publish.pipeline import publish
+from vpub_spark.publishing.pipeline import publish
 from vpub_spark.release.audit import audit_release
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]

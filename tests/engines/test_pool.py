@@ -19,7 +19,7 @@ from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.engines.pool import available_cores, default_workers, run_tasks
 from vpub_spark.errors import PrivacyError, SpecError
 from vpub_spark.kernels.partitioning import ContentShards, combine_counts
-from vpub_spark.publish.pipeline import publish
+from vpub_spark.publishing.pipeline import publish
 
 SERIAL = InProcessEngine(workers=1)
 

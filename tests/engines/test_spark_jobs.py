@@ -12,7 +12,7 @@ from spark_helpers import with_jobs
 
 from vpub_spark.engines.spark.engine import spark_hash_long
 from vpub_spark.engines.spark.read import csv_header
-from vpub_spark.publish.pipeline import publish
+from vpub_spark.publishing.pipeline import publish
 
 pytestmark = pytest.mark.spark
 

@@ -263,7 +263,7 @@ def test_partitionings_give_m_eligible_subtables_and_mondrian_is_tighter():
     continuing 002's sub-tables with Mondrian only refines them."""
     from vpub_spark.experiments.compare_marginals import box_width
     from vpub_spark.kernels.angel import boxes as box_of
-    from vpub_spark.publish.marginals import canonical, subtables
+    from vpub_spark.publishing.marginals import canonical, subtables
 
     f = canonical(_frame(3000, seed=4))
     qi, s = ["a", "b", "c"], f["s"].to_numpy()

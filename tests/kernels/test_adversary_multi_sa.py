@@ -204,7 +204,7 @@ def test_the_composition_is_what_publish_writes(tmp_path, pairs, mode, chunk_row
     partitioned mode)."""
     from vpub_spark.config import config_from_dict
     from vpub_spark.engines.inprocess import InProcessEngine
-    from vpub_spark.publish.pipeline import publish
+    from vpub_spark.publishing.pipeline import publish
 
     pairs = np.array(pairs)
     data = tmp_path / "t"

@@ -32,8 +32,8 @@ from vpub_spark.kernels import minvariance
 from vpub_spark.kernels.decomposition import decompose
 from vpub_spark.kernels.mondrian import mondrian
 from vpub_spark.kernels.statdb import Query, a_count, g_count, qi_mask, signature_buckets
-from vpub_spark.publish import marginals
-from vpub_spark.publish.marginals import bucketize_chunk
+from vpub_spark.publishing import marginals
+from vpub_spark.publishing.marginals import bucketize_chunk
 
 TABLE_1 = [0, 0, 1, 1, 2]  # 003 Table 1: flu, flu, cold, cold, HIV
 SEED = 11
@@ -245,7 +245,7 @@ def _published(tmp_path, values, m: int, chunk_rows: int, statdb: bool):
     x = 0..n-1 with SEED; (the store's bucket per row, the marginal's group per row)."""
     from vpub_spark.config import config_from_dict
     from vpub_spark.engines.inprocess import InProcessEngine
-    from vpub_spark.publish.pipeline import publish
+    from vpub_spark.publishing.pipeline import publish
     from vpub_spark.release.layout import GROUP
     from vpub_spark.release.store import BUCKET, BUCKETS, ROW
     from vpub_spark.statdb.build import build_store

@@ -43,7 +43,7 @@ from vpub_spark.kernels.partitioning import (
 )
 from vpub_spark.kernels.sampling import with_occurrence
 from vpub_spark.kernels.streamliner import streamline
-from vpub_spark.publish.marginals import canonical
+from vpub_spark.publishing.marginals import canonical
 
 SEED = 11
 RULE = {"rules": ["x -> s"]}
@@ -259,7 +259,7 @@ def _publish(tmp_path, x, values, l: int, method: str, extra: dict) -> tuple[Pat
     and its manifest."""
     from vpub_spark.config import config_from_dict
     from vpub_spark.engines.inprocess import InProcessEngine
-    from vpub_spark.publish.pipeline import publish
+    from vpub_spark.publishing.pipeline import publish
 
     cfg = {
         "input": {"path": str(small_input(tmp_path, x, values))},

@@ -35,8 +35,8 @@ from test_adversary_publishers import _partition_outcomes
 from vpub_spark.config import config_from_dict
 from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.model import PublishedTable
-from vpub_spark.publish.anatomy import AnatomyJob
-from vpub_spark.publish.pipeline import publish
+from vpub_spark.publishing.anatomy import AnatomyJob
+from vpub_spark.publishing.pipeline import publish
 from vpub_spark.release.audit import audit_release
 from vpub_spark.release.export import guarantee_lines
 from vpub_spark.serve.catalog import guarantee

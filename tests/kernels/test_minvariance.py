@@ -189,7 +189,7 @@ def test_bucketize_then_decompose_keeps_signatures(table, partitioning, assign):
     tuple."""
     from vpub_spark.kernels.minvariance import bucketize
     from vpub_spark.kernels.mondrian import qi_order
-    from vpub_spark.publish.marginals import subtables
+    from vpub_spark.publishing.marginals import subtables
 
     codes, s, m, seed = table
     extents = {"a": 39, "b": 4, "c": 11}
@@ -375,7 +375,7 @@ def test_decompose_is_never_wider_than_halving_the_buckets(table, attrs):
     halving's, its groups m-unique with one tuple per value of their bucket's signature."""
     from vpub_spark.kernels.decomposition import halved
     from vpub_spark.kernels.minvariance import bucketize
-    from vpub_spark.publish.marginals import subtables
+    from vpub_spark.publishing.marginals import subtables
 
     codes, s, m, seed = table
     extents = {"a": 39, "b": 4, "c": 11}

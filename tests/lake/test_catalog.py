@@ -10,7 +10,7 @@ from release_helpers import config, vpub
 
 from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.lake.catalog import Root, diff, latest, lineage, manifests, prunable, set_latest
-from vpub_spark.publish.pipeline import publish
+from vpub_spark.publishing.pipeline import publish
 
 RULES = ["age, zip -> job", "sex -> job"]
 

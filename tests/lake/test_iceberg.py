@@ -18,7 +18,7 @@ from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.errors import DataError
 from vpub_spark.lake.catalog import Root
 from vpub_spark.lake.iceberg import open_catalog, register_iceberg
-from vpub_spark.publish.pipeline import publish
+from vpub_spark.publishing.pipeline import publish
 from vpub_spark.release.reader import open_release
 from vpub_spark.storage import is_remote
 

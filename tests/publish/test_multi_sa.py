@@ -19,7 +19,7 @@ from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.estimate.multi_sa import multi_sa_model
 from vpub_spark.kernels.anatomy import COUNT, GROUP
 from vpub_spark.kernels.bip import meets_constraints, multi_sa_chunk, sa_combinations
-from vpub_spark.publish.pipeline import publish
+from vpub_spark.publishing.pipeline import publish
 from vpub_spark.release.audit import audit_release
 from vpub_spark.release.reader import open_release
 

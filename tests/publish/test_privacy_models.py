@@ -1,5 +1,5 @@
 """Privacy models beyond 000's l-diversity (`privacy.also`): what each method
-guarantees (publish/registry.check_models' proofs), tested on random tables with the
+guarantees (publishing/registry.check_models' proofs), tested on random tables with the
 groups measured independently (kernels/classes.py), the refusals, the manifest, and an
 audit that fails when a release does not meet the models its manifest claims."""
 
@@ -20,7 +20,7 @@ from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.errors import SpecError
 from vpub_spark.kernels.classes import COUNT, class_measures
 from vpub_spark.model import PrivacySpec
-from vpub_spark.publish.pipeline import publish
+from vpub_spark.publishing.pipeline import publish
 from vpub_spark.release.audit import audit_release
 from vpub_spark.release.reader import open_release
 

@@ -12,7 +12,7 @@ from release_helpers import contents, same_contents, write_table
 from vpub_spark.config import config_from_dict
 from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.errors import PrivacyError, SpecError
-from vpub_spark.publish.pipeline import publish
+from vpub_spark.publishing.pipeline import publish
 from vpub_spark.release.audit import audit_release
 from vpub_spark.release.reader import open_release
 
@@ -141,7 +141,7 @@ def test_rule_based_releases_with_generalized_sub_tables(sal, tmp_path, anonymiz
 
     from vpub_spark.cli import main
 
-    rules = {"random": {"c": 4, "lhs": 3, "seed": 2}}
+    rules = ["age, gender, marital -> occupation", "education, race -> occupation"]
     cfg = config(sal, tmp_path, rules, 5, method="uad", partitions=2, seed=3, anonymizer=anonymizer)
     r = publish(cfg, InProcessEngine())
     kinds = {t["kind"] for t in r.manifest["tables"]}
@@ -154,6 +154,18 @@ def test_rule_based_releases_with_generalized_sub_tables(sal, tmp_path, anonymiz
     a = next(x for x in t["attributes"] if x in t["domains"])
     assert main(["query", str(r.path), "--where", f"{a} = {t['domains'][a][0]}"]) == 0
     assert "COUNT" in capsys.readouterr().out
+
+
+def test_two_generalized_tables_are_refused(sal, tmp_path):
+    """Rules of two right-hand sides give two generalized tables over the same people,
+    each grouped on its own: refused before any work (their groupings would combine)."""
+    from release_helpers import config
+
+    rules = ["age, gender -> occupation", "age, marital -> education"]
+    cfg = config(sal, tmp_path, rules, 5, method="gd", seed=3, anonymizer="rda")
+    with pytest.raises(PrivacyError, match="2 generalized tables .* anonymizer: anatomy"):
+        publish(cfg, InProcessEngine())
+    assert not any((tmp_path).rglob("manifest.json"))
 
 
 def test_anonymizer_is_refused_where_it_does_not_apply(data, tmp_path):

@@ -1,4 +1,4 @@
-"""The suppression budget (publish/suppression.py, kernels/suppression.py):
+"""The suppression budget (publishing/suppression.py, kernels/suppression.py):
 the fewest rows, the same rows on both engines, recorded in the manifest, checked by the
 audit (budget, and the tables against the source less exactly those rows)."""
 
@@ -18,7 +18,7 @@ from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.errors import PrivacyError
 from vpub_spark.kernels.suppression import excess, fewest_to_suppress
 from vpub_spark.model import PrivacySpec
-from vpub_spark.publish.pipeline import publish
+from vpub_spark.publishing.pipeline import publish
 from vpub_spark.release.audit import audit_release
 
 RULES = ["age, zip -> job"]

@@ -13,7 +13,7 @@ import pytest
 from release_helpers import config, job_table, rehash, write_table
 
 from vpub_spark.engines.inprocess import InProcessEngine
-from vpub_spark.publish.pipeline import publish
+from vpub_spark.publishing.pipeline import publish
 from vpub_spark.release.audit import audit_release
 
 RULES = [{"lhs": ["age", "zip"], "rhs": "job"}]

@@ -11,7 +11,7 @@ import pytest
 from release_helpers import config, job_table, write_table
 
 from vpub_spark.engines.inprocess import InProcessEngine
-from vpub_spark.publish.pipeline import publish
+from vpub_spark.publishing.pipeline import publish
 from vpub_spark.release.reader import open_release
 from vpub_spark.utility.queries import estimate_count
 from vpub_spark.utility.release_models import release_models

@@ -25,7 +25,7 @@ from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.errors import DataError, PrivacyError, SpecError, VpubError
 from vpub_spark.gnf import check_gnf
 from vpub_spark.model import PublishedTable, Schema
-from vpub_spark.publish.pipeline import publish
+from vpub_spark.publishing.pipeline import publish
 from vpub_spark.release.audit import audit_release
 from vpub_spark.release.reader import open_release
 from vpub_spark.rules import parse_rules

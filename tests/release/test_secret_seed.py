@@ -19,7 +19,7 @@ from release_helpers import contents, job_table, same_contents, write_table
 from vpub_spark.config import config_from_dict
 from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.errors import SpecError, VpubError
-from vpub_spark.publish.pipeline import publish
+from vpub_spark.publishing.pipeline import publish
 from vpub_spark.release.audit import audit_release
 from vpub_spark.release.export import export
 from vpub_spark.release.reader import open_release

@@ -10,7 +10,7 @@ from release_helpers import write_table
 
 from vpub_spark.config import config_from_dict
 from vpub_spark.engines.inprocess import InProcessEngine
-from vpub_spark.publish.pipeline import publish
+from vpub_spark.publishing.pipeline import publish
 
 
 @pytest.fixture(scope="session")

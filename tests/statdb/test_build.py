@@ -16,7 +16,7 @@ from vpub_spark.cli import main
 from vpub_spark.config import config_from_dict
 from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.errors import SpecError
-from vpub_spark.publish.marginals_add import add_marginal
+from vpub_spark.publishing.marginals_add import add_marginal
 from vpub_spark.release.private_audit import audit_store
 from vpub_spark.release.store import bucket_files, read_store
 from vpub_spark.statdb.build import build_store

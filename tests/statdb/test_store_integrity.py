@@ -20,8 +20,8 @@ from vpub_spark.cli import main
 from vpub_spark.config import config_from_dict
 from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.errors import SpecError, VpubError
-from vpub_spark.publish.marginals_add import add_marginal
-from vpub_spark.publish.pipeline import publish
+from vpub_spark.publishing.marginals_add import add_marginal
+from vpub_spark.publishing.pipeline import publish
 from vpub_spark.release.private_audit import audit_store
 from vpub_spark.release.signing import generate_keys
 from vpub_spark.release.store import (

@@ -299,7 +299,7 @@ def test_marginals_from_every_version_stay_m_invariant(v1, tmp_path):
     the private audit checks both against their versions (every tuple in one group, its
     signature its bucket's, sizes and counterfeits as published), and an estimate from
     version 2's marginal scales away its counterfeits."""
-    from vpub_spark.publish.marginals_add import add_marginal
+    from vpub_spark.publishing.marginals_add import add_marginal
     from vpub_spark.release.private_audit import audit_store
     from vpub_spark.release.reader import open_release
     from vpub_spark.utility.queries import estimate_count
@@ -374,7 +374,7 @@ def test_an_update_from_the_same_snapshot_writes_nothing(v1, tmp_path, capsys):
 def test_the_record_keys_are_sealed_and_never_published(v1, tmp_path):
     """The store keeps keyed hashes of the identifiers, never the identifiers; a release
     published from a keyed store holds neither (no key column, no identifier)."""
-    from vpub_spark.publish.pipeline import publish
+    from vpub_spark.publishing.pipeline import publish
 
     frame, data = v1
     state = tmp_path / "store"
@@ -412,8 +412,8 @@ def _publish_cfg(data, out, marginals: dict):
 def test_a_store_made_by_publish_is_updatable(v1, tmp_path):
     """`vpub publish` with method marginals and `marginals.key`: the same updatable
     store, then a version, a marginal from it, and the private audit of both releases."""
-    from vpub_spark.publish.marginals_add import add_marginal
-    from vpub_spark.publish.pipeline import publish
+    from vpub_spark.publishing.marginals_add import add_marginal
+    from vpub_spark.publishing.pipeline import publish
     from vpub_spark.release.private_audit import audit_store
 
     frame, data = v1

@@ -17,7 +17,7 @@ from release_helpers import config, job_table, marginal_release, vpub, write_tab
 
 from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.errors import DataError, SpecError
-from vpub_spark.publish.pipeline import publish
+from vpub_spark.publishing.pipeline import publish
 from vpub_spark.release.export import export
 from vpub_spark.release.reader import open_release
 from vpub_spark.utility.check import Model, check_table

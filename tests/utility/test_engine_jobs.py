@@ -8,7 +8,7 @@ from release_helpers import config
 
 from vpub_spark.datasets.presets import resolve_input, write_generated
 from vpub_spark.engines.inprocess import InProcessEngine
-from vpub_spark.publish.pipeline import publish
+from vpub_spark.publishing.pipeline import publish
 from vpub_spark.release.reader import open_release
 from vpub_spark.utility.engine_jobs import engine_counts, engine_utility, release_space
 from vpub_spark.utility.evaluate import evaluate

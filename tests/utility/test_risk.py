@@ -10,7 +10,7 @@ from pycanon import anonymity
 from release_helpers import config, job_table, marginal_release, write_table
 
 from vpub_spark.engines.inprocess import InProcessEngine
-from vpub_spark.publish.pipeline import publish
+from vpub_spark.publishing.pipeline import publish
 from vpub_spark.release.reader import open_release
 from vpub_spark.utility.risk import class_risks, release_risk
 

@@ -9,20 +9,20 @@ import atexit
 import os
 import sys
 
-from .. import __version__
 from ..errors import VpubError
+from ..version import __version__
 from .early import start_spark_early
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import analyze, data, experiments, publish, releases, rules
+    from . import data, experiments, publish, query, releases, rules, serve, statdb
 
     p = argparse.ArgumentParser(
         prog="vpub", description="Privacy-preserving publication of microdata on Spark."
     )
     p.add_argument("--version", action="version", version=f"vpub_spark {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    for feature in (data, rules, publish, analyze, releases, experiments):
+    for feature in (data, rules, publish, statdb, serve, query, releases, experiments):
         feature.register(sub)
     return p
 

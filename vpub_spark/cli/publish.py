@@ -12,8 +12,8 @@ from ..engines import engine_for
 from ..engines.settings import SparkSettings
 from ..errors import SpecError
 from ..lake.commit import Steps
-from ..publish.marginals_add import add_marginal
-from ..publish.pipeline import publish
+from ..publishing.marginals_add import add_marginal
+from ..publishing.pipeline import publish
 from ..release.audit import audit_release
 from ..release.private_audit import audit_store
 from ..release.signing import generate_keys
@@ -63,7 +63,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     cfg = replace(cfg, engine=engine.name)
     letter = "m" if cfg.privacy.model == "m-invariance" else "l"
     console.print(
-        f"publishing {cfg.input_path} with {cfg.method} on the {cfg.engine} engine ({why}; {letter} = {cfg.l}; {seed_origin(cfg)})"
+        f"publishing {cfg.input_path} with {cfg.method} on the {cfg.engine} engine ({why}; {letter} = {cfg.diversity}; {seed_origin(cfg)})"
     )
     t0 = time.perf_counter()
     if cfg.engine == "spark":
@@ -137,7 +137,7 @@ def cmd_keys_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_spark_archive(args: argparse.Namespace) -> int:
-    from ..publish.class_archive import build_archive
+    from ..publishing.class_archive import build_archive
 
     with console.status(
         "building the Spark driver's class-data archive (a small publish on Spark) ..."

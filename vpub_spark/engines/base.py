@@ -76,7 +76,8 @@ class ReleaseFiles:
       call it);
     - `estimates(table, file, column lists)`: one file set of a table, per column
       list its keys (a frame of codes) and estimates; None when some table's kind
-      cannot be estimated file set by file set."""
+      cannot be estimated file set by file set;
+    - `part_dir(table, part)`: the directory of one part's files."""
 
     path: str
     tables: tuple[dict, ...]
@@ -84,9 +85,7 @@ class ReleaseFiles:
     terms: tuple[tuple[int, list[str], float], ...]
     models: Callable[[], list]
     estimates: Callable[[int, str, list[list[str]]], list[tuple[pd.DataFrame, np.ndarray]]] | None
-
-    def part_dir(self, table: str, part: str) -> Path:
-        return Path(self.path) / "tables" / table / part
+    part_dir: Callable[[str, str], Path]  # (table, part) -> its directory (release/layout.py)
 
 
 @dataclass(frozen=True)

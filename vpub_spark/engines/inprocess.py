@@ -227,7 +227,7 @@ class InProcessEngine:
         if writer:
             writer.close()
 
-    # --- publishing (publish/ jobs do the per-partition work) --------------
+    # --- publishing (publishing/ jobs do the per-partition work) --------------
     def persist(self, loaded: LoadedTable) -> LoadedTable:
         return loaded  # already in memory
 

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError
-from ..model import option, refuse_unknown, yaml_keys
+from ..options import option, parse_options
 
 DEFAULT_CONF = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
@@ -39,6 +38,7 @@ class SparkSettings:
         None,
         doc="`spark.sql.shuffle.partitions`: a number, or `auto` (chosen from the data size)",
         shown="auto",
+        minimum=1,
     )
     conf: tuple[tuple[str, str], ...] = option(
         (),
@@ -47,23 +47,13 @@ class SparkSettings:
     )
     small_input: bool = False  # set for a run on a small input: C1-only JIT (module docstring)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "conf", tuple(sorted(self.conf)))  # one order, any YAML
+
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> SparkSettings:
-        d = dict(d or {})
-        refuse_unknown(d, yaml_keys(cls), "spark settings")
-        conf = tuple(sorted((str(k), str(v)) for k, v in (d.pop("conf", None) or {}).items()))
-        sp = d.get("shuffle_partitions")
-        if sp not in (None, "auto") and (not isinstance(sp, int) or sp < 1):
-            raise SpecError(
-                f"spark settings: shuffle_partitions must be a positive integer or auto, not {sp!r}"
-            )
-        return cls(
-            master=str(d.get("master", cls.master)),
-            app_name=str(d.get("app_name", cls.app_name)),
-            driver_memory=str(d.get("driver_memory", cls.driver_memory)),
-            shuffle_partitions=None if sp in (None, "auto") else int(sp),
-            conf=conf,
-        )
+        """A Spark settings mapping (`parse_options`; the errors name `spark.KEY`)."""
+        return parse_options(cls, d, "spark")
 
     @classmethod
     def load(cls, path: str | Path | None) -> SparkSettings:

@@ -20,7 +20,7 @@ from ..config import PublishConfig, RandomRules
 from ..datasets.presets import write_generated
 from ..engines import make_engine
 from ..model import PrivacySpec
-from ..publish.pipeline import publish
+from ..publishing.pipeline import publish
 from ..report import console
 from .common import BenchTable, started_engine, timed, write_results
 

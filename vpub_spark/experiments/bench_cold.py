@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import VpubError
-from ..publish.class_archive import build_archive
+from ..publishing.class_archive import build_archive
 from ..report import console
 from .common import BenchTable, write_results
 

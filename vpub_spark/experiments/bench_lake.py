@@ -21,6 +21,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..release.layout import table_dir
 from .bench import generated
 from .common import BenchTable, timed, write_results
 
@@ -40,7 +41,7 @@ def _publish(bench: BenchLake, data: Path, releases: Path, seed: int) -> tuple[P
     from ..config import PublishConfig, RandomRules
     from ..engines.inprocess import InProcessEngine
     from ..model import PrivacySpec
-    from ..publish.pipeline import publish
+    from ..publishing.pipeline import publish
 
     cfg = PublishConfig(
         input_path=str(data),
@@ -69,9 +70,9 @@ def _query(rel_path: Path) -> tuple[str, str, str, str]:
     )
     s = entry["sensitive"]
     a = next(x for x in entry["attributes"] if x != s)
-    t = rel_path / "tables" / entry["name"]
-    qi = pd.read_parquet(t / "qit", columns=[a])[a].value_counts().index[0]
-    sv = pd.read_parquet(t / "st", columns=[s])[s].value_counts().index[0]
+    qit, st = (table_dir(rel_path, entry["name"], part) for part in ("qit", "st"))
+    qi = pd.read_parquet(qit, columns=[a])[a].value_counts().index[0]
+    sv = pd.read_parquet(st, columns=[s])[s].value_counts().index[0]
     return a, s, str(qi), str(sv)
 
 

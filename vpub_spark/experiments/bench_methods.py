@@ -16,7 +16,7 @@ from pathlib import Path
 from ..config import PublishConfig, RandomRules
 from ..engines import make_engine
 from ..model import PrivacySpec
-from ..publish.pipeline import publish
+from ..publishing.pipeline import publish
 from ..report import console
 from .bench import ENGINES, generated, rows_per_step, variants
 from .common import BenchTable, started_engine, timed, write_results

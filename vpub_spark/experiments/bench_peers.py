@@ -103,7 +103,7 @@ def _run_anjana(frame: pd.DataFrame, bench: BenchPeers, queue) -> None:
 def _run_vpub(data: str, bench: BenchPeers, out: str, queue) -> None:
     from ..config import config_from_dict
     from ..engines.inprocess import InProcessEngine
-    from ..publish.pipeline import publish
+    from ..publishing.pipeline import publish
 
     cfg = config_from_dict(
         {

@@ -28,7 +28,7 @@ import numpy as np
 from ..config import PublishConfig, RandomRules
 from ..errors import SpecError, VpubError
 from ..model import PrivacySpec
-from ..publish.pipeline import publish
+from ..publishing.pipeline import publish
 from ..report import console
 from .bench import generated
 from .common import BenchTable, started_engine, timed, write_results

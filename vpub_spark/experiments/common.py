@@ -20,15 +20,15 @@ from typing import Any, TypeVar
 
 from rich.table import Table
 
-from .. import __version__
 from ..datasets.presets import resolve_table
 from ..engines import make_engine
 from ..engines.base import Engine, LoadedTable
 from ..engines.inprocess import InProcessEngine
 from ..engines.settings import SparkSettings
 from ..errors import SpecError
-from ..model import refuse_unknown
+from ..options import refuse_unknown
 from ..report import console
+from ..version import __version__
 
 T = TypeVar("T")
 

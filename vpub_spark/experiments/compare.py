@@ -39,7 +39,7 @@ from ..estimate.multi_sa import multi_sa_model
 from ..kernels.bip import multi_sa_chunk
 from ..kernels.shared_grouping import partition_grouping
 from ..model import Schema
-from ..publish.anatomy import sharing_tables
+from ..publishing.anatomy import sharing_tables
 from ..rules import ineligibility, random_rules
 from ..utility.kl import kl_divergence
 from ..utility.queries import relative_errors, workload

@@ -40,7 +40,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..config import MarginalSettings
 from ..datasets.synthetic import with_top_share
 from ..errors import SpecError
 from ..kernels.angel import angel_batches, angel_tables, boxes
@@ -49,7 +48,8 @@ from ..kernels.minvariance import assign_buckets
 from ..kernels.mondrian import qi_order
 from ..kernels.partitioning import partition_seed, shard_counts
 from ..model import UNSAFE_ASSIGN
-from ..publish.marginals import bucketize_chunk, plan_marginal_chunks
+from ..publishing.marginals import bucketize_chunk, plan_marginal_chunks
+from ..settings import PARTITIONINGS
 from .box_estimators import (
     Bound,
     EndsPublished,
@@ -148,7 +148,7 @@ def marginals_compare_config_from_dict(d: dict, where: str = "config") -> Margin
 
 
 def _partitioning(how: str, where: str) -> str:
-    known = MarginalSettings.PARTITIONINGS  # the publisher's choices
+    known = PARTITIONINGS  # the publisher's choices
     if how not in known:
         raise SpecError(
             f"{where}: marginals.partitioning must be one of {', '.join(known)}, not {how!r}"

@@ -12,7 +12,7 @@ from ..datasets.presets import resolve_input, write_generated
 from ..engines import make_engine
 from ..engines.settings import SparkSettings
 from ..model import PrivacySpec
-from ..publish.pipeline import publish
+from ..publishing.pipeline import publish
 from ..release.audit import audit_release
 from ..report import audit_table, console, profile_table, progress_step, publish_summary
 

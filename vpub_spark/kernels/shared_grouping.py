@@ -14,8 +14,9 @@ values inside a group leaves every count, and so every choice, unchanged: a row'
 posterior of one attribute is at most that value's share of its group, 1/l.
 
 The plan: combinations most constrained first (the largest frequency of any of their
-values), each to the least-filled groups (at most ceil(n/g) rows, g = n // l) that hold
-none of its values. What cannot be placed, with every group left under l rows, is
+values), each to the next groups in turn, from where the last combination stopped,
+that hold none of its values and fewer than ceil(n/g) rows (g = n // l): with one
+attribute, anatomy's round-robin deal. What cannot be placed, with every group left under l rows, is
 pooled; whole groups join the pool (those holding fewest of its over-represented values
 first) until it is l-diverse in every attribute, as the whole partition is; the pool is
 then grouped again the same way, or kept as one group when that places nothing.
@@ -138,8 +139,10 @@ def plan_slots(combos: np.ndarray, counts: np.ndarray, l: int) -> np.ndarray:
 
 
 def _place(combos: np.ndarray, counts: np.ndarray, l: int) -> np.ndarray:
-    """The greedy placement: each combination's slots to the least-filled groups (ties
-    to the lower id) holding none of its values; -1 for a slot no group can take."""
+    """The greedy placement: each combination's slots, in turn, to the next groups from
+    where the last one stopped (round the g groups) that hold none of its values and
+    fewer than ceil(n/g) rows; -1 for a slot no group can take. The scan reads windows
+    that double, so a combination costs about its count, not g."""
     n, k = int(counts.sum()), combos.shape[1]
     g = n // l
     cap = -(-n // g)
@@ -150,20 +153,37 @@ def _place(combos: np.ndarray, counts: np.ndarray, l: int) -> np.ndarray:
     fill = np.zeros(g, dtype=np.int64)
     starts = np.r_[0, np.cumsum(counts)[:-1]]
     slot_group = np.full(n, -1, dtype=np.int64)
+    cursor = 0
     for c in order:
-        free = fill < cap
-        for j in range(k):
-            free &= ~used[j][combos[c, j]]
-        idx = np.flatnonzero(free)
-        take = min(int(counts[c]), len(idx))
-        if take < len(idx):
-            idx = idx[np.argpartition(fill[idx] * g + idx, take - 1)[:take]] if take else idx[:0]
-        idx = np.sort(idx)
+        held = [used[j][combos[c, j]] for j in range(k)]
+        idx, cursor = _next_free(fill, cap, held, int(counts[c]), cursor)
         fill[idx] += 1
-        for j in range(k):
-            used[j][combos[c, j], idx] = True
-        slot_group[starts[c] : starts[c] + take] = idx
+        for row in held:
+            row[idx] = True
+        slot_group[starts[c] : starts[c] + len(idx)] = idx
     return slot_group
+
+
+def _next_free(
+    fill: np.ndarray, cap: int, held: list[np.ndarray], need: int, cursor: int
+) -> tuple[np.ndarray, int]:
+    """Up to `need` groups from `cursor` on (round the groups) with room and none of the
+    `held` values, ascending; the cursor after the last one taken."""
+    g = len(fill)
+    found, scanned, width = [], 0, max(2 * need, 64)
+    while need and scanned < g:
+        width = min(width, g - scanned)
+        window = (cursor + scanned + np.arange(width)) % g
+        free = fill[window] < cap
+        for row in held:
+            free &= ~row[window]
+        hit = window[np.flatnonzero(free)[:need]]
+        found.append(hit)
+        need -= len(hit)
+        if need == 0 and len(hit):
+            cursor = (int(hit[-1]) + 1) % g
+        scanned, width = scanned + width, width * 2
+    return (np.sort(np.concatenate(found)) if found else np.zeros(0, np.int64)), cursor
 
 
 def _joining(

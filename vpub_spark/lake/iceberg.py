@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DataError, SpecError
+from ..release.layout import part_location
 from ..release.reader import Release
 from ..storage import is_remote, join
 from .catalog import family_of
@@ -96,7 +97,7 @@ def _files(rel: Release, table: str, part: str) -> list[str]:
     """The part's Parquet files where Iceberg reads them (a path or an `s3://` URI)."""
     names = [f for f in rel.part_files(table, part) if f.endswith(".parquet")]
     if rel.remote is not None:
-        return [join(rel.remote, "tables", table, part, f) for f in names]
+        return [join(str(part_location(rel.remote, table, part)), f) for f in names]
     return [str((rel.part_dir(table, part) / f).resolve()) for f in names]
 
 

@@ -64,7 +64,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import StorageError, VpubError
-from ..release.layout import MANIFEST, REMOTE, SUCCESS
+from ..release.layout import MANIFEST, REMOTE, SUCCESS, TABLES
 from ..release.remote import LOCK, STAGING, read_marker, remote_root
 from ..storage import (
     create_once,
@@ -198,7 +198,7 @@ def record_parts(stage: Path, engine) -> None:
     if marker is None:
         return
     root = marker["root"]
-    files = [f for f in listing(root) if f.startswith("tables/") and f.endswith(".parquet")]
+    files = [f for f in listing(root) if f.startswith(f"{TABLES}/") and f.endswith(".parquet")]
     got = _in_tasks(pd.DataFrame({"file": files}), _receipts(root), RECEIPT, engine)
     marker["files"] = {
         f: {"sha256": d, "rows": int(r)}

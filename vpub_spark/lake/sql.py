@@ -19,7 +19,7 @@ import re
 
 from ..engines.base import Engine, SqlTable
 from ..errors import DataError
-from ..release.layout import COUNT, GROUP
+from ..release.layout import COUNT, GROUP, part_location
 from ..release.reader import Release
 from ..storage import join
 
@@ -63,5 +63,7 @@ def _table(rel: Release, table: str, part: str, name: str) -> SqlTable:
     """One part as an external table, or as a temporary view of a release on a store."""
     if rel.remote is None:
         return SqlTable(name, path=str(rel.part_dir(table, part).resolve()))
-    files = [join(rel.remote, "tables", table, part, f) for f in rel.part_files(table, part)]
+    files = [
+        join(str(part_location(rel.remote, table, part)), f) for f in rel.part_files(table, part)
+    ]
     return SqlTable(name, files=tuple(files))

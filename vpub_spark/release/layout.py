@@ -30,15 +30,25 @@ REMOTE = ".remote.json"
 RESERVED = (GROUP, COUNT)  # no source attribute may carry these names
 
 
+TABLES = "tables"  # the directory of a release's tables
+
+
 def table_dir(root: str | Path, table: str, part: str) -> Path:
     """`<root>/tables/<table>/<part>`: the directory of one part of one table."""
-    return Path(root) / "tables" / table / part
+    return Path(root) / TABLES / table / part
+
+
+def tables_location(root: str | Path) -> str | Path:
+    """`<root>/tables` for a root that may be a URI (`s3://...`)."""
+    if "://" in str(root):
+        return f"{str(root).rstrip('/')}/{TABLES}"
+    return Path(root) / TABLES
 
 
 def part_location(root: str | Path, table: str, part: str) -> str | Path:
-    """`table_dir` for a root that may be an `s3://` URI (where tasks write parts)."""
-    if str(root).startswith("s3://"):
-        return "/".join([str(root).rstrip("/"), "tables", table, part])
+    """`table_dir` for a root that may be a URI (`s3://...`, where tasks write parts)."""
+    if "://" in str(root):
+        return f"{tables_location(root)}/{table}/{part}"
     return table_dir(root, table, part)
 
 

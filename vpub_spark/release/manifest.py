@@ -12,7 +12,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from .. import __version__
+from ..version import __version__
 from .layout import FORMAT_VERSION, table_dir
 from .secret import SECRET, randomness_entry
 

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import DataError
-from .layout import MANIFEST, SUCCESS, table_dir
+from .layout import MANIFEST, SUCCESS, part_location, table_dir, tables_location
 
 
 def read_manifest(path: str | Path) -> dict:
@@ -62,21 +62,21 @@ class Release:
 
     def table_names(self) -> set[str]:
         """The tables present (directories under `tables/`, here or on the store)."""
-        root = self.path / "tables"
+        root = Path(tables_location(self.path))
         names = {d.name for d in root.iterdir() if d.is_dir()} if root.is_dir() else set()
         if self.remote is not None:
-            from ..storage import children, join
+            from ..storage import children
 
-            names |= set(children(join(self.remote, "tables")))
+            names |= set(children(str(tables_location(self.remote))))
         return names
 
     def part_files(self, table: str, part: str) -> list[str]:
         """The names of one part's Parquet files."""
         names = {f.name for f in self.part_dir(table, part).glob("*.parquet")}
         if self.remote is not None:
-            from ..storage import join, listing
+            from ..storage import listing
 
-            found = listing(join(self.remote, "tables", table, part))
+            found = listing(str(part_location(self.remote, table, part)))
             names |= {f for f in found if f.endswith(".parquet") and "/" not in f}
         return sorted(names)
 
@@ -90,7 +90,7 @@ class Release:
 
         cached = table_dir(self.path / CACHE, table, part) / name
         if not cached.is_file():
-            download(join(self.remote, "tables", table, part, name), cached)
+            download(join(str(part_location(self.remote, table, part)), name), cached)
         return cached if cached.is_file() else local
 
     def read(self, table: str, part: str, columns: list[str] | None = None) -> pa.Table:

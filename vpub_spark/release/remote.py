@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ..errors import DataError
 from ..storage import download_files, exists, join, listing, read_bytes, scratch_until_exit
-from .layout import MANIFEST, REMOTE, SUCCESS
+from .layout import MANIFEST, REMOTE, SUCCESS, TABLES
 
 LOCK = "_LOCK"  # a publishing run's lock, never part of a release
 STAGING = "_staging"  # an overwrite's new parts, until the commit copies them into place
@@ -49,7 +49,7 @@ def fetched_header(uri: str) -> Path:
     (`tables/`), which readers then fetch one file at a time (`Release.remote`)."""
     _committed(uri)
     local = scratch_until_exit() / "release"
-    download_files(uri, [f for f in _release_files(uri) if not f.startswith("tables/")], local)
+    download_files(uri, [f for f in _release_files(uri) if not f.startswith(f"{TABLES}/")], local)
     return local
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from ..errors import SpecError, VpubError
 
 STORE_FILE, BUCKETS, GROUPS, VERSIONS = "store.json", "buckets", "groups", "versions"
-KEYS = "keys"  # an updatable store's record identifiers, hashed (release/keys.py)
+KEYS = "keys"  # an updatable store's record identifiers, hashed (release/record_keys.py)
 SIGNATURE = f"{STORE_FILE}.sig"
 ROW, SUB, BUCKET = "row", "sub", "bucket"
 STORE_FORMAT = 2  # 2: store.json lists its files' SHA-256 and its own digest

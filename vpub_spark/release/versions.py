@@ -2,7 +2,7 @@
 
 A store built with a record identifier (`marginals.key`) is version 1: its `buckets/`
 files, and `keys/` with each tuple's keyed identifier hash (`key0`, `key1`;
-release/keys.py).
+release/record_keys.py).
 Version n > 1 is a directory `versions/<n>/`, written once, never changed:
 - `deleted.parquet`: `row`, the real tuples of version n - 1 absent from n;
 - `added.parquet`: the inserted tuples as `buckets/` holds them (`row`, keyed hash,

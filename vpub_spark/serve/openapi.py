@@ -3,7 +3,7 @@ docstrings (`starlette.schemas.SchemaGenerator`)."""
 
 from __future__ import annotations
 
-from .. import __version__
+from ..version import __version__
 
 _LABELS = {"type": "array", "items": {"type": "string"}}
 _METHOD = {

@@ -1,7 +1,7 @@
 """`vpub statdb build`: the statistical database's store (004 §5) without publishing.
 
 The first m-unique partition of the table and its bucketization U (004 Definition 11,
-Lemma 5), made exactly as the marginal publisher makes them (publish/marginals.py: the
+Lemma 5), made exactly as the marginal publisher makes them (publishing/marginals.py: the
 same QI-local chunks from one counting pass, one task per chunk on Spark, the same
 kernel) and kept in the same private store format (release/store.py: the served
 domains only, every file's SHA-256, signed with the config's `output.sign_key` if it
@@ -25,9 +25,9 @@ from ..kernels.arrays import distinct
 from ..kernels.minvariance import check_m_eligible_counts
 from ..kernels.partitioning import fingerprint
 from ..lake.commit import Steps, staged_directory
-from ..publish.marginals import MarginalsJob, plan_marginal_chunks, qi_of
-from ..publish.method import Plan, covered, sizes_of, source_entry, with_secret_seed
-from ..release.keys import check_key, keys_from_source
+from ..publishing.marginals import MarginalsJob, plan_marginal_chunks, qi_of
+from ..publishing.method import Plan, covered, sizes_of, source_entry, with_secret_seed
+from ..release.record_keys import check_key, keys_from_source
 from ..release.store import (
     BUCKET,
     STORE_FILE,
@@ -152,7 +152,7 @@ def _bucketize(
 
 
 def _keys(cfg: PublishConfig, path: str, spec, loaded: LoadedTable, store: Path, qi) -> str:
-    """The record identifiers of the store's tuples (release/keys.py); the source's
+    """The record identifiers of the store's tuples (release/record_keys.py); the source's
     fingerprint."""
     s = cfg.marginals
     assert s is not None and s.key is not None

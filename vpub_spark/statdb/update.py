@@ -31,7 +31,7 @@ from ..kernels.dynamic import republish
 from ..kernels.hashing import KEY_COLUMNS, content_hash
 from ..kernels.partitioning import partition_seed
 from ..lake.commit import Steps, exclusive, staged_directory
-from ..release.keys import (
+from ..release.record_keys import (
     changes_fingerprint,
     coded_snapshot,
     read_identifiers,
@@ -190,7 +190,7 @@ def _lookup(current: pd.DataFrame, wanted: pd.DataFrame) -> np.ndarray:
 
 def read_snapshot(meta: dict, path: str, fmt: str | None, key: str) -> pd.DataFrame:
     """The snapshot's tuples in the store's codes, with their keyed identifier hash
-    (release/keys.py), read with the store's table spec."""
+    (release/record_keys.py), read with the store's table spec."""
     spec = table_spec_from_dict(meta["source"]["table_spec"])
     served = [*meta["qi"], meta["sensitive"]]
     domains = {a: meta["domains"][a] for a in served}

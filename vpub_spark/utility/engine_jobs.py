@@ -17,6 +17,7 @@ from ..engines.base import Engine, LoadedTable, ReleaseFiles
 from ..estimate.codes import EST, Query, recoding, with_unpublished
 from ..estimate.models import AnatomyModel, ProjectionModel
 from ..release.kinds import table_kind
+from ..release.layout import TABLES, table_dir
 from ..release.reader import Release, open_release
 from ..tablespec import table_spec_from_dict
 from .evaluate import Utility
@@ -36,10 +37,11 @@ def release_files(rel: Release, loaded: LoadedTable) -> ReleaseFiles:
     return ReleaseFiles(
         path=str(rel.path),
         tables=tuple(rel.tables),
-        size=sum(f.stat().st_size for f in rel.path.glob("tables/*/*/*.parquet")),
+        size=sum(f.stat().st_size for f in rel.path.glob(f"{TABLES}/*/*/*.parquet")),
         terms=tuple((i, list(cols), sign) for i, cols, sign in terms),
         models=partial(_models, str(rel.path), labels),
         estimates=partial(_file_estimates, str(rel.path), labels) if per_file else None,
+        part_dir=partial(table_dir, str(rel.path)),
     )
 
 

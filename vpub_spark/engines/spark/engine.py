@@ -307,7 +307,7 @@ class SparkEngine:
                 str(directory)
             )
 
-    # --- publishing (publish/ jobs do the per-partition work) --------------
+    # --- publishing (publishing/ jobs do the per-partition work) --------------
     def persist(self, loaded: LoadedTable) -> LoadedTable:
         """Keep the encoded codes (int32, compact) for the passes of one release, so the
         source is read and encoded once more, not once per pass."""
@@ -397,7 +397,7 @@ class SparkEngine:
     def run_partitions(self, loaded: LoadedTable, plan, job):
         """One shuffle: tag rows with their partition's key, `repartition(P, key)`, and run
         `job.run` per partition with applyInPandas; returns the summary rows (the job
-        says how rows map to shards and what a partition does: publish/)."""
+        says how rows map to shards and what a partition does: publishing/)."""
         import numpy as np
         import pyarrow as pa
         from pyspark import TaskContext

@@ -138,7 +138,9 @@ def exact_plan(cfg, engine, loaded, sa: list[str]) -> Plan:
     )
     combos = engine.combination_counts(loaded, sa)
     codes = combos[sa].to_numpy()
-    solution = multi_sa_groups(codes, combos["count"].to_numpy(), cfg.l, s.solver, s.time_limit_s)
+    solution = multi_sa_groups(
+        codes, combos["count"].to_numpy(), cfg.diversity, s.solver, s.time_limit_s
+    )
     solves = [
         {"status": x.status, "seconds": round(x.seconds, 3), "selected": int(x.selected.sum())}
         for x in solution.solves
@@ -153,7 +155,9 @@ def partitioned_plan(cfg, engine, loaded, qi: list[str], sa: list[str]) -> Plan:
     sharding = QiShards(order, tuple(sizes[a] for a in order))
     counts = combine_counts(engine.shard_counts(loaded, sa, sharding), sa, sizes)
     return Plan(
-        counts, plan_chunks(counts, cfg.l, cfg.multi_sa.chunk_rows), Solved(sharding, None, [])
+        counts,
+        plan_chunks(counts, cfg.diversity, cfg.multi_sa.chunk_rows),
+        Solved(sharding, None, []),
     )
 
 
@@ -208,7 +212,7 @@ class MultiSaMethod(RuleBased):
             table.name,
             tuple(qi),
             tuple(sa),
-            cfg.l,
+            cfg.diversity,
             cfg.secret_seed,
             cfg.multi_sa,
             first,

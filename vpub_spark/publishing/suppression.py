@@ -38,7 +38,7 @@ def apply_budget(
         if rule.rhs in seen:
             continue
         seen.add(rule.rhs)
-        drop = fewest_to_suppress(loaded.counts[rule.rhs], int(cfg.l))
+        drop = fewest_to_suppress(loaded.counts[rule.rhs], int(cfg.diversity))
         if drop.sum():
             loaded = engine.suppress(loaded, rule.rhs, drop, cfg.secret_seed)
         per_rule[str(rule)] = int(drop.sum())

@@ -2,7 +2,7 @@
 "The publishing pipeline and its registries"; the format: docs/reference/release-format.md).
 
 `publish` is the one library call behind `vpub publish` and `jobs/publish.py`:
-1. resolve the method (publish/registry.py), the input and the target; take the
+1. resolve the method (publishing/registry.py), the input and the target; take the
    target's lock (and the private store's), refuse a committed release (unless
    `overwrite`) or an unwritable output before any work;
 2. read and encode the input (engine), kept for the passes of this release;
@@ -60,7 +60,8 @@ def publish(cfg: PublishConfig, engine: Engine, observer: Observer | None = None
     path, spec = input_table(cfg.input_path, cfg.table, engine.reads_object_stores)
     cfg = replace(
         with_secret_seed(cfg),
-        release_id=cfg.release_id or f"{spec.name}-{cfg.method}-{cfg.privacy.letter}{cfg.l}",
+        release_id=cfg.release_id
+        or f"{spec.name}-{cfg.method}-{cfg.privacy.letter}{cfg.diversity}",
         family=cfg.family or f"{spec.name}-{cfg.method}",
     )
     target = release_target(cfg.output_path, str(cfg.release_id))

@@ -30,6 +30,7 @@ import pandas as pd
 from ..config import ANONYMIZERS, PublishConfig
 from ..encoding import Dictionary, write_decoded
 from ..engines.base import Engine, LoadedTable
+from ..errors import PrivacyError
 from ..gnf import check_gnf
 from ..kernels.anatomy import GROUP, anatomize, grouped_tables
 from ..kernels.partitioning import (
@@ -216,14 +217,28 @@ class AnatomyMethod(RuleBased):
         sharding = ContentShards(cfg.secret_seed, hashed_columns(design, loaded), occurrence=True)
         shards = engine.shard_counts(loaded, sensitive, sharding)
         counts = combine_counts(shards, sensitive, sizes_of(loaded))
-        return Plan(counts, plan_partitions(counts, cfg.l, cfg.partitions))
+        return Plan(counts, plan_partitions(counts, cfg.diversity, cfg.partitions))
 
     def design(self, cfg: PublishConfig, engine: Engine, loaded: LoadedTable) -> Design:
-        """000's design; with `anonymizer: rda | gda` its sub-tables are generalized."""
+        """000's design; with `anonymizer: rda | gda` its sub-tables are generalized, and
+        a design of two or more generalized tables is refused (their groupings would
+        combine; anatomy's tables share one grouping instead).
+
+        Raises:
+            PrivacyError: `rda | gda` with two or more tables that enforce rules.
+        """
         d = rule_design(cfg, engine, loaded)
         if cfg.anonymizer == "anatomy":
             return d
         tables = tuple(replace(t, generalized=True) if t.kind == "anatomy" else t for t in d.tables)
+        generalized = [t.name for t in tables if t.generalized]
+        if len(generalized) > 1:
+            raise PrivacyError(
+                f"anonymizer {cfg.anonymizer}: the rules give {len(generalized)} generalized tables "
+                f"({', '.join(generalized)}) over the same people, each grouped on its own, and a "
+                "reader who knows how their sensitive attributes go together can combine them; "
+                "use anonymizer: anatomy (its tables share one grouping) or rules of one table"
+            )
         gnf = check_gnf(Schema(tables), d.rules)
         verdicts = {"ok": gnf.ok, "verdicts": [v.as_dict() for v in gnf.verdicts]}
         return replace(d, tables=tables, gnf=verdicts)
@@ -235,7 +250,7 @@ class AnatomyMethod(RuleBased):
         return AnatomyJob(
             str(stage),
             design.tables,
-            cfg.l,
+            cfg.diversity,
             cfg.secret_seed,
             first,
             dict(loaded.dictionaries),

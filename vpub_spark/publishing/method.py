@@ -12,7 +12,7 @@ A method is a small object with
   summary)`: the manifest's tables and the method's `method_cost`;
 - `store(cfg)` and `record(...)`: the private store staged beside the release, if the
   method keeps one (marginals).
-`publish/registry.py` maps method names to methods; `publish/pipeline.py` runs them.
+`publishing/registry.py` maps method names to methods; `publishing/pipeline.py` runs them.
 """
 
 from __future__ import annotations
@@ -190,12 +190,12 @@ def choose_rules(cfg: PublishConfig, loaded: LoadedTable) -> tuple[tuple[Rule, .
     their RHS among the eligible attributes."""
     names, frequencies = loaded.names, loaded.frequencies()
     if isinstance(cfg.rules, RandomRules):
-        eligible = [a for a in names if ineligibility(a, *frequencies[a], cfg.l) is None]
+        eligible = [a for a in names if ineligibility(a, *frequencies[a], cfg.diversity) is None]
         rules = random_rules(names, cfg.rules.c, cfg.rules.lhs, cfg.rules.seed, eligible)
     else:
         rules = parse_rules(list(cfg.rules), names)
     red = reduce_rules(rules)
-    check_eligibility(red.kept, frequencies, cfg.l)
+    check_eligibility(red.kept, frequencies, cfg.diversity)
     dropped = [{"rule": d.as_dict(), "implied_by": by.as_dict()} for d, by in red.dropped]
     return red.kept, dropped
 
@@ -237,7 +237,7 @@ def rule_design(cfg: PublishConfig, engine: Engine, loaded: LoadedTable) -> Desi
             return in_order  # reads no data (decompose/gd.py)
         frame = engine.rows_sample(loaded, cfg.gd_sample_rows, cfg.secret_seed)
         scored_on.append(len(frame))
-        return kl_scorer(frame, sizes_of(loaded), cfg.l, cfg.secret_seed)
+        return kl_scorer(frame, sizes_of(loaded), cfg.diversity, cfg.secret_seed)
 
     schema, gd_cost = design(
         cfg.method, loaded.names, rules, cfg.secret_seed, scorer, cfg.gd_budget_s

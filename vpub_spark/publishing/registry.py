@@ -1,7 +1,7 @@
 """The registry of publishing methods: a method name -> its strategy
 (docs/explanation/architecture.md, "The publishing pipeline and its registries").
 
-Adding a method is one strategy module (the protocol in `publish/method.py`) plus one
+Adding a method is one strategy module (the protocol in `publishing/method.py`) plus one
 line here; the pipeline never asks which method it runs.
 """
 
