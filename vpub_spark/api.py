@@ -154,7 +154,10 @@ def publish(
 
     cfg = _config(source, rules, privacy, method, output, table)
     cfg = with_overrides(cfg, release_id=release_id, engine=engine, seed=seed, overwrite=overwrite)
-    chosen, _ = engine_for(cfg.engine, SparkSettings.load(cfg.spark), cfg.input_path, cfg.workers)
+    from .storage import is_remote, local_input
+
+    where = str(local_input(cfg.input_path)) if is_remote(cfg.input_path) else cfg.input_path
+    chosen, _ = engine_for(cfg.engine, SparkSettings.load(cfg.spark), where, cfg.workers)
     result = run(replace(cfg, engine=chosen.name), chosen)
     return Release(str(result.path), result.manifest, dict(result.timings))
 

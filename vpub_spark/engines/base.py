@@ -131,10 +131,30 @@ class Engine(Protocol):
         """Start the engine's runtime (a Spark session); its start-up time in seconds."""
         ...
 
-    def load(self, path: str, spec: TableSpec, fmt: str | None = None) -> LoadedTable: ...
+    def load(self, path: str, spec: TableSpec, fmt: str | None = None) -> LoadedTable:
+        """Read and encode a source where the engine keeps rows.
+
+        Args:
+            path: a CSV or Parquet file or directory (or an object-store URI where
+                `reads_object_stores`).
+            spec: the table spec: attributes, bins, the missing-value policy.
+            fmt: `csv` or `parquet`; None: from the files.
+
+        Returns:
+            The loaded table: its dictionaries, counts and row count here, its rows
+            where the engine keeps them.
+
+        Raises:
+            DataError: the data do not fit the spec (missing values under `reject`, a
+                value outside the bins, no rows).
+        """
+        ...
 
     # data sets
-    def sample(self, loaded: LoadedTable, n: int, seed: int) -> LoadedTable: ...
+    def sample(self, loaded: LoadedTable, n: int, seed: int) -> LoadedTable:
+        """`n` rows drawn without replacement by `seed`, as a loaded table of their own
+        (the same dictionaries)."""
+        ...
 
     def suppress(
         self, loaded: LoadedTable, attribute: str, drop: np.ndarray, seed: int
@@ -143,7 +163,9 @@ class Engine(Protocol):
         smallest content keys (kernels/suppression.py), the same rows on both engines."""
         ...
 
-    def write_decoded(self, loaded: LoadedTable, directory: Path) -> None: ...
+    def write_decoded(self, loaded: LoadedTable, directory: Path) -> None:
+        """The rows decoded to their labels, as Parquet files under `directory`."""
+        ...
 
     def write_blocks(
         self,
@@ -161,25 +183,65 @@ class Engine(Protocol):
         ...
 
     # publishing
-    def persist(self, loaded: LoadedTable) -> LoadedTable: ...
+    def persist(self, loaded: LoadedTable) -> LoadedTable:
+        """The table kept where it is read fastest for the passes a publish makes (Spark:
+        cached); the same table in process."""
+        ...
 
-    def unpersist(self, loaded: LoadedTable) -> None: ...
+    def unpersist(self, loaded: LoadedTable) -> None:
+        """Release what `persist` kept."""
+        ...
 
-    def rows_sample(self, loaded: LoadedTable, n: int, seed: int) -> pd.DataFrame: ...
+    def rows_sample(self, loaded: LoadedTable, n: int, seed: int) -> pd.DataFrame:
+        """At most `n` rows drawn by `seed`, here, as codes (GD's scorer under
+        `gd.score: kl-unsafe`: never the whole table)."""
+        ...
 
     def shard_counts(
         self, loaded: LoadedTable, sensitive: Sequence[str], sharding: Sharding
-    ) -> pd.DataFrame: ...
+    ) -> pd.DataFrame:
+        """The plan's one pass: per shard, its rows and each sensitive attribute's value
+        counts.
 
-    def combination_counts(self, loaded: LoadedTable, columns: Sequence[str]) -> pd.DataFrame: ...
+        Args:
+            loaded: the source.
+            sensitive: the attributes whose values are counted.
+            sharding: how a row maps to its shard (a keyed hash of its content).
+
+        Returns:
+            Partial counts (`attr`, `shard`, `value`, `count`; the rows of a shard under
+            `attr` ROWS), summed by `kernels/partitioning.combine_counts`.
+        """
+        ...
+
+    def combination_counts(self, loaded: LoadedTable, columns: Sequence[str]) -> pd.DataFrame:
+        """The count of each combination of codes of `columns` present (`count`)."""
+        ...
 
     def run_partitions(
         self, loaded: LoadedTable, plan: PartitionPlan, job: PartitionJob
-    ) -> pd.DataFrame: ...
+    ) -> pd.DataFrame:
+        """Run `job` on every partition of `plan`: each row goes to the partition of its
+        shard (`job.shards`), each partition's rows to one task, which calls `job.run`
+        (kernels, then writing its part files; the kernels put the rows in a canonical
+        order, so a retried task writes the same bytes).
+
+        Args:
+            loaded: the source.
+            plan: the partitions (shard -> partition, their first group ids).
+            job: the work of one partition (small and picklable).
+
+        Returns:
+            The summary rows every `job.run` returned (`job.summary_schema`).
+        """
+        ...
 
     def write_projection(
         self, loaded: LoadedTable, attributes: Sequence[str], directory: str | Path
-    ) -> None: ...
+    ) -> None:
+        """The aggregated projection on `attributes` (each combination of labels and its
+        `count`) as Parquet files under `directory`."""
+        ...
 
     # measuring
     def class_summary(self, loaded: LoadedTable, job: ClassJob) -> ClassSummary:
