@@ -13,7 +13,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from .config import PublishConfig, config_from_dict, load_config, with_overrides
+from .config import (
+    PublishConfig,
+    config_from_dict,
+    load_config,
+    privacy_section,
+    rules_section,
+    with_overrides,
+)
 from .errors import SpecError
 from .release.checks import AuditReport
 
@@ -109,7 +116,9 @@ def open_release(path: str | Path) -> Release:
     from .release.reader import open_release as open_files
 
     files = open_files(path)
-    return Release(str(path), files.manifest, {})
+    release = Release(str(path), files.manifest)
+    release.__dict__["_files"] = files  # the reader just opened, kept (`_files` is cached)
+    return release
 
 
 def publish(
@@ -153,10 +162,10 @@ def publish(
     from .publishing.pipeline import publish as run
 
     cfg = _config(source, rules, privacy, method, output, table)
-    cfg = with_overrides(cfg, release_id=release_id, engine=engine, seed=seed, overwrite=overwrite)
-    from .storage import is_remote, local_input
+    from .storage import local_path
 
-    where = str(local_input(cfg.input_path)) if is_remote(cfg.input_path) else cfg.input_path
+    cfg = with_overrides(cfg, release_id=release_id, engine=engine, seed=seed, overwrite=overwrite)
+    where = local_path(cfg.input_path)
     chosen, _ = engine_for(cfg.engine, SparkSettings.load(cfg.spark), where, cfg.workers)
     result = run(replace(cfg, engine=chosen.name), chosen)
     return Release(str(result.path), result.manifest, dict(result.timings))
@@ -176,15 +185,11 @@ def _config(source, rules, privacy, method, output, table) -> PublishConfig:
             d["input"]["table"] = table
         d |= {"rules": rules} if rules is not None else {}
         return _config(d, None, privacy, method, output, None)
-    if isinstance(privacy, int):
-        privacy = {"l": privacy}
     if privacy is not None:
-        cfg = replace(
-            cfg,
-            privacy=config_from_dict({"input": {"path": "."}, "privacy": dict(privacy)}).privacy,
-        )
+        section = {"l": privacy} if isinstance(privacy, int) else dict(privacy)
+        cfg = replace(cfg, privacy=privacy_section(section))
     if rules is not None:
-        cfg = replace(cfg, rules=config_from_dict({"input": {"path": "."}, "rules": rules}).rules)
+        cfg = replace(cfg, rules=rules_section(rules))
     return with_overrides(
         cfg,
         method=method,

@@ -275,7 +275,8 @@ def _keys_in(section: str) -> list[str]:
     return [k.split(".")[1] for k in yaml_keys(PublishConfig) if k.startswith(f"{section}.")]
 
 
-def _privacy(d: dict) -> PrivacySpec:
+def privacy_section(d: dict) -> PrivacySpec:
+    """`privacy:` of a config, checked (the `PrivacySpec` it describes)."""
     refuse_unknown(d, yaml_keys(PrivacySpec), "config: privacy")
     also = d.get("also") or {}
     if not isinstance(also, dict):
@@ -291,7 +292,8 @@ def _privacy(d: dict) -> PrivacySpec:
     )
 
 
-def _rules(v: Any) -> tuple[Any, ...] | RandomRules:
+def rules_section(v: Any) -> tuple[Any, ...] | RandomRules:
+    """`rules:` of a config: the list of rules as written, or `RandomRules`."""
     if isinstance(v, dict):
         if set(v) != {"random"} or not isinstance(v["random"], dict):
             raise SpecError("config: rules must be a list or {random: {c: 5, lhs: 3, seed: 1}}")
@@ -331,8 +333,8 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
             input_path=str(inp["path"]),
             table=None if inp.get("table") is None else str(inp["table"]),
             input_format=inp.get("format"),
-            privacy=_privacy(_section(d, "privacy")),
-            rules=() if d.get("rules") is None else _rules(d.get("rules")),
+            privacy=privacy_section(_section(d, "privacy")),
+            rules=() if d.get("rules") is None else rules_section(d.get("rules")),
             method=str(d.get("method", "uad")),
             output_path=str(out.get("path", "releases")),
             release_id=None if out.get("release_id") is None else str(out["release_id"]),

@@ -18,6 +18,7 @@ from .errors import SpecError
 from .options import option
 
 UNSAFE_ASSIGN = "local-unsafe"  # marginals.assign's QI-local dealing: the name says its cost
+SHARED_GROUPING = "shared"  # a table entry's `grouping`: its groups are every such table's
 UNSAFE_GD_SCORE = "kl-unsafe"  # gd.score's KL on the data: the schema picked tells of it
 
 
@@ -42,10 +43,11 @@ def unsafe_option(manifest: Mapping[str, Any]) -> str | None:
 def joined_sensitive_tables(manifest: Mapping[str, Any]) -> list[str]:
     """The tables of a release that publish groups of different sensitive attributes
     over the same people, each table grouped on its own: anatomy tables of a release
-    made before they shared one grouping (their entries carry no `grouping: shared`;
-    a design of several generalized tables is refused now). An adversary who knows how those attributes go together can
-    combine such groupings: the posterior guarantee holds for each table alone
-    (docs/explanation/threat-model.md). Empty when at most one attribute is left.
+    made before they shared one grouping (their entries carry no `grouping: shared`; a
+    design of several generalized tables is refused now). An adversary who knows how
+    those attributes go together can combine such groupings: the posterior guarantee
+    holds for each table alone (docs/explanation/threat-model.md). Empty when at most
+    one attribute is left.
 
     Args:
         manifest: the release's manifest.
@@ -54,7 +56,7 @@ def joined_sensitive_tables(manifest: Mapping[str, Any]) -> list[str]:
         Their names, or an empty list.
     """
     tables = [t for t in manifest.get("tables") or [] if isinstance(t.get("sensitive"), str)]
-    apart = [t for t in tables if t.get("grouping") != "shared"]
+    apart = [t for t in tables if t.get("grouping") != SHARED_GROUPING]
     if not apart or len({t["sensitive"] for t in tables}) < 2:
         return []
     return [str(t["name"]) for t in tables]

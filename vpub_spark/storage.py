@@ -266,6 +266,12 @@ def download(uri: str, local: Path) -> None:
         local.write_bytes(read_bytes(uri))
 
 
+def local_path(path: str) -> str:
+    """`path` where this process can read it: a local copy of an object-store input
+    (`local_input`, made once per process), a local path as it is."""
+    return str(local_input(path)) if is_remote(path) else path
+
+
 def local_input(uri: str) -> Path:
     """A local copy of an input table (a file or a directory of files) at `uri`."""
     if uri not in _COPIES:

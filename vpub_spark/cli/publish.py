@@ -18,6 +18,7 @@ from ..release.audit import audit_release
 from ..release.private_audit import audit_store
 from ..release.signing import generate_keys
 from ..report import audit_table, console, progress_step, publish_summary
+from ..storage import local_path
 from .common import (
     engine_of,
     engine_options,
@@ -26,14 +27,6 @@ from .common import (
     warn_explicit_seed,
     whole_number,
 )
-
-
-def _local(path: str) -> str:
-    """An input on an object store is downloaded first (once per process), so the engine
-    choice sees its size."""
-    from ..storage import is_remote, local_input
-
-    return str(local_input(path)) if is_remote(path) else path
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
@@ -58,7 +51,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     )
     warn_explicit_seed(cfg.seed)
     engine, why = engine_for(
-        cfg.engine, SparkSettings.load(cfg.spark), _local(cfg.input_path), cfg.workers
+        cfg.engine, SparkSettings.load(cfg.spark), local_path(cfg.input_path), cfg.workers
     )
     cfg = replace(cfg, engine=engine.name)
     letter = "m" if cfg.privacy.model == "m-invariance" else "l"

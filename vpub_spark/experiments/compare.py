@@ -37,9 +37,8 @@ from ..errors import SpecError
 from ..estimate.models import EstimateModel, anonymized_model
 from ..estimate.multi_sa import multi_sa_model
 from ..kernels.bip import multi_sa_chunk
-from ..kernels.shared_grouping import partition_grouping
 from ..model import Schema
-from ..publishing.anatomy import sharing_tables
+from ..publishing.anatomy import schema_grouping, sharing_tables
 from ..rules import ineligibility, random_rules
 from ..utility.kl import kl_divergence
 from ..utility.queries import relative_errors, workload
@@ -120,10 +119,7 @@ def _anonymized_all(frame, schema, l: int, seed: int, sizes, cfg: CompareConfig)
     """Every table's model, anonymized in memory as the release does it (one
     partition): two or more anatomy tables publish one grouping."""
     shared = sharing_tables(schema.tables)
-    group = None
-    if shared:
-        named = [t.sensitive for t in schema.tables if t.name in shared]
-        group = partition_grouping(frame, list(dict.fromkeys(named)), l, seed)
+    group = schema_grouping(schema.tables, frame, l, seed)
     return [
         _anonymized(frame, t, l, seed, sizes, cfg, group if t.name in shared else None)
         for t in schema.tables

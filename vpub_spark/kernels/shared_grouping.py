@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .anatomy import anatomy_groups
-from .arrays import dense_ids, lex_order, run_starts, stable_order
+from .arrays import dense_ids, lex_order, stable_order
 
 
 def partition_grouping(
@@ -99,9 +99,8 @@ def _combinations(values: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray,
     cols = [np.asarray(v, dtype=np.int64) for v in values]
     order = lex_order(cols)
     sorted_cols = np.stack([c[order] for c in cols], axis=1)
-    new = np.zeros(len(order), dtype=bool)
-    new[run_starts(sorted_cols[:, 0])] = True
-    new[1:] |= (sorted_cols[1:] != sorted_cols[:-1]).any(axis=1)
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = (sorted_cols[1:] != sorted_cols[:-1]).any(axis=1)
     starts = np.flatnonzero(new)
     inverse = np.empty(len(order), dtype=np.int64)
     inverse[order] = np.cumsum(new) - 1
@@ -197,17 +196,14 @@ def _joining(
     size = int(pooled.sum())
     count = [np.bincount(v[pooled], minlength=int(v.max()) + 1) for v in values]
     over = [np.flatnonzero(c * l > size) for c in count]
-    members = ~pooled
-    groups = np.unique(slot_group[members])
-    slots = np.flatnonzero(members)
+    slots = np.flatnonzero(~pooled)
+    groups, index = dense_ids(slot_group[slots])
     held = np.zeros(len(groups), dtype=np.int64)
     for v, bad in zip(values, over, strict=True):
-        held += np.bincount(
-            np.searchsorted(groups, slot_group[slots]), np.isin(v[slots], bad), len(groups)
-        ).astype(np.int64)
-    fill = np.bincount(np.searchsorted(groups, slot_group[slots]), minlength=len(groups))
+        held += np.bincount(index, np.isin(v[slots], bad), len(groups)).astype(np.int64)
+    fill = np.bincount(index, minlength=len(groups))
     joined: list[int] = []
-    by_group = slots[np.argsort(slot_group[slots], kind="stable")]
+    by_group = slots[np.argsort(index, kind="stable")]
     bounds = np.r_[0, np.cumsum(fill)]
     for i in np.lexsort((groups, -fill, held)):
         if all((c * l <= size).all() for c in count):

@@ -24,9 +24,18 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import storage as s3
 from ..errors import DataError
 from ..release.layout import MANIFEST, SUCCESS
+from ..storage import (
+    children,
+    delete,
+    delete_all,
+    is_remote,
+    join,
+    read_bytes,
+    write_bytes,
+)
+from ..storage import exists as object_exists
 
 LATEST = "_latest"
 
@@ -39,28 +48,28 @@ class Root:
 
     @property
     def remote(self) -> bool:
-        return s3.is_remote(self.where)
+        return is_remote(self.where)
 
     def uri(self, *parts: str) -> str:
-        return s3.join(self.where, *parts) if self.remote else str(Path(self.where, *parts))
+        return join(self.where, *parts) if self.remote else str(Path(self.where, *parts))
 
     def names(self) -> list[str]:
         if self.remote:
-            return s3.children(self.where)
+            return children(self.where)
         p = Path(self.where)
         return sorted(c.name for c in p.iterdir()) if p.is_dir() else []
 
     def exists(self, *parts: str) -> bool:
-        return s3.exists(self.uri(*parts)) if self.remote else Path(self.uri(*parts)).exists()
+        return object_exists(self.uri(*parts)) if self.remote else Path(self.uri(*parts)).exists()
 
     def read(self, *parts: str) -> str:
         if self.remote:
-            return s3.read_bytes(self.uri(*parts)).decode()
+            return read_bytes(self.uri(*parts)).decode()
         return Path(self.uri(*parts)).read_text()
 
     def write_atomically(self, text: str, *parts: str) -> None:
         if self.remote:
-            s3.write_bytes(self.uri(*parts), text.encode())
+            write_bytes(self.uri(*parts), text.encode())
             return
         target = Path(self.uri(*parts))
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -70,8 +79,8 @@ class Root:
 
     def remove_release(self, release_id: str) -> None:
         if self.remote:
-            s3.delete(self.uri(release_id, SUCCESS))
-            s3.delete_all(self.uri(release_id))
+            delete(self.uri(release_id, SUCCESS))
+            delete_all(self.uri(release_id))
             return
         (Path(self.where) / release_id / SUCCESS).unlink()
         shutil.rmtree(Path(self.where) / release_id)

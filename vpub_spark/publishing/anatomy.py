@@ -12,8 +12,9 @@ partitions are all l-eligible for every sensitive attribute (kernels/partitionin
 which rows share a partition never depends on a sensitive value).
 Job: per partition, every anatomy table is built by the kernel seeded by (release
 seed, table, partition), or, where the schema has two or more anatomy tables, from one
-grouping of the partition that all of them publish (kernels/shared_grouping.py), decoded and written as `tables/<t>/{qit,st}/part-<p>.parquet`
-(temporary name then rename, so a retried or speculative task rewrites the same bytes);
+grouping of the partition that all of them publish (kernels/shared_grouping.py);
+decoded and written as `tables/<t>/{qit,st}/part-<p>.parquet` (temporary name then
+rename, so a retried or speculative task rewrites the same bytes);
 group ids run on across partitions (offsets from the plan). Tables enforcing no rule
 are aggregated projections, written by the pipeline.
 """
@@ -41,10 +42,10 @@ from ..kernels.partitioning import (
 )
 from ..kernels.shared_grouping import partition_grouping
 from ..kernels.streamliner import streamline
-from ..model import PublishedTable, Schema
+from ..model import SHARED_GROUPING, PublishedTable, Schema
 from ..release.kinds import table_kind
 from ..release.layout import part_file, part_location
-from ..release.manifest import SHARED_GROUPING, table_entry
+from ..release.manifest import table_entry
 from .marginals import canonical, write_generalized
 from .method import Design, Plan, RuleBased, rule_design, sizes_of, summary_frame, summary_schema
 
@@ -118,16 +119,13 @@ class AnatomyJob:
         return int(st[GROUP].nunique()) if shared is not None else len(frame) // self.l
 
     def shared_grouping(self, frame: pd.DataFrame, part: int) -> np.ndarray | None:
-        """One grouping of the partition for every anatomy table, diverse in each of
-        their sensitive attributes (kernels/shared_grouping.py), seeded as the first
-        such table; None for a release of at most one anatomy table."""
+        """One grouping of the partition for every anatomy table (`schema_grouping`),
+        seeded as the first such table; None for a release of at most one."""
         names = sharing_tables(self.tables)
-        tables = [i for i, t in enumerate(self.tables) if t.name in names]
-        if not tables or len(frame) == 0:
+        if not names or len(frame) == 0:
             return None
-        seed = partition_seed(self.seed, tables[0], part)
-        sensitive = list(dict.fromkeys(str(self.tables[i].sensitive) for i in tables))
-        return partition_grouping(frame, sensitive, self.l, seed)
+        first = next(i for i, t in enumerate(self.tables) if t.name in names)
+        return schema_grouping(self.tables, frame, self.l, partition_seed(self.seed, first, part))
 
     def generalize(self, frame: pd.DataFrame, t: PublishedTable, seed: int, part: int) -> int:
         """003's RDA or GDA on one table of one partition, written as a generalized part."""
@@ -155,6 +153,27 @@ def sharing_tables(tables) -> list[str]:
     of them when there are two or more, else none."""
     names = [t.name for t in tables if t.sensitive is not None and not t.generalized]
     return names if len(names) > 1 else []
+
+
+def schema_grouping(tables, frame: pd.DataFrame, l: int, seed: int) -> np.ndarray | None:
+    """The one grouping every anatomy table of `tables` publishes on the rows of `frame`
+    (one partition), diverse in each of their sensitive attributes
+    (kernels/shared_grouping.py); None when `sharing_tables` names none.
+
+    Args:
+        tables: the schema's tables.
+        frame: the partition's encoded rows.
+        l: the diversity.
+        seed: the seed of the dealing.
+
+    Returns:
+        Each row's group, from 0, or None.
+    """
+    names = sharing_tables(tables)
+    if not names:
+        return None
+    sensitive = dict.fromkeys(str(t.sensitive) for t in tables if t.name in names)
+    return partition_grouping(frame, list(sensitive), l, seed)
 
 
 def hashed_columns(design: Design, loaded: LoadedTable) -> tuple[str, ...]:

@@ -30,7 +30,7 @@ from ..engines.base import Engine
 from ..engines.inprocess import InProcessEngine
 from ..errors import VpubError
 from ..gnf import check_gnf
-from ..model import PublishedTable, Schema
+from ..model import SHARED_GROUPING, PublishedTable, Schema
 from ..rules import parse_rules
 from .checks import AuditReport, Checker
 from .distributed import (
@@ -45,7 +45,6 @@ from .distributed import (
 from .invariance import invariance_checks
 from .kinds import table_kind
 from .layout import FORMAT_VERSION, GROUP, MANIFEST, PRIVATE
-from .manifest import SHARED_GROUPING
 from .reader import Release, open_release
 from .secret import keyed, proves, read_secret
 from .signing import SIGNATURE, verify

@@ -100,9 +100,6 @@ def _sha256(path: Path) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-SHARED_GROUPING = "shared"  # a table entry's `grouping`: its groups are every such table's
-
-
 def table_entry(
     stage: Path,
     *,

@@ -38,7 +38,7 @@ def main() -> None:
     import pyspark.worker  # noqa: F401
     from pyspark.daemon import manager
 
-    from ... import encoding  # noqa: F401
+    from ...encoding import Dictionary  # noqa: F401
     from ...kernels import partitioning  # noqa: F401
 
     manager()
