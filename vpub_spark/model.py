@@ -8,7 +8,6 @@ values to coarser labels before encoding: numeric bins are closed intervals
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from typing import Any, Literal
 
 from .errors import SpecError
 from .options import option
+from .privacy import thresholds
 
 UNSAFE_ASSIGN = "local-unsafe"  # marginals.assign's QI-local dealing: the name says its cost
 SHARED_GROUPING = "shared"  # a table entry's `grouping`: its groups are every such table's
@@ -228,21 +228,12 @@ class Rule:
         return {"lhs": sorted(self.lhs), "rhs": self.rhs}
 
 
-ALSO = {
-    "entropy_l": "entropy l-diversity",
-    "recursive_c": "recursive (c, l)-diversity",
-    "k": "k-anonymity",
-    "t": "t-closeness",
-}
-
-
 @dataclass(frozen=True)
 class PrivacySpec:
     """The privacy model: l-diversity in 000's sense (no sensitive value above 1/l of
-    its group) or m-invariance (002), and `also`, further models every group must meet:
-    `entropy_l` (exp of the group's sensitive entropy >= it), `recursive_c`
-    (recursive (c, l)-diversity, r_1 < c (r_l + ... + r_m)), `k` (groups of at least k
-    rows) and `t` (t-closeness). Which method enforces which: publishing/registry.py."""
+    its group) or m-invariance (002), and `also`, further criteria every group must
+    meet (`privacy.CRITERIA`: k, distinct_l, entropy_l, recursive_c, t). Which method
+    enforces which: publishing/registry.check_models."""
 
     model: Literal["l-diversity", "m-invariance"] = option(
         "l-diversity",
@@ -253,8 +244,8 @@ class PrivacySpec:
     m: int | None = option(None, doc="m >= 2, for `m-invariance`")
     also: tuple[tuple[str, float], ...] = option(
         (),
-        doc="further models every group must meet, e.g. `{entropy_l: 3, recursive_c: 2, k: 5, "
-        "t: 0.3}`; refused when the method cannot guarantee them "
+        doc="further criteria every group must meet, e.g. `{distinct_l: 3, entropy_l: 3, "
+        "recursive_c: 2, k: 5, t: 0.3}`; refused when the method cannot guarantee them "
         "([privacy models](../explanation/privacy-models.md))",
         shown="`{}`",
     )
@@ -277,19 +268,7 @@ class PrivacySpec:
             raise SpecError(
                 f"privacy.suppression must be a share of the rows in [0, 1), not {self.suppression!r}"
             )
-        for key, value in self.also:
-            if key not in ALSO:
-                raise SpecError(f"privacy.also: unknown model {key!r}; known: {', '.join(ALSO)}")
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int | float)
-                or not math.isfinite(value)
-                or value <= 0
-                or (key == "t" and value > 1)
-            ):
-                raise SpecError(
-                    f"privacy.also.{key} must be a positive number{' at most 1' if key == 't' else ''}, not {value!r}"
-                )
+        thresholds(self.also, "privacy.also")
 
     @property
     def parameter(self) -> int:

@@ -24,6 +24,7 @@ ORDER = [
     "version",  # the package's version string
     "errors",  # exceptions with exit codes
     "options",  # config options declared once (`option`) and read by their declaration
+    "privacy",  # the privacy criteria besides l-diversity: validation, measures, refusals
     "model",  # frozen value types: attributes, rules, privacy, tables
     "tablespec",  # table specs from YAML
     "rules",  # privacy rules: parsing, reduction, eligibility

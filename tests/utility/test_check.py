@@ -93,13 +93,13 @@ def table(tmp_path_factory):
 
 def test_spark_equals_in_process(table, spark_engine):
     path, _ = table
-    model = Model(k=5, l=3, entropy_l=2.0, c=3.0, t=0.3)
+    model = Model.of(k=5, l=3, entropy_l=2.0, c=3.0, t=0.3)
     here = check_table(InProcessEngine(), str(path), ["zip", "sex"], "disease", model)
     there = check_table(spark_engine, str(path), ["zip", "sex"], "disease", model)
     assert there.measured == pytest.approx(here.measured) and there.checks == here.checks
     assert (there.rows, there.classes) == (here.rows, here.classes) == (3000, 60)
     ordered = [
-        check_table(e, str(path), ["zip", "sex"], "age", Model(t=0.2), ordered=True)
+        check_table(e, str(path), ["zip", "sex"], "age", Model.of(t=0.2), ordered=True)
         for e in (InProcessEngine(), spark_engine)
     ]
     assert ordered[0].measured == pytest.approx(ordered[1].measured)
@@ -179,7 +179,7 @@ def test_ordered_t_follows_the_declared_bins(binned, spark_engine):
     """The ordered EMD over bin labels in the bins' order equals the one over their ranks,
     and differs from the labels' text order; both engines agree."""
     ranks = check_table(
-        InProcessEngine(), str(binned / "ranks.csv"), ["zip"], "age", Model(t=0.2), ordered=True
+        InProcessEngine(), str(binned / "ranks.csv"), ["zip"], "age", Model.of(t=0.2), ordered=True
     )
     for engine in (InProcessEngine(), spark_engine):
         bins = check_table(
@@ -187,7 +187,7 @@ def test_ordered_t_follows_the_declared_bins(binned, spark_engine):
             str(binned / "labels.csv"),
             ["zip"],
             "age",
-            Model(t=0.2),
+            Model.of(t=0.2),
             ordered=True,
             table=str(binned / "bins.yaml"),
         )
@@ -237,10 +237,20 @@ def test_ordered_t_follows_an_order_list_from_the_data_sets_table_yaml(tmp_path)
     )
     pd.DataFrame({"zip": zip_.astype(str), "edu": rank}).to_csv(tmp_path / "ranks.csv", index=False)
     ours = check_table(
-        InProcessEngine(), str(tmp_path / "ds" / "data"), ["zip"], "edu", Model(t=0.1), ordered=True
+        InProcessEngine(),
+        str(tmp_path / "ds" / "data"),
+        ["zip"],
+        "edu",
+        Model.of(t=0.1),
+        ordered=True,
     )
     ranks = check_table(
-        InProcessEngine(), str(tmp_path / "ranks.csv"), ["zip"], "edu", Model(t=0.1), ordered=True
+        InProcessEngine(),
+        str(tmp_path / "ranks.csv"),
+        ["zip"],
+        "edu",
+        Model.of(t=0.1),
+        ordered=True,
     )
     assert ours.measured == pytest.approx(ranks.measured) and ours.measured["t"] > 0.1
     (tmp_path / "ds" / "table.yaml").write_text(

@@ -75,7 +75,7 @@ def _weighted_measures(df: pd.DataFrame, qi: list[str], s: str, w: str) -> dict:
 def test_a_long_export_counts_the_releases_rows(exports):
     long, _, qi, s = exports
     df = pd.read_csv(long, dtype=str).assign(weight=lambda d: d["weight"].astype(float))
-    report = check_table(InProcessEngine(), long, qi, s, Model(k=2, l=2))
+    report = check_table(InProcessEngine(), long, qi, s, Model.of(k=2, l=2))
     assert report.weight == "weight" and report.file_rows == len(df) > ROWS
     assert report.rows == ROWS  # the weighted row count is the release's, not the file's
     ours = _weighted_measures(df, qi, s, "weight")
@@ -92,7 +92,7 @@ def test_a_long_export_counts_the_releases_rows(exports):
 
 def test_the_wide_export_reads_as_the_long_one(exports):
     long, wide, qi, s = exports
-    model = Model(k=3, l=3, entropy_l=2.0, c=3.0, t=0.4)
+    model = Model.of(k=3, l=3, entropy_l=2.0, c=3.0, t=0.4)
     a = check_table(InProcessEngine(), long, qi, s, model)
     b = check_table(InProcessEngine(), wide, qi, s, model)
     assert b.rows == a.rows == ROWS and b.file_rows == ROWS and b.weight.endswith("(wide export)")
@@ -103,7 +103,7 @@ def test_the_wide_export_reads_as_the_long_one(exports):
 
 def test_spark_equals_in_process_on_weighted_exports(exports, spark_engine):
     long, wide, qi, s = exports
-    model = Model(k=3, l=2, t=0.3)
+    model = Model.of(k=3, l=2, t=0.3)
     for path in (long, wide):
         here = check_table(InProcessEngine(), path, qi, s, model)
         there = check_table(spark_engine, path, qi, s, model)
@@ -122,13 +122,13 @@ def test_generalized_exports(tmp_path):
     long, _ = export(rel, name, tmp_path / "g.csv")
     wide, _ = export(rel, name, tmp_path / "gw.csv", layout="wide")
     box = ["age_min", "age_max", "zip_min", "zip_max"]
-    a = check_table(InProcessEngine(), str(long), box, "job", Model(k=3))
-    b = check_table(InProcessEngine(), str(wide), box, "job", Model(k=3))
+    a = check_table(InProcessEngine(), str(long), box, "job", Model.of(k=3))
+    b = check_table(InProcessEngine(), str(wide), box, "job", Model.of(k=3))
     assert (a.weight, a.rows, b.rows) == ("count", 1500, 1500) and b.weight.startswith("size x")
     assert b.measured == pytest.approx(a.measured) and a.checks == b.checks
     df = pd.read_csv(long, dtype=str).assign(count=lambda d: d["count"].astype(float))
     assert a.measured["k"] == _weighted_measures(df, box, "job", "count")["k"] >= 3
-    explicit = check_table(InProcessEngine(), str(long), box, "job", Model(k=3), weight="count")
+    explicit = check_table(InProcessEngine(), str(long), box, "job", Model.of(k=3), weight="count")
     assert explicit.measured == a.measured and explicit.rows == 1500
 
 

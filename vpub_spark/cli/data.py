@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import math
 import time
 
 from ..datasets.fetch import adult_directory, copy_raw
 from ..datasets.presets import resolve_input, write_adult, write_generated
-from ..errors import SpecError
 from ..report import check_report, console, profile_table
 from .common import SEED, engine_of, engine_options
 
@@ -84,36 +82,13 @@ def cmd_profile(args: argparse.Namespace) -> int:
     return 0
 
 
-MODEL_KEYS = {"k": int, "l": int, "entropy_l": float, "c": float, "t": float}
-MODEL_RANGES = {  # key -> (the test a value must pass, the same in words)
-    "k": (lambda v: v >= 1, "at least 1"),
-    "l": (lambda v: v >= 1, "at least 1"),
-    "entropy_l": (lambda v: v >= 1, "at least 1"),
-    "c": (lambda v: v > 0, "above 0"),
-    "t": (lambda v: 0 <= v <= 1, "between 0 and 1"),
-}
-
-
 def parse_model(text: str | None):
-    """`k=5,l=3,entropy_l=2.5,c=3,t=0.2` -> a check.Model (every key optional)."""
+    """`vpub check --model` (`k=5,distinct_l=3,...`, privacy.thresholds_from_text) ->
+    a check.Model."""
+    from ..privacy import thresholds_from_text
     from ..utility.check import Model
 
-    values: dict = {}
-    for item in filter(None, (text or "").replace(" ", "").split(",")):
-        key, _, value = item.partition("=")
-        if key not in MODEL_KEYS or not value:
-            raise SpecError(
-                f"--model: {item!r} is not one of {', '.join(f'{k}=N' for k in MODEL_KEYS)}"
-            )
-        try:
-            number = MODEL_KEYS[key](value)
-        except ValueError:
-            raise SpecError(f"--model: {key} must be a number, not {value!r}") from None
-        holds, words = MODEL_RANGES[key]
-        if not math.isfinite(number) or not holds(number):
-            raise SpecError(f"--model: {key} must be {words}, not {value}")
-        values[key] = number
-    return Model(**values)
+    return Model(thresholds_from_text(text))
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -218,7 +193,9 @@ def _register_check(sub) -> None:
     ck.add_argument(
         "--model",
         default=None,
-        help="thresholds to check, e.g. k=5,l=3,entropy_l=2.5,c=3,t=0.2 (exit 1 if one fails)",
+        help="thresholds to check, by privacy.also's names: k=5,distinct_l=3,entropy_l=2.5,"
+        "recursive_c=3,t=0.2 (l and c are short for distinct_l and recursive_c; "
+        "exit 1 if one fails)",
     )
     ck.add_argument(
         "--ordered",

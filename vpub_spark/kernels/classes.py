@@ -24,7 +24,7 @@ definition above; we follow the paper.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,7 +126,9 @@ class ClassJob:
     """What `Engine.class_summary` measures: the classes of `qi` with their `sensitive`
     distributions, counted by `weigh` (a frame of codes -> (QI, sensitive, COUNT) in
     1/`unit` of a row) or one per row; `failing` names each model's failing classes
-    (it works on pandas and Spark columns alike); the `worst` smallest classes kept."""
+    (it works on pandas and Spark columns alike); the `worst` smallest classes kept;
+    `levels` says per measure whether a table's level is its least (`min`) or its
+    largest (`max`) class measure (`privacy.worst_of`)."""
 
     qi: list[str]
     sensitive: str
@@ -136,12 +138,13 @@ class ClassJob:
     ordered: bool
     failing: Callable[[Any], dict[str, Any]]
     worst: int
+    levels: Mapping[str, str]
 
 
 @dataclass(frozen=True)
 class ClassSummary:
-    """The table's level of every measure (`levels`: least k, distinct and entropy l;
-    largest recursive c and t), per model its failing classes and their rows, the
+    """The table's level of every measure (`levels`: its worst class's, as
+    `ClassJob.levels` reads it), per model its failing classes and their rows, the
     number of classes, the smallest classes and the (weighted) row total."""
 
     levels: dict[str, float]
@@ -153,8 +156,7 @@ class ClassSummary:
 
 def summarize(m: pd.DataFrame, job: ClassJob, total: float) -> ClassSummary:
     """A summary of the measured classes `m` (the in-process side of `ClassSummary`)."""
-    least, most = m[["k", "distinct_l", "entropy_l"]].min(), m[["recursive_c", "t"]].max()
-    levels = {**least.to_dict(), **most.to_dict()}
+    levels = {c: float(m[c].min() if job.levels[c] == "min" else m[c].max()) for c in MEASURES}
     fails = {
         name: (int(bad.sum()), float(m.loc[bad, "k"].sum())) for name, bad in job.failing(m).items()
     }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..config import ANONYMIZERS, PublishConfig
 from ..errors import SpecError
+from ..privacy import CRITERIA
 from .anatomy import AnatomyMethod
 from .marginals import MarginalsMethod
 from .method import Method
@@ -63,8 +64,10 @@ def generalizes(cfg: PublishConfig, method: Method) -> bool:
 
 def check_models(cfg: PublishConfig, method: Method) -> None:
     """`privacy.also` against what the method guarantees, refused before any
-    work. Every method but multi_sa_bip bounds each group's sensitive shares by 1/p
-    (p = l, or m for m-unique groups), and so guarantees:
+    work, through each criterion's `guaranteed` (vpub_spark/privacy.py). Every method
+    but multi_sa_bip bounds each group's sensitive shares by 1/p (p = l, or m for
+    m-unique groups), and so guarantees:
+    - distinct l-diversity for every l_d <= p: no share above 1/p needs p values;
     - entropy l-diversity for every l_e <= p: p_i <= 1/p gives -log p_i >= log p, so
       H = sum p_i (-log p_i) >= log p and exp(H) >= p;
     - recursive (c, p)-diversity for every c > 1: r_1 <= |g|/p and the p - 1 largest
@@ -80,23 +83,12 @@ def check_models(cfg: PublishConfig, method: Method) -> None:
         raise SpecError(
             f"{name} enforces 000 Appendix B's condition only; privacy.also ({', '.join(also)}) is not available for it"
         )
-    if "t" in also:
-        raise SpecError(
-            "no method of this version enforces t-closeness; measure it with `vpub check DATA --qi ... --sa ... --model t=...`"
-        )
-    if also.get("entropy_l", 0) > p:
-        raise SpecError(
-            f"{name} guarantees entropy l-diversity up to {p} (its groups' shares are at most 1/{p}); raise {cfg.privacy.letter} to {also['entropy_l']:g} or lower privacy.also.entropy_l"
-        )
-    if "recursive_c" in also and also["recursive_c"] <= 1:
-        raise SpecError(
-            f"recursive (c, l)-diversity is met by {name} for every c > 1, not for c = {also['recursive_c']:g}"
-        )
-    if "k" in also and not generalizes(cfg, method):
-        raise SpecError(
-            f"{name} publishes exact quasi-identifiers (anatomy), so it cannot enforce k-anonymity; use anonymizer rda or gda, or method marginals"
-        )
-    if also.get("k", 0) > p:
-        raise SpecError(
-            f"{name} guarantees groups of at least {p} rows; k = {also['k']:g} needs a larger {cfg.privacy.letter}"
-        )
+    for key, value in also.items():
+        found = CRITERIA[key]
+        if not found.sensitive and not generalizes(cfg, method):
+            raise SpecError(
+                f"{name} publishes exact quasi-identifiers (anatomy), so it cannot enforce {found.title}; use anonymizer rda or gda, or method marginals"
+            )
+        refusal = found.refused(value, p, name, cfg.privacy.letter)
+        if refusal:
+            raise SpecError(refusal)

@@ -23,7 +23,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..engines.base import Engine
@@ -31,6 +30,7 @@ from ..engines.inprocess import InProcessEngine
 from ..errors import VpubError
 from ..gnf import check_gnf
 from ..model import SHARED_GROUPING, PublishedTable, Schema
+from ..privacy import CRITERIA
 from ..rules import parse_rules
 from .checks import AuditReport, Checker
 from .distributed import (
@@ -247,91 +247,77 @@ def _suppression_checks(m: dict, check: Checker) -> None:
 
 
 def _model_checks(rel: Release, m: dict, check: Checker) -> None:
-    """`privacy.also`, per group of every table with sensitive counts (ST):
-    exp of the group's sensitive entropy >= entropy_l; r_1 < c (r_l + ... + r_m) with
-    l the release's l (or m); groups of at least k rows (generalized tables; projections:
-    every combination's count); each group's EMD to the table's sensitive distribution
-    at most t. Computed here from the published counts, apart from the writers' and
-    kernels' code."""
+    """`privacy.also`: each criterion (vpub_spark/privacy.py) on every table it applies
+    to, its measure computed here from the published counts (`GROUP_MEASURES`), apart
+    from the writers' and `vpub check`'s code. A criterion of identities (k) reads a
+    generalized table's group sizes or a projection's combination counts and fails on
+    exact quasi-identifiers (anatomy); the others read each group's sensitive counts."""
     also, privacy = m["privacy"].get("also") or {}, m["privacy"]
     p = int(privacy.get("l") or privacy.get("m") or 2)
-    if not also:
-        return
     numeric = {
         a["name"] for a in m["source"]["table_spec"]["attributes"] if a.get("kind") == "numeric"
     }
-    for entry in m["tables"]:
-        name = entry["name"]
-        if "k" in also and entry.get("kind") == "projection":
-            least = int(pc.min(rel.read(name, "counts", ["count"]).column("count")).as_py() or 0)
-            check(
-                f"{name}: k-anonymity",
-                least >= also["k"],
-                f"smallest combination count {least}, needed {also['k']:g}",
-            )
-        if "k" in also and entry.get("kind") in ("anatomy", "multi_sa"):
-            check(
-                f"{name}: k-anonymity",
-                False,
-                "exact quasi-identifiers (anatomy) protect no identity",
-            )
-        if "st" in entry.get("parts", {}) and entry.get("kind") != "multi_sa":
-            s = entry["sensitive"]
-            _group_checks(
-                name,
-                rel.read(name, "st", [GROUP, s, "count"]).to_pandas(),
-                s,
-                s in numeric,
-                entry.get("kind"),
-                also,
-                p,
-                check,
-            )
+    for entry in m["tables"] if also else []:
+        name, kind = entry["name"], entry.get("kind")
+        has_st = "st" in entry.get("parts", {}) and kind != "multi_sa"
+        st = (
+            rel.read(name, "st", [GROUP, entry["sensitive"], "count"]).to_pandas()
+            if has_st
+            else None
+        )
+        for key, value in also.items():
+            found = CRITERIA.get(key)
+            if found is None:
+                check(f"{name}: {key}", False, f"the manifest claims an unknown model {key!r}")
+            elif not found.sensitive and kind in ("anatomy", "multi_sa"):
+                check(
+                    f"{name}: {found.title}",
+                    False,
+                    "exact quasi-identifiers (anatomy) protect no identity",
+                )
+            elif not found.sensitive and kind == "projection":
+                counts = rel.read(name, "counts", ["count"]).column("count")
+                _judge(check, name, found, value, pd.Series(counts.to_numpy()), "combination")
+            elif st is not None and (found.sensitive or kind == "generalized"):
+                ordered = entry["sensitive"] in numeric
+                level = GROUP_MEASURES[found.column](st, entry["sensitive"], ordered, p)
+                _judge(check, name, found, value, level, "group")
 
 
-def _group_checks(
-    name: str, st: pd.DataFrame, s: str, ordered: bool, kind, also: dict, p: int, check: Checker
-) -> None:
-    """`_model_checks` on one table's ST (group id, sensitive value, count)."""
-    size = st.groupby(GROUP)["count"].transform("sum")
-    share = st["count"] / size
-    if "entropy_l" in also:
-        worst = float(np.exp((-share * np.log(share)).groupby(st[GROUP]).sum()).min())
-        check(
-            f"{name}: entropy l-diversity",
-            worst >= also["entropy_l"] - 1e-9,
-            f"least exp(H) {worst:.4f}, needed {also['entropy_l']:g}",
-        )
-    if "recursive_c" in also:
-        ranked = st.assign(r=st.groupby(GROUP)["count"].rank(method="first", ascending=False))
-        top = ranked[ranked["r"] == 1].set_index(GROUP)["count"]
-        tail = (
-            ranked[ranked["r"] >= p].groupby(GROUP)["count"].sum().reindex(top.index, fill_value=0)
-        )
-        worst = float((top / tail.where(tail > 0, np.nan)).fillna(np.inf).max())
-        check(
-            f"{name}: recursive (c, l)-diversity",
-            worst < also["recursive_c"],
-            f"largest r1 / (r_{p} + ...) {worst:.4f}, needed below c = {also['recursive_c']:g}",
-        )
-    if "k" in also and kind == "generalized":
-        least = int(st.groupby(GROUP)["count"].sum().min())
-        check(
-            f"{name}: k-anonymity",
-            least >= also["k"],
-            f"smallest group {least}, needed {also['k']:g}",
-        )
-    if "t" in also:
-        worst = _largest_emd(st, s, ordered)
-        check(
-            f"{name}: t-closeness",
-            worst <= also["t"] + 1e-12,
-            f"largest EMD {worst:.4f} ({'ordered' if ordered else 'equal'} distance), allowed {also['t']:g}",
-        )
+def _judge(check: Checker, name: str, found, value: float, per_group: pd.Series, unit: str):
+    """One criterion's check from its measure per group (or per combination)."""
+    level = float(per_group.min() if found.worst == "min" else per_group.max())
+    worst = "least" if found.worst == "min" else "largest"
+    check(
+        f"{name}: {found.title}",
+        bool(found.meets(level, value)),
+        f"{worst} {found.column} per {unit} {level:.4f}; claimed {found.label(value)}",
+    )
 
 
-def _largest_emd(st: pd.DataFrame, s: str, ordered: bool) -> float:
-    """The largest EMD between a group's sensitive distribution and the table's: equal
+def _sizes(st: pd.DataFrame, s: str, ordered: bool, p: int) -> pd.Series:
+    return st.groupby(GROUP)["count"].sum()
+
+
+def _distinct(st: pd.DataFrame, s: str, ordered: bool, p: int) -> pd.Series:
+    return st[st["count"] > 0].groupby(GROUP)[s].nunique()
+
+
+def _entropy(st: pd.DataFrame, s: str, ordered: bool, p: int) -> pd.Series:
+    share = st["count"] / st.groupby(GROUP)["count"].transform("sum")
+    return np.exp((-share * np.log(share)).groupby(st[GROUP]).sum())
+
+
+def _recursive(st: pd.DataFrame, s: str, ordered: bool, p: int) -> pd.Series:
+    """r_1 / (r_p + ... + r_m) per group, p the release's l (or m); inf without r_p."""
+    ranked = st.assign(r=st.groupby(GROUP)["count"].rank(method="first", ascending=False))
+    top = ranked[ranked["r"] == 1].set_index(GROUP)["count"]
+    tail = ranked[ranked["r"] >= p].groupby(GROUP)["count"].sum().reindex(top.index, fill_value=0)
+    return (top / tail.where(tail > 0, np.nan)).fillna(np.inf)
+
+
+def _emd(st: pd.DataFrame, s: str, ordered: bool, p: int) -> pd.Series:
+    """The EMD between each group's sensitive distribution and the table's: equal
     distance 0.5 sum |q - p|, or ordered 1/(m - 1) sum |cumsum(q - p)| over the m values
     the table holds, in numeric order (Li et al. 2007)."""
     q = st.pivot_table(
@@ -340,11 +326,21 @@ def _largest_emd(st: pd.DataFrame, s: str, ordered: bool) -> float:
     if ordered:
         q = q[sorted(q.columns, key=float)]
     totals = q.sum(axis=0).to_numpy(float)
-    q = q.to_numpy(float)
-    diff = q / q.sum(axis=1, keepdims=True) - totals / totals.sum()
+    shares = q.to_numpy(float)
+    diff = shares / shares.sum(axis=1, keepdims=True) - totals / totals.sum()
     if not ordered:
-        return float((0.5 * np.abs(diff).sum(axis=1)).max())
-    return float((np.abs(np.cumsum(diff, axis=1)).sum(axis=1) / max(q.shape[1] - 1, 1)).max())
+        return pd.Series(0.5 * np.abs(diff).sum(axis=1), index=q.index)
+    steps = max(q.shape[1] - 1, 1)
+    return pd.Series(np.abs(np.cumsum(diff, axis=1)).sum(axis=1) / steps, index=q.index)
+
+
+GROUP_MEASURES = {  # a criterion's measure -> per group, from (group, value, count) rows
+    "k": _sizes,
+    "distinct_l": _distinct,
+    "entropy_l": _entropy,
+    "recursive_c": _recursive,
+    "t": _emd,
+}
 
 
 def _manifest_checks(rel: Release, require_committed: bool, check: Checker):

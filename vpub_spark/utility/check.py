@@ -38,43 +38,53 @@ import pandas as pd
 import pyarrow as pa
 
 from ..errors import DataError, SpecError
-from ..kernels.classes import COUNT, ClassJob
+from ..kernels.classes import COUNT, MEASURES, ClassJob
 from ..model import Attribute
+from ..privacy import CRITERIA, thresholds, worst_of
 from ..tablespec import load_table_spec, table_spec_from_dict
 
 WORST = 5
 GROUP_ID = "group_id"  # release/layout.GROUP: the column every `vpub export` layout has
 UNWEIGHTED = "none"
+LEVELS = {m: worst_of(m) for m in MEASURES}  # a table's level of each class measure
 UNIT = 2**32  # fractional weights are counted by the kernel in 1/UNIT of a row
 
 
 @dataclass(frozen=True)
 class Model:
-    """Thresholds to check (None: only measured)."""
+    """The thresholds to check (`privacy.CRITERIA` key -> threshold); a criterion not
+    named is only measured. Recursive (c, l)-diversity's l is distinct_l's threshold
+    when one is given, else 2."""
 
-    k: int | None = None
-    l: int | None = None  # distinct l-diversity
-    entropy_l: float | None = None
-    c: float | None = None  # recursive (c, l): with `l` (default 2)
-    t: float | None = None
+    thresholds: tuple[tuple[str, float], ...] = ()
 
-    def failing(self, m: pd.DataFrame) -> dict[str, pd.Series]:
-        """Per requested model, which classes fail it."""
+    @classmethod
+    def of(cls, **values: float) -> Model:
+        """A model from keyword thresholds (`Model.of(k=5, recursive_c=3)`).
+
+        Raises:
+            SpecError: an unknown criterion or a threshold out of range.
+        """
+        return cls(thresholds(values.items(), "--model"))
+
+    @property
+    def recursive_l(self) -> int:
+        """Recursive (c, l)-diversity's l."""
+        return int(dict(self.thresholds).get("distinct_l", 2))
+
+    def failing(self, m: Any) -> dict[str, Any]:
+        """Per requested criterion, which classes fail it (pandas or Spark columns).
+
+        Args:
+            m: the classes' measures (`kernels.classes.class_measures` columns).
+
+        Returns:
+            The criterion's label -> a boolean column, true for a failing class.
+        """
         out = {}
-        if self.k is not None:
-            out[f"k-anonymity (k = {self.k})"] = m["k"] < self.k - 1e-9
-        if self.l is not None:
-            out[f"distinct l-diversity (l = {self.l})"] = m["distinct_l"] < self.l
-        if self.entropy_l is not None:
-            out[f"entropy l-diversity (l = {self.entropy_l:g})"] = (
-                m["entropy_l"] < self.entropy_l - 1e-12
-            )
-        if self.c is not None:
-            out[f"recursive (c, l)-diversity (c = {self.c:g}, l = {self.l or 2})"] = ~(
-                m["recursive_c"] < self.c
-            )
-        if self.t is not None:
-            out[f"t-closeness (t = {self.t:g})"] = m["t"] > self.t + 1e-12
+        for key, value in self.thresholds:
+            found = CRITERIA[key]
+            out[found.label(value, self.recursive_l)] = ~found.meets(m[found.column], value)
         return out
 
 
@@ -334,9 +344,9 @@ def check_table(
             else None
         )
         weigh = _weigher(qi, sensitive, _luts(loaded), shares)
-    unit, l = (UNIT if weigh else 1), model.l or 2
+    unit, l = (UNIT if weigh else 1), model.recursive_l
     summary = engine.class_summary(
-        loaded, ClassJob(qi, sensitive, weigh, unit, l, ordered, model.failing, worst)
+        loaded, ClassJob(qi, sensitive, weigh, unit, l, ordered, model.failing, worst, LEVELS)
     )
     measured = _measured(summary.levels, l)
     checks = {

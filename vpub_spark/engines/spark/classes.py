@@ -60,11 +60,7 @@ def class_summary(loaded, job: ClassJob) -> ClassSummary:
         m = m.persist()
         agg = [
             F.count(F.lit(1)).alias("classes"),
-            F.min("k").alias("k"),
-            F.min("distinct_l").alias("distinct_l"),
-            F.min("entropy_l").alias("entropy_l"),
-            F.max("recursive_c").alias("recursive_c"),
-            F.max("t").alias("t"),
+            *[getattr(F, job.levels[c])(c).alias(c) for c in MEASURES],
             F.sum("k").alias("total"),
         ]
         fails = job.failing(m)  # Spark columns work with the same comparisons
