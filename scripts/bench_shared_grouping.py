@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from vpub_spark.experiments.common import run_record
+from vpub_bench.common import run_record
 from vpub_spark.kernels.shared_grouping import shared_groups
 
 SHARES = [0.46, 0.33, 0.13, 0.03, 0.03, 0.01, 0.01]

@@ -14,6 +14,15 @@ cd "$work"
 mkdir -m 700 private
 export VPUB_PRIVATE_DIR="$work/private"
 "$work/venv/bin/vpub" --version
+# vpub_bench's commands join `vpub` through their entry point; their plotting and load
+# libraries are the bench extra's, not the library's
+"$work/venv/bin/vpub" compare --help > /dev/null
+for module in matplotlib aiohttp; do
+  if "$work/venv/bin/python" -c "import $module" 2> /dev/null; then
+    echo "wheel: $module is installed without the bench extra" >&2
+    exit 1
+  fi
+done
 "$work/venv/bin/vpub" demo --engine inprocess --rows 20000 --out demo
 test -f demo/releases/sal-uad-l10/_SUCCESS
 echo "wheel: installed in a new venv, vpub demo ran in process"

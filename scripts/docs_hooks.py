@@ -13,12 +13,12 @@ build time, so they are always current.
   document `vpub serve` serves at `/openapi.json` (`vpub_spark.serve.app.openapi_document`);
   the document itself is a file of the site beside the page (`openapi.json`);
 - `<!-- vpub-bench FILE -->` becomes the tables of a benchmark's JSON (`vpub bench ...`,
-  `vpub_spark.experiments.common.write_results`, copied under docs/) and the line that
+  `vpub_bench.common.write_results`, copied under docs/) and the line that
   says when, where and with which command they were measured;
 - `<!-- vpub-compare DIR -->` becomes a comparison's means (`vpub compare`: DIR's
   summary.csv, one table per sweep) and the same line from DIR's run.json;
 - `<!-- vpub-change METHOD BEFORE AFTER -->` becomes, per sweep, METHOD's relative
-  error and box width (or ARI length and LSD) in two runs of one comparison, BEFORE's and AFTER's
+  error and box width (or ARI length and LSD; the streamliner's DM and query errors) in two runs of one comparison, BEFORE's and AFTER's
   summary.csv, with their ratio, and both runs' lines.
 """
 
@@ -256,6 +256,9 @@ def change_reference(method: str, before: str, after: str) -> str:
         "box_width": "box width",
         "ari_length": "ARI length",
         "lsd": "LSD",
+        "dm_ratio": "DM / (n l)",
+        "qwe_age": "error (Age)",
+        "qwe_all": "error (all QI)",
     }
     measures = [c for c in names if c in old.columns]
     parts = []

@@ -21,11 +21,12 @@ def _cfg(**changes):
     [
         ({"colour": "blue"}, "unknown keys colour"),
         ({"input": {}}, "input.path is required"),
-        ({"input": "data"}, "`input` must be a mapping"),
-        ({"engine": "dask"}, "engine must be auto, spark or inprocess"),
-        ({"partitions": 0}, "partitions must be a positive integer or auto"),
-        ({"seed": "x"}, "seed must be an integer"),
-        ({"seed": -1}, "seed must be an integer >= 0"),
+        ({"input": "data"}, "input must be a mapping of its settings"),
+        ({"engine": "dask"}, "engine must be one of auto, spark, inprocess"),
+        ({"partitions": 0}, "partitions must be a whole number >= 1"),
+        ({"seed": "x"}, "seed must be a whole number >= 0 and <= 3402823669"),
+        ({"seed": -1}, "seed must be a whole number >= 0 and <= 3402823669"),
+        ({"seed": 2.0**128}, "seed must be a whole number >= 0 and <= 3402823669"),  # keyed as 16 bytes
         ({"seed": 3, "seed_file": "s"}, "give seed or seed_file, not both"),
         ({"output": {"release_id": "../up"}}, "must be a plain, non-hidden directory name"),
         ({"output": {"release_id": ".hidden"}}, "must be a plain, non-hidden directory name"),

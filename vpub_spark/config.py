@@ -35,6 +35,7 @@ from .settings import StreamlinerSettings as StreamlinerSettings
 from .tablespec import load_yaml
 
 ENGINES = ("auto", "spark", "inprocess")
+SEED_MAX = 2**128 - 1  # a seed is keyed as 16 bytes (release/secret.py, kernels/partitioning.py)
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class PublishConfig:
         "`s3://...`",
         key="input.path",
         shown="required",
+        required=True,
     )
     table: str | None = option(
         None,
@@ -66,12 +68,15 @@ class PublishConfig:
     input_format: str | None = option(
         None, doc="`csv` or `parquet`", key="input.format", shown="from the files"
     )
-    privacy: PrivacySpec = option(PrivacySpec(), doc="the privacy model (below)")
+    privacy: PrivacySpec = option(
+        PrivacySpec(), doc="the privacy model (below)", parse=lambda v, key: privacy_section(v)
+    )
     rules: tuple[Any, ...] | RandomRules = option(
         RandomRules(),
         doc='privacy rules `Q -> S`: a list of `"a, b -> s"` or `{lhs: [a, b], rhs: s}`, or '
         "`{random: {c, lhs, seed}}` (below; [rules](rules.md))",
         shown="none",
+        parse=lambda v, key: () if v is None else rules_section(v),
     )
     method: str = option(
         "uad",
@@ -97,6 +102,8 @@ class PublishConfig:
         None,
         doc="an explicit seed: reproducible, and a secret like a password; without it each "
         "run draws one ([threat model](../explanation/threat-model.md))",
+        minimum=0,
+        maximum=SEED_MAX,
     )
     seed_file: str | None = option(None, doc="read the seed from this owner-only file")
     private_dir: str | None = option(
@@ -109,6 +116,7 @@ class PublishConfig:
         doc="`inprocess` (pyarrow/pandas, no JVM), `spark`, or `auto`: in process when the "
         "input fits this machine's memory and no cluster is configured "
         "([choosing the engine](../how-to/choose-engine.md))",
+        choices=ENGINES,
     )
     spark: str | None = option(None, doc="a Spark settings file (below)")
     workers: int | None = option(
@@ -116,12 +124,14 @@ class PublishConfig:
         doc="the in-process engine's worker processes (forked; results identical for any "
         "count); not recorded in the manifest",
         shown="`$VPUB_WORKERS`, else every core",
+        minimum=1,
     )
     partitions: int | None = option(
         None,
         doc="how many partitions (Spark tasks) a rule-based release is cut into; each is "
         "l-eligible for every sensitive attribute",
         shown="auto",
+        minimum=1,
     )
     overwrite: bool = False  # the command line's --overwrite
     wait_s: float | None = option(
@@ -148,11 +158,13 @@ class PublishConfig:
         "smallest KL on a sample: the schema picked tells where values lie, so the "
         "release has the audited guarantee only)",
         key="gd.score",
+        parse=lambda v, key: _gd_score(v),
     )
     gd_sample_rows: int = option(
         100_000,
         doc="under `gd.score: kl-unsafe`, GD scores candidates on a seeded sample of this many rows",
         key="gd.sample_rows",
+        minimum=1,
     )
     multi_sa: MultiSaSettings = option(MultiSaSettings(), doc="`multi_sa_bip`'s section (below)")
     marginals: MarginalSettings | None = option(
@@ -165,6 +177,7 @@ class PublishConfig:
         "anatomy",
         doc="how `uad` / `gd` / `single_attribute` anonymize each sub-table: `anatomy`, or "
         "generalized by the streamliner's `rda` or `gda`",
+        choices=ANONYMIZERS,
     )
 
     def __post_init__(self) -> None:
@@ -178,10 +191,8 @@ class PublishConfig:
             raise SpecError(
                 f"partitions must be a positive integer or auto, not {self.partitions!r}"
             )
-        if self.seed is not None and (
-            not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0
-        ):
-            raise SpecError(f"seed must be an integer >= 0, not {self.seed!r}")
+        if self.seed is not None:
+            number(self.seed, "seed", int, 0, SEED_MAX)
         if self.seed is not None and self.seed_file is not None:
             raise SpecError("give seed or seed_file, not both")
         one_of(self.anonymizer, ANONYMIZERS, "anonymizer")
@@ -263,21 +274,13 @@ def with_overrides(
     return replace(cfg, overwrite=True) if overwrite else cfg
 
 
-def _section(d: dict, key: str) -> dict:
-    v = d.get(key) or {}
-    if not isinstance(v, dict):
-        raise SpecError(f"config: `{key}` must be a mapping")
-    return v
-
-
-def _keys_in(section: str) -> list[str]:
-    """The YAML keys of a config's `section` (`input`, `output`, `gd`)."""
-    return [k.split(".")[1] for k in yaml_keys(PublishConfig) if k.startswith(f"{section}.")]
-
-
-def privacy_section(d: dict) -> PrivacySpec:
-    """`privacy:` of a config, checked (the `PrivacySpec` it describes)."""
-    refuse_unknown(d, yaml_keys(PrivacySpec), "config: privacy")
+def privacy_section(d: Any) -> PrivacySpec:
+    """`privacy:` of a config, checked (the `PrivacySpec` it describes); `also` keeps its
+    criteria as written (`privacy.thresholds` checks them)."""
+    d = {} if d is None else d
+    if not isinstance(d, dict):
+        raise SpecError(f"privacy must be a mapping of its settings, not {d!r}")
+    refuse_unknown(d, yaml_keys(PrivacySpec), "privacy")
     also = d.get("also") or {}
     if not isinstance(also, dict):
         raise SpecError(
@@ -317,45 +320,23 @@ def _gd_score(value: Any) -> str:
 
 
 def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
+    """A job config from its YAML mapping, by the options `PublishConfig` declares
+    (`options.parse_options`).
+
+    Args:
+        d: the mapping, its paths already resolved (`resolve_paths`) or as given.
+        where: what it is, for the errors (the file's path).
+
+    Returns:
+        The config.
+
+    Raises:
+        SpecError: one line naming `where` and the dotted key at fault.
+    """
     if not isinstance(d, dict):
         raise SpecError(f"{where}: expected a mapping")
-    refuse_unknown(
-        d, sorted({k.split(".")[0] for k in yaml_keys(PublishConfig)}), f"{where}: the config"
-    )
-    inp, out, gdc = _section(d, "input"), _section(d, "output"), _section(d, "gd")
-    for name, section in (("input", inp), ("output", out), ("gd", gdc)):
-        refuse_unknown(section, _keys_in(name), f"{where}: {name}")
-    if "path" not in inp:
-        raise SpecError(f"{where}: input.path is required")
-    parts = d.get("partitions", "auto")
-    try:
-        return PublishConfig(
-            input_path=str(inp["path"]),
-            table=None if inp.get("table") is None else str(inp["table"]),
-            input_format=inp.get("format"),
-            privacy=privacy_section(_section(d, "privacy")),
-            rules=() if d.get("rules") is None else rules_section(d.get("rules")),
-            method=str(d.get("method", "uad")),
-            output_path=str(out.get("path", "releases")),
-            release_id=None if out.get("release_id") is None else str(out["release_id"]),
-            family=None if out.get("family") is None else str(out["family"]),
-            wait_s=number(out.get("wait_s"), "output.wait_s"),
-            sign_key=None if out.get("sign_key") is None else str(out["sign_key"]),
-            seed=d.get("seed"),
-            seed_file=None if d.get("seed_file") is None else str(d["seed_file"]),
-            private_dir=None if d.get("private_dir") is None else str(d["private_dir"]),
-            engine=str(d.get("engine", "auto")),
-            spark=None if d.get("spark") is None else str(d["spark"]),
-            workers=number(d.get("workers"), "workers", int, 1),
-            partitions=None if parts == "auto" else parts,
-            gd_budget_s=number(gdc.get("budget_s"), "gd.budget_s"),
-            gd_score=_gd_score(gdc.get("score", "order")),
-            gd_sample_rows=number(gdc.get("sample_rows", 100_000), "gd.sample_rows", int, 1),
-            multi_sa=MultiSaSettings.from_dict(_section(d, "multi_sa")),
-            marginals=MarginalSettings.from_dict(_section(d, "marginals")),
-            streamliner=StreamlinerSettings.from_dict(_section(d, "streamliner")),
-            anonymizer=str(d.get("anonymizer", "anatomy")),
-        )
+    try:  # a file without rules has none (a config built in code draws random ones)
+        return parse_options(PublishConfig, {"rules": None} | d, "")
     except SpecError as e:
         raise SpecError(f"{where}: {e}") from None
 

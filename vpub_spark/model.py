@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .errors import SpecError
-from .options import option
+from .options import option, parse_options
 from .privacy import thresholds
 
 UNSAFE_ASSIGN = "local-unsafe"  # marginals.assign's QI-local dealing: the name says its cost
@@ -73,6 +73,46 @@ def number_label(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else repr(float(x))
 
 
+def _labels(v: Any, key: str) -> tuple[str, ...]:
+    """A list of labels as written (numbers read as their text)."""
+    if not isinstance(v, list | tuple) or isinstance(v, str):
+        raise SpecError(f"{key} must be a list of labels, not {v!r}")
+    return tuple(str(x) for x in v)
+
+
+def _bins(v: Any, key: str) -> tuple[NumericBin, ...]:
+    """`bins:` as `[[17, 24], ...]` or `[{label, min, max}, ...]`."""
+    if not isinstance(v, list | tuple):
+        raise SpecError(f"{key} must be a list of bins, not {v!r}")
+    out = []
+    for b in v:
+        if isinstance(b, list | tuple) and len(b) == 2:
+            lo, hi = _bound(b[0], key), _bound(b[1], key)
+            out.append(NumericBin(f"{number_label(lo)}-{number_label(hi)}", lo, hi))
+        elif isinstance(b, Mapping) and {"min", "max"} <= set(b):
+            lo, hi = _bound(b["min"], key), _bound(b["max"], key)
+            out.append(
+                NumericBin(str(b.get("label", f"{number_label(lo)}-{number_label(hi)}")), lo, hi)
+            )
+        else:
+            raise SpecError(f"{key}: a bin is [min, max] or {{label, min, max}}, not {b!r}")
+    return tuple(out)
+
+
+def _bound(x: Any, key: str) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        raise SpecError(f"{key}: a bin's bound must be a number, not {x!r}") from None
+
+
+def _groups(v: Any, key: str) -> tuple[CategoryGroup, ...]:
+    """`groups:` as `{label: [values]}`, in the labels' order."""
+    if not isinstance(v, Mapping):
+        raise SpecError(f"{key} must be a mapping of labels to value lists, not {v!r}")
+    return tuple(CategoryGroup(str(k), _labels(m, f"{key}.{k}")) for k, m in v.items())
+
+
 @dataclass(frozen=True)
 class NumericBin:
     label: str
@@ -102,16 +142,21 @@ class Attribute:
     kind: Kind = option("categorical", doc="`numeric` (ordered by value) or `categorical`")
     source: str | None = option(None, doc="the input column it is read from", shown="`name`")
     order: tuple[str, ...] | None = option(
-        None, doc="a categorical attribute's labels in their order", shown="sorted labels"
+        None,
+        doc="a categorical attribute's labels in their order",
+        shown="sorted labels",
+        parse=_labels,
     )
     bins: tuple[NumericBin, ...] | None = option(
         None,
         doc="a numeric attribute generalized to closed intervals: `[[17, 24], [25, 34]]` "
         "(labels `17-24`, ...) or `[{label, min, max}]`; a value in no bin is an error",
+        parse=_bins,
     )
     groups: tuple[CategoryGroup, ...] | None = option(
         None,
         doc="a categorical attribute generalized: `{label: [values]}`, in the labels' order",
+        parse=_groups,
     )
     rest: str | None = option(
         None, doc="with `groups`: the label of every value no group lists (else an error)"
@@ -168,12 +213,36 @@ def _no_duplicates(attr: str, what: str, values: list[str]) -> None:
         seen.add(v)
 
 
+def _labels_list(v: Any, key: str) -> list:
+    if not isinstance(v, list | tuple):
+        raise SpecError(f"{key} must be a list of attributes, not {v!r}")
+    return list(v)
+
+
+def attribute_from_dict(d: Any) -> Attribute:
+    """One attribute of a table spec's YAML, by the options `Attribute` declares.
+
+    Args:
+        d: its mapping (`{name, kind, ...}`).
+
+    Returns:
+        The attribute.
+
+    Raises:
+        SpecError: no name, an unknown key, or a value its option refuses.
+    """
+    if not isinstance(d, Mapping) or "name" not in d:
+        raise SpecError(f"an attribute needs at least a name: {d!r}")
+    return parse_options(Attribute, d, f"attribute {d['name']}")
+
+
 @dataclass(frozen=True)
 class TableSpec:
     """How to read a microdata table: its attributes and the missing-value policy."""
 
     attributes: tuple[Attribute, ...] = option(
-        doc="the attributes read, in order (below); other input columns are ignored"
+        doc="the attributes read, in order (below); other input columns are ignored",
+        parse=lambda v, key: tuple(attribute_from_dict(a) for a in _labels_list(v, key)),
     )
     name: str = option("table", doc="the table's name (release ids, messages)")
     missing: MissingPolicy = option(
@@ -182,7 +251,7 @@ class TableSpec:
         "the input (an error that counts them)",
     )
     missing_values: tuple[str, ...] = option(
-        ("?", ""), doc="the values that mean missing, compared after trimming spaces"
+        ("?", ""), doc="the values that mean missing, compared after trimming spaces", parse=_labels
     )
     encoding: str = option(
         "utf-8",

@@ -10,7 +10,7 @@ import math
 import types
 import typing
 from collections.abc import Iterable, Mapping
-from dataclasses import MISSING, field, fields
+from dataclasses import MISSING, field, fields, is_dataclass
 from typing import Any, TypeVar
 
 from .errors import SpecError
@@ -26,7 +26,9 @@ def option(
     shown: str | None = None,
     choices: tuple[str, ...] | None = None,
     minimum: float | None = None,
+    maximum: int | None = None,
     required: bool = False,
+    parse: Any = None,
 ) -> Any:
     """A dataclass field a YAML file sets, with its documentation.
 
@@ -38,13 +40,17 @@ def option(
             (`auto` for None).
         choices: the strings it may take.
         minimum: the smallest number it may take (0 when not given).
+        maximum: the largest whole number it may take (none when not given).
         required: the YAML must set it.
+        parse: a reader `(value, dotted key) -> field value` for a value its type alone
+            does not describe (the privacy rules: a list or `{random: ...}`).
 
     Returns:
         A `dataclasses.field`.
     """
     meta = {"doc": doc, "key": key, "shown": shown, "choices": choices, "minimum": minimum}
-    return field(default=default, metadata=meta | {"required": required})
+    meta |= {"maximum": maximum}
+    return field(default=default, metadata=meta | {"required": required, "parse": parse})
 
 
 def yaml_keys(cls: type) -> tuple[str, ...]:
@@ -70,9 +76,11 @@ def one_of(value: Any, choices: Iterable[str], key: str) -> None:
         raise SpecError(f"{key} must be one of {', '.join(choices)}, not {value!r}")
 
 
-def number(value: Any, key: str, kind: type = float, minimum: float = 0) -> Any:
-    """`value` as a finite `kind` (float or int) >= `minimum`, or None; anything else is
-    a SpecError naming `key`."""
+def number(
+    value: Any, key: str, kind: type = float, minimum: float = 0, maximum: int | None = None
+) -> Any:
+    """`value` as a finite `kind` (float or int) >= `minimum` (and <= `maximum`), or None;
+    anything else is a SpecError naming `key`."""
     if value is None:
         return None
     if (
@@ -81,8 +89,10 @@ def number(value: Any, key: str, kind: type = float, minimum: float = 0) -> Any:
         or not math.isfinite(value)
         or (kind is int and not float(value).is_integer())
         or value < minimum
+        or (maximum is not None and value > maximum)
     ):
         what = f"{'a whole' if kind is int else 'a'} number >= {minimum:g}"
+        what += f" and <= {maximum}" if maximum is not None else ""
         raise SpecError(f"{key} must be {what}, not {value!r}")
     return kind(value)
 
@@ -100,40 +110,76 @@ def names(value: Any, what: str) -> tuple[str, ...]:
 
 
 def parse_options(cls: type[T], d: Any, where: str) -> T:
-    """The dataclass `cls` from the YAML mapping `d`: every key an option of `cls`, each
-    value read by its field's type (str, int, float, bool, `X | None`, a list of names,
-    a list of name lists, a mapping of names to values) and its `option` constraints;
-    the fields `d` leaves out keep their defaults. `cls.__post_init__` then checks what
-    depends on several fields.
+    """The dataclass `cls` from the YAML mapping `d`: every key an option of `cls` (a
+    dotted key, `output.path`, is `path` in the section `output:`), each value read by
+    its option's `parse` or by its field's type (str, int, float, bool, `X | None`, a
+    list of names, a list of name lists, a mapping of names to values, a dataclass of
+    options: its own section, an empty one reading as None where None is allowed) and
+    its `option` constraints; the fields `d` leaves out keep their defaults.
+    `cls.__post_init__` then checks what depends on several fields.
 
     Args:
         cls: a dataclass whose YAML fields are made by `option`.
         d: the YAML mapping (None reads as empty).
-        where: its dotted key in the config, for the errors (`marginals`).
+        where: its dotted key in the config, for the errors (`marginals`); empty for a
+            whole file.
 
     Returns:
         The instance.
 
     Raises:
-        SpecError: `d` is not a mapping, has an unknown key, leaves out a required one, or
-            holds a value of the wrong type or outside its constraints.
+        SpecError: `d` or a section is not a mapping, has an unknown key, leaves out a
+            required one, or holds a value of the wrong type or outside its constraints.
     """
-    d = {} if d is None else d
-    if not isinstance(d, Mapping):
-        raise SpecError(f"{where} must be a mapping of its settings, not {d!r}")
-    refuse_unknown(d, yaml_keys(cls), where)
+    d = _mapping(d, where)
+    keys = yaml_keys(cls)
+    refuse_unknown(d, dict.fromkeys(k.split(".")[0] for k in keys), where or "the config")
+    sections = {k.split(".")[0] for k in keys if "." in k}
+    for section in sorted(sections):
+        inner = [k.split(".", 1)[1] for k in keys if k.startswith(f"{section}.")]
+        where_section = _dotted(where, section)
+        refuse_unknown(_mapping(d.get(section), where_section), inner, where_section)
     hints = typing.get_type_hints(cls)
     values = {}
     for f in fields(cls):  # type: ignore[arg-type]
         if "doc" not in f.metadata:
             continue
         name = f.metadata.get("key") or f.name
-        key = f"{where}.{name}"
-        if f.metadata.get("required") and d.get(name) in (None, ""):
+        holder, last = d, name
+        if "." in name:
+            first, last = name.split(".", 1)
+            holder = _mapping(d.get(first), _dotted(where, first))
+        key = _dotted(where, name)
+        if f.metadata.get("required") and holder.get(last) in (None, ""):
             raise SpecError(f"{key} is required")
-        if name in d:
-            values[f.name] = _value(d[name], hints[f.name], key, f.metadata)
+        if last in holder:
+            values[f.name] = _read(holder[last], hints[f.name], key, f.metadata)
     return cls(**values)
+
+
+def _dotted(where: str, name: str) -> str:
+    return f"{where}.{name}" if where else name
+
+
+def _mapping(d: Any, where: str) -> Mapping[str, Any]:
+    """A section as a mapping (None reads as empty)."""
+    d = {} if d is None else d
+    if not isinstance(d, Mapping):
+        raise SpecError(f"{where or 'the config'} must be a mapping of its settings, not {d!r}")
+    return d
+
+
+def _read(v: Any, hint: Any, key: str, meta: Mapping[str, Any]) -> Any:
+    """One option's value: by its `parse`, as a section of options, or by its type."""
+    if meta.get("parse") is not None:
+        return meta["parse"](v, key)
+    inner = [a for a in typing.get_args(hint) if a is not type(None)]
+    section = hint if is_dataclass(hint) else inner[0] if len(inner) == 1 else None
+    if isinstance(section, type) and is_dataclass(section):
+        if section is not hint and not v:  # `X | None`: an empty section is none
+            return None
+        return parse_options(section, v, key)
+    return _value(v, hint, key, meta)
 
 
 def _value(v: Any, hint: Any, key: str, meta: Mapping[str, Any]) -> Any:
@@ -147,12 +193,12 @@ def _value(v: Any, hint: Any, key: str, meta: Mapping[str, Any]) -> Any:
     if v is None:
         raise SpecError(f"{key} may not be empty (leave it out for its default)")
     if hint in (int, float):
-        return number(v, key, hint, meta.get("minimum") or 0)
+        return number(v, key, hint, meta.get("minimum") or 0, meta.get("maximum"))
     if hint is bool:
         if not isinstance(v, bool):
             raise SpecError(f"{key} must be true or false, not {v!r}")
         return v
-    if hint is str:
+    if hint is str or typing.get_origin(hint) is typing.Literal:  # a Literal: __post_init__'s
         if isinstance(v, bool) or not isinstance(v, str | int | float):
             raise SpecError(f"{key} must be a string, not {v!r}")
         if meta.get("choices"):

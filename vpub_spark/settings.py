@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from .errors import SpecError
 from .model import UNSAFE_ASSIGN
-from .options import option, parse_options
+from .options import option
 
 BIP_MODES = ("exact", "partitioned")
 PARTITIONINGS = ("mondrian", "ncp", "ncp+mondrian")  # the marginals' partition steps
@@ -36,11 +36,6 @@ class MultiSaSettings:
         one_of(self.solver, SOLVERS, "multi_sa.solver")
         if self.time_limit_s is not None and not self.time_limit_s > 0:
             raise SpecError(f"multi_sa.time_limit_s must be positive, not {self.time_limit_s!r}")
-
-    @classmethod
-    def from_dict(cls, d: dict) -> MultiSaSettings:
-        """`multi_sa:` of a config (`parse_options`)."""
-        return parse_options(cls, d, "multi_sa")
 
 
 @dataclass(frozen=True)
@@ -107,11 +102,6 @@ class MarginalSettings:
             )
         one_of(self.assign, ("random", UNSAFE_ASSIGN), "marginals.assign")
 
-    @classmethod
-    def from_dict(cls, d: dict) -> MarginalSettings | None:
-        """`marginals:` of a config (`parse_options`); None when it is absent or empty."""
-        return parse_options(cls, d, "marginals") if d else None
-
 
 ANONYMIZERS = ("anatomy", "rda", "gda")  # how rule-based methods anonymize a sub-table
 
@@ -134,8 +124,3 @@ class StreamlinerSettings:
         None, doc="GDA: rows per segment", shown="the kernel's default", minimum=1
     )
     chunk_rows: int = option(50_000, doc="rows per Spark chunk, at least", minimum=1)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> StreamlinerSettings | None:
-        """`streamliner:` of a config (`parse_options`); None when it is absent or empty."""
-        return parse_options(cls, d, "streamliner") if d else None

@@ -23,63 +23,20 @@ from typing import Any
 import yaml
 
 from .errors import SpecError
-from .model import (
-    Attribute,
-    CategoryGroup,
-    NumericBin,
-    TableSpec,
-    number_label,
-)
-from .options import refuse_unknown, yaml_keys
+from .model import Attribute, TableSpec
+from .options import parse_options
 
 
-def _bins(name: str, raw: Any) -> tuple[NumericBin, ...]:
-    out = []
-    for b in raw:
-        if isinstance(b, (list, tuple)) and len(b) == 2:
-            lo, hi = float(b[0]), float(b[1])
-            out.append(NumericBin(f"{number_label(lo)}-{number_label(hi)}", lo, hi))
-        elif isinstance(b, dict) and {"min", "max"} <= set(b):
-            lo, hi = float(b["min"]), float(b["max"])
-            out.append(
-                NumericBin(str(b.get("label", f"{number_label(lo)}-{number_label(hi)}")), lo, hi)
-            )
-        else:
-            raise SpecError(
-                f"attribute {name}: a bin is [min, max] or {{label, min, max}}, not {b!r}"
-            )
-    return tuple(out)
+def table_spec_from_dict(d: Any) -> TableSpec:
+    """A table spec from its YAML mapping, by the options `TableSpec` and `Attribute`
+    declare (`options.parse_options`).
 
-
-def attribute_from_dict(d: dict) -> Attribute:
-    if not isinstance(d, dict) or "name" not in d:
-        raise SpecError(f"an attribute needs at least a name: {d!r}")
-    refuse_unknown(d, yaml_keys(Attribute), f"attribute {d['name']}")
-    groups = d.get("groups")
-    return Attribute(
-        name=str(d["name"]),
-        kind=d.get("kind", "categorical"),
-        source=str(d["source"]) if d.get("source") is not None else None,
-        order=tuple(str(v) for v in d["order"]) if d.get("order") is not None else None,
-        bins=_bins(d["name"], d["bins"]) if d.get("bins") is not None else None,
-        groups=tuple(CategoryGroup(str(k), tuple(str(m) for m in v)) for k, v in groups.items())
-        if groups is not None
-        else None,
-        rest=str(d["rest"]) if d.get("rest") is not None else None,
-    )
-
-
-def table_spec_from_dict(d: dict) -> TableSpec:
+    Raises:
+        SpecError: no `attributes` list, an unknown key, or a value its option refuses.
+    """
     if not isinstance(d, dict) or "attributes" not in d:
         raise SpecError("a table spec needs an `attributes` list")
-    refuse_unknown(d, yaml_keys(TableSpec), "table spec")
-    return TableSpec(
-        attributes=tuple(attribute_from_dict(a) for a in d["attributes"]),
-        name=str(d.get("name", "table")),
-        missing=d.get("missing", "drop"),
-        missing_values=tuple(str(v) for v in d.get("missing_values", ("?", ""))),
-        encoding=str(d.get("encoding", "utf-8")),
-    )
+    return parse_options(TableSpec, d, "table spec")
 
 
 def load_yaml(path: str | Path) -> Any:

@@ -129,7 +129,7 @@ def test_bench_lake_times_registration_and_both_queries(tmp_path):
     """`vpub bench lake` on 30,000 rows: two publishes of one family, both registered
     (the first making the tables, the second one snapshot each), and the same estimate
     from `vpub query`'s path and from the DuckDB SQL; the JSON holds what it printed."""
-    from vpub_spark.experiments.bench_lake import BenchLake, bench_lake
+    from vpub_bench.bench_lake import BenchLake, bench_lake
 
     results = bench_lake(BenchLake(rows=30_000, repeat=1, out=str(tmp_path / "b")))
     written = json.loads((tmp_path / "b" / "lake.json").read_text())

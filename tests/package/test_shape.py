@@ -45,7 +45,7 @@ ORDER = [
     "statdb",  # the statistical database
     "serve",  # HTTP over the statistical database and the releases
     "report",  # the terminal reports of the commands
-    "experiments",  # comparisons and benchmarks
+    "demo",  # `vpub demo`: a generated table published and audited end to end
     "api",  # the public API (`vpub_spark.publish`, `open_release`, `Release`)
     "cli",  # `vpub`
 ]
@@ -233,11 +233,11 @@ def _asks_by_name(node: ast.AST) -> str | None:
 def test_methods_are_asked_what_they_do_not_which_they_are():
     """Outside the registries, no code compares a method's name or checks a method's
     class: methods declare capabilities (`generalizes`, `suppresses`, ...) and are asked.
-    The comparison runs of experiments/ name the baselines they compare."""
+    The comparison runs of vpub_bench/ name the baselines they compare."""
     found = [
         f"{f.relative_to(ROOT)}:{node.lineno} {why}"
         for f in ROOT.rglob("*.py")
-        if str(f.relative_to(ROOT)) not in REGISTRIES and "experiments" not in f.parts
+        if str(f.relative_to(ROOT)) not in REGISTRIES
         for node in ast.walk(ast.parse(f.read_text()))
         if (why := _asks_by_name(node))
     ]
@@ -289,3 +289,13 @@ def test_spark_is_imported_only_by_the_engines(graph):
         and _area(a) != "engines"
     )
     assert found == []
+
+
+def test_the_library_never_imports_its_benchmarks(graph):
+    """vpub_bench uses the library as any program would; the library does not know it
+    (its commands join `vpub` through an entry point), and every vpub_bench module
+    imports without the library importing it back."""
+    assert [(a, b) for a, b in graph.edges if b.split(".")[0] == "vpub_bench"] == []
+    bench = Path(vpub_spark.__file__).parents[1] / "vpub_bench"
+    for f in sorted(bench.glob("*.py")):
+        importlib.import_module(f"vpub_bench.{f.stem}" if f.stem != "__init__" else "vpub_bench")

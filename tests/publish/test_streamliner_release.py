@@ -108,7 +108,7 @@ def test_bad_configs_and_ineligible_tables_are_refused(data, tmp_path):
 
 
 def test_bench_streamliner_publishes_each_size_and_method(tmp_path):
-    from vpub_spark.experiments.bench_methods import BenchStreamliner, bench_streamliner
+    from vpub_bench.bench_methods import BenchStreamliner, bench_streamliner
 
     r = bench_streamliner(
         BenchStreamliner(rows=(3000, 6000), engines=("inprocess",), out=str(tmp_path))

@@ -268,7 +268,7 @@ def test_rate_limits_answer_429_with_retry_after(store):
 
 
 def test_bench_serve_checks_every_answer(store, tmp_path):
-    from vpub_spark.experiments.bench_statdb import BenchServe, bench_serve
+    from vpub_bench.bench_statdb import BenchServe, bench_serve
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

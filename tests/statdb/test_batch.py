@@ -117,7 +117,7 @@ def test_cli_workload_then_batch(store, tmp_path, capsys):
 
 
 def test_bench_statdb_times_both_methods_and_checks_every_interval(store, tmp_path):
-    from vpub_spark.experiments.bench_statdb import BenchStatdb, bench_statdb
+    from vpub_bench.bench_statdb import BenchStatdb, bench_statdb
 
     r = bench_statdb(BenchStatdb(str(store[0]), queries=20, out=str(tmp_path)))
     for method in ("dyn-ana", "dyn-gen"):  # every interval held the truth; no timing asserted

@@ -34,9 +34,9 @@ def test_the_bench_job_answers_a_workload_on_a_store(tmp_path):
     import pandas as pd
     from release_helpers import write_table
 
+    from vpub_bench.bench_statdb import BenchStatdb, bench_statdb
     from vpub_spark.config import config_from_dict
     from vpub_spark.engines.inprocess import InProcessEngine
-    from vpub_spark.experiments.bench_statdb import BenchStatdb, bench_statdb
     from vpub_spark.statdb.build import build_store
 
     rng = np.random.default_rng(2)

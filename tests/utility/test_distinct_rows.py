@@ -65,7 +65,7 @@ def test_a_part_read_file_by_file_codes_as_the_part_read_whole(
     of the part read whole and coded; a null in a number column reads it whole."""
     import pyarrow.parquet as pq
 
-    from vpub_spark.release.reader import Release
+    from vpub_spark.release.reader import ReleaseReader
     from vpub_spark.utility.release_models import read_part, release_domains
 
     root = tmp_path_factory.mktemp("rel")
@@ -82,7 +82,7 @@ def test_a_part_read_file_by_file_codes_as_the_part_read_whole(
             pa.table({"group_id": list(group), "a": list(label), "count": counts}, schema),
             folder / f"part-{i:05d}.parquet",
         )
-    rel = Release(root, {"tables": [{"name": "t", "parts": ["qit"], "attributes": ["a"]}]})
+    rel = ReleaseReader(root, {"tables": [{"name": "t", "parts": ["qit"], "attributes": ["a"]}]})
     whole = rel.read("t", "qit").to_pandas()
     domains = release_domains(rel, {("t", "qit"): whole})
     part = read_part(rel, "t", "qit")
@@ -121,7 +121,7 @@ def test_a_later_file_of_another_column_type_is_an_error_not_a_cast(tmp_path):
     import pytest
 
     from vpub_spark.errors import DataError
-    from vpub_spark.release.reader import Release
+    from vpub_spark.release.reader import ReleaseReader
     from vpub_spark.utility.release_models import read_part
 
     folder = tmp_path / "tables" / "t" / "qit"
@@ -131,7 +131,7 @@ def test_a_later_file_of_another_column_type_is_an_error_not_a_cast(tmp_path):
     pq.write_table(pa.table({"a": ["1", "2"], "count": [1, 2]}), folder / "part-0.parquet")
     for later in ([2.5, 1.0], ["3", "4"]):
         pq.write_table(pa.table({"a": ["1", "2"], "count": later}), folder / "part-1.parquet")
-        rel = Release(tmp_path, {"tables": [{"name": "t", "parts": ["qit"], "attributes": ["a"]}]})
+        rel = ReleaseReader(tmp_path, {"tables": [{"name": "t", "parts": ["qit"], "attributes": ["a"]}]})
         with pytest.raises(DataError, match="files disagree"):
             read_part(rel, "t", "qit")
 

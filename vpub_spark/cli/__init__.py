@@ -13,18 +13,30 @@ from ..errors import VpubError
 from ..version import __version__
 from .early import start_spark_early
 
+COMMANDS_GROUP = "vpub_spark.commands"  # entry points: `register(subparsers)` of other packages
+
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import data, experiments, publish, query, releases, rules, serve, statdb
+    from . import data, demo, publish, query, releases, rules, serve, statdb
 
     p = argparse.ArgumentParser(
         prog="vpub", description="Privacy-preserving publication of microdata on Spark."
     )
     p.add_argument("--version", action="version", version=f"vpub_spark {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    for feature in (data, rules, publish, statdb, serve, query, releases, experiments):
+    for feature in (data, rules, publish, statdb, serve, query, releases, demo):
         feature.register(sub)
+    for plugin in _plugins():
+        plugin(sub)
     return p
+
+
+def _plugins() -> list:
+    """The commands other installed packages add (`vpub compare` and `vpub bench` from
+    vpub_bench), by the entry point group `COMMANDS_GROUP`, sorted by name."""
+    from importlib.metadata import entry_points
+
+    return [e.load() for e in sorted(entry_points(group=COMMANDS_GROUP), key=lambda e: e.name)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -113,7 +113,7 @@ class PartitionJob(Protocol):
 
 class Engine(Protocol):
     """The seam between the library and where the rows live: every member
-    the publishers, data sets, experiments and the CLI use. `spark` keeps the rows in
+    the publishers, data sets, benchmarks and the CLI use. `spark` keeps the rows in
     Spark and runs partitions as tasks; `inprocess` keeps them in pandas and runs the same
     jobs on a pool of forked workers. Only small aggregates reach the caller."""
 

@@ -106,8 +106,7 @@ class InProcessEngine:
     name = "inprocess"
     reads_object_stores = False
     # a release of at most this many bytes of parts is audited in this process, not on
-    # the workers: on 2 cores a 1M-row `sal` release (4.4 MB) audited in 0.08 s here and
-    # 0.10 s on 2 workers, a 3M-row one (13 MB) in 0.53 s and 0.21 s
+    # the workers, where starting them costs more (docs/explanation/performance.md)
     in_driver_bytes = 8 << 20
 
     def __init__(self, workers: int | None = None, min_rows: int = MIN_ROWS) -> None:

@@ -47,7 +47,7 @@ optimized among them without helping an adversary who knows the algorithm.
   certainty on a 5-row table; leftovers joining the group nearest in wr reach 2/3 on
   003 Table 1 when nearest means its nearest member, 1 when it means its mean wr). The
   segments keep some locality: mean Age span 29.3 against RDA's 40.7 at l = 6 on a
-  20,000-row table like tests/experiments/test_compare_streamliner.py's. Default weights: 003 §4.2
+  20,000-row table like tests/bench/test_compare_streamliner.py's. Default weights: 003 §4.2
   weighs Gender 10,000 and Age, Education, Birthplace 1; for any table we weigh the
   attributes lexicographically, the smallest domain first (weight = the product of the
   later domains' sizes), unless `weights` are given.

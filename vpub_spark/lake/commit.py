@@ -225,8 +225,8 @@ def write_manifest(stage: Path, manifest: dict) -> None:
 
 
 # A local stage with at most this many bytes of parts is audited in the driver even on
-# Spark: its memory is bounded by that, and the audit takes ~0.05 s there against ~1 s for
-# a Spark job (Adult, docs/explanation/performance.md); the same checks either way (test_distributed_audit).
+# Spark: its memory is bounded by that, and a Spark job costs more than such an audit
+# (docs/explanation/performance.md); the same checks either way (test_distributed_audit).
 IN_DRIVER_BYTES = 2 << 20
 
 

@@ -24,14 +24,14 @@ from collections.abc import Mapping, Sequence
 from ..errors import SpecError
 from ..estimate.codes import sort_labels
 from ..estimate.columns import COUNT, GROUP
-from ..release.reader import Release
+from ..release.reader import ReleaseReader
 
 
 def _quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _files(rel: Release, table: str, part: str) -> list[str]:
+def _files(rel: ReleaseReader, table: str, part: str) -> list[str]:
     return [str(rel.local_file(table, part, f)) for f in rel.part_files(table, part)]
 
 
@@ -46,7 +46,7 @@ def _conditions(
     return " AND ".join(where) or "TRUE", params
 
 
-def _anatomy_rows(rel: Release, entry: dict, suffix: str, params: dict) -> str:
+def _anatomy_rows(rel: ReleaseReader, entry: dict, suffix: str, params: dict) -> str:
     """FROM an anatomy table's QIT rows joined with their groups' ST rows and sizes:
     `st."count" / size.n` is a row's weight c_g(s) / |g| (000 §4)."""
     params[f"qit{suffix}"] = _files(rel, entry["name"], "qit")
@@ -59,7 +59,9 @@ def _anatomy_rows(rel: Release, entry: dict, suffix: str, params: dict) -> str:
     )
 
 
-def _anatomy_sql(rel: Release, entry: dict, labels: Mapping[str, list[str]]) -> tuple[str, dict]:
+def _anatomy_sql(
+    rel: ReleaseReader, entry: dict, labels: Mapping[str, list[str]]
+) -> tuple[str, dict]:
     s = entry["sensitive"]
     alias = {a: ("st" if a == s else "qit") for a in labels}
     where, params = _conditions(alias, labels)
@@ -67,13 +69,15 @@ def _anatomy_sql(rel: Release, entry: dict, labels: Mapping[str, list[str]]) -> 
     return f"SELECT SUM(st.{_quoted(COUNT)} / size.n) FROM {rows} WHERE {where}", params
 
 
-def _projection_sql(rel: Release, entry: dict, labels: Mapping[str, list[str]]) -> tuple[str, dict]:
+def _projection_sql(
+    rel: ReleaseReader, entry: dict, labels: Mapping[str, list[str]]
+) -> tuple[str, dict]:
     where, params = _conditions({a: "t" for a in labels}, labels)
     params["t"] = _files(rel, entry["name"], "counts")
     return f"SELECT SUM(t.{_quoted(COUNT)}) FROM read_parquet($t) t WHERE {where}", params
 
 
-def holding_table(rel: Release, attributes: set[str]) -> dict:
+def holding_table(rel: ReleaseReader, attributes: set[str]) -> dict:
     """The first anatomy or projection table holding every one of `attributes`."""
     for entry in rel.tables:
         if entry["kind"] in SQL_OF and attributes <= set(entry.get("attributes", ())):
@@ -81,7 +85,7 @@ def holding_table(rel: Release, attributes: set[str]) -> dict:
     raise _refused(rel, attributes)
 
 
-def _refused(rel: Release, attributes: set[str]) -> SpecError:
+def _refused(rel: ReleaseReader, attributes: set[str]) -> SpecError:
     held = "; ".join(
         f"{t['name']}: {', '.join(t.get('attributes', ()))}"
         for t in rel.tables
@@ -92,13 +96,13 @@ def _refused(rel: Release, attributes: set[str]) -> SpecError:
     )
 
 
-def overlapping(rel: Release) -> bool:
+def overlapping(rel: ReleaseReader) -> bool:
     """Whether some attribute is in two of the release's tables (GD)."""
     names = [a for t in rel.tables for a in t.get("attributes", ())]
     return len(names) != len(set(names))
 
 
-def tables_for(rel: Release, attributes: set[str]) -> list[tuple[dict, set[str]]]:
+def tables_for(rel: ReleaseReader, attributes: set[str]) -> list[tuple[dict, set[str]]]:
     """The tables whose SQL answers a query on `attributes`, each with the attributes
     of the query it holds (see the module docstring): the first table holding them all
     when the tables share no attribute, else every table holding some; a query SQL
@@ -118,7 +122,7 @@ def tables_for(rel: Release, attributes: set[str]) -> list[tuple[dict, set[str]]
     ]
 
 
-def table_domains(rel: Release, entry: dict, attributes: set[str]) -> dict[str, list[str]]:
+def table_domains(rel: ReleaseReader, entry: dict, attributes: set[str]) -> dict[str, list[str]]:
     """The labels `entry` shows for each of `attributes` (DuckDB, one DISTINCT each),
     in the release's label order (`codes.sort_labels`)."""
     import duckdb
@@ -137,7 +141,7 @@ def table_domains(rel: Release, entry: dict, attributes: set[str]) -> dict[str, 
 
 
 def duckdb_count(
-    rel: Release,
+    rel: ReleaseReader,
     query: Mapping[str, frozenset[int]],
     domains: Mapping[str, Sequence[str]],
     entry: dict | None = None,
@@ -158,7 +162,7 @@ def duckdb_count(
 SQL_OF = {"anatomy": _anatomy_sql, "projection": _projection_sql}
 
 
-def _joint_sql(rel: Release, entry: dict, i: int, params: dict) -> str:
+def _joint_sql(rel: ReleaseReader, entry: dict, i: int, params: dict) -> str:
     """Table i's estimate at every combination of its attributes its rows give, as a
     SELECT of the attributes and `__est` (anatomy: sum over groups of n_g(x_q) c_g(s) / |g|,
     000 §4; projection: its counts)."""
@@ -176,7 +180,7 @@ def _joint_sql(rel: Release, entry: dict, i: int, params: dict) -> str:
 
 
 def tree_count(
-    rel: Release,
+    rel: ReleaseReader,
     tree: Sequence[tuple[int, int | None, tuple[str, ...]]],
     labels: Mapping[str, list[str]],
     n: int,

@@ -32,7 +32,7 @@ from typing import Any
 
 from ..errors import DataError, SpecError
 from ..release.layout import part_location
-from ..release.reader import Release
+from ..release.reader import ReleaseReader
 from ..storage import is_remote, join
 from .catalog import family_of
 from .sql import sql_name
@@ -83,7 +83,7 @@ def open_catalog(uri: str, warehouse: str) -> Any:
     return load_catalog("vpub", type=kind, uri=uri, warehouse=location, **_file_io())
 
 
-def _check_registrable(rel: Release) -> None:
+def _check_registrable(rel: ReleaseReader) -> None:
     if not rel.committed:
         raise DataError(f"{rel.path}: only a committed release can be registered")
     audit = rel.manifest.get("audit") or {}
@@ -93,7 +93,7 @@ def _check_registrable(rel: Release) -> None:
         )
 
 
-def _files(rel: Release, table: str, part: str) -> list[str]:
+def _files(rel: ReleaseReader, table: str, part: str) -> list[str]:
     """The part's Parquet files where Iceberg reads them (a path or an `s3://` URI)."""
     names = [f for f in rel.part_files(table, part) if f.endswith(".parquet")]
     if rel.remote is not None:
@@ -101,7 +101,7 @@ def _files(rel: Release, table: str, part: str) -> list[str]:
     return [str((rel.part_dir(table, part) / f).resolve()) for f in names]
 
 
-def _properties(rel: Release) -> dict[str, str]:
+def _properties(rel: ReleaseReader) -> dict[str, str]:
     m = rel.manifest
     audit = m.get("audit") or {}
     return {
@@ -114,7 +114,7 @@ def _properties(rel: Release) -> dict[str, str]:
 
 
 def register_iceberg(
-    rel: Release, catalog_uri: str, warehouse: str, namespace: str = "vpub"
+    rel: ReleaseReader, catalog_uri: str, warehouse: str, namespace: str = "vpub"
 ) -> Registered:
     """One Iceberg table per part of the release's tables, each gaining one overwrite
     snapshot of the release's files (see the module docstring)."""

@@ -20,7 +20,7 @@ import re
 from ..engines.base import Engine, SqlTable
 from ..errors import DataError
 from ..release.layout import COUNT, GROUP, part_location
-from ..release.reader import Release
+from ..release.reader import ReleaseReader
 from ..storage import join
 
 
@@ -42,7 +42,7 @@ def anatomy_view(release_id: str, entry: dict, temporary: bool = False) -> str:
     )
 
 
-def register(engine: Engine, rel: Release) -> tuple[list[str], str]:
+def register(engine: Engine, rel: ReleaseReader) -> tuple[list[str], str]:
     """Create (or replace) the release's tables and views in the engine's SQL catalog;
     their names and the catalog's kind."""
     if not rel.committed:
@@ -59,7 +59,7 @@ def register(engine: Engine, rel: Release) -> tuple[list[str], str]:
     return names, engine.register_tables(tables, views)
 
 
-def _table(rel: Release, table: str, part: str, name: str) -> SqlTable:
+def _table(rel: ReleaseReader, table: str, part: str, name: str) -> SqlTable:
     """One part as an external table, or as a temporary view of a release on a store."""
     if rel.remote is None:
         return SqlTable(name, path=str(rel.part_dir(table, part).resolve()))

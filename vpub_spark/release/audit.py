@@ -45,7 +45,7 @@ from .distributed import (
 from .invariance import invariance_checks
 from .kinds import table_kind
 from .layout import FORMAT_VERSION, GROUP, MANIFEST, PRIVATE
-from .reader import Release, open_release
+from .reader import ReleaseReader, open_release
 from .secret import keyed, proves, read_secret
 from .signing import SIGNATURE, verify
 from .source_checks import SourceCounts, difference, labels
@@ -126,7 +126,9 @@ def audit_release(
     return report
 
 
-def _signature_checks(rel: Release, m: dict, verify_key: str | None, report: AuditReport) -> None:
+def _signature_checks(
+    rel: ReleaseReader, m: dict, verify_key: str | None, report: AuditReport
+) -> None:
     """With a key, the manifest's signature; without one, a warning if it is signed."""
     if verify_key is not None:
         ok, why = verify(rel.path, verify_key)
@@ -137,7 +139,7 @@ def _signature_checks(rel: Release, m: dict, verify_key: str | None, report: Aud
         )
 
 
-def _secrecy_checks(rel: Release, m: dict, secret: str | None, check: Checker) -> int | None:
+def _secrecy_checks(rel: ReleaseReader, m: dict, secret: str | None, check: Checker) -> int | None:
     """No public file names the seed (release/secret.py): not the manifest (any key
     holding `seed` with a number), the release id, the release's other text files, nor
     the Parquet files' metadata. With the owner's `secret`, the proof is checked; the
@@ -190,7 +192,7 @@ def _numeric(x: object) -> bool:
         return False
 
 
-def _seeds_in_files(rel: Release) -> list[str]:
+def _seeds_in_files(rel: ReleaseReader) -> list[str]:
     """A seed in the release's other public files: text files, Parquet key-value metadata."""
     out: list[str] = []
     skip = (MANIFEST, SIGNATURE)
@@ -246,7 +248,7 @@ def _suppression_checks(m: dict, check: Checker) -> None:
     )
 
 
-def _model_checks(rel: Release, m: dict, check: Checker) -> None:
+def _model_checks(rel: ReleaseReader, m: dict, check: Checker) -> None:
     """`privacy.also`: each criterion (vpub_spark/privacy.py) on every table it applies
     to, its measure computed here from the published counts (`GROUP_MEASURES`), apart
     from the writers' and `vpub check`'s code. A criterion of identities (k) reads a
@@ -343,7 +345,7 @@ GROUP_MEASURES = {  # a criterion's measure -> per group, from (group, value, co
 }
 
 
-def _manifest_checks(rel: Release, require_committed: bool, check: Checker):
+def _manifest_checks(rel: ReleaseReader, require_committed: bool, check: Checker):
     """The manifest's fields, version and commit marker; (manifest, l or m, rows, rules,
     tables) when it is readable, else None."""
     m = rel.manifest
@@ -434,7 +436,7 @@ def _schema_checks(m: dict, tables: list[PublishedTable], rules, check: Checker)
         )
 
 
-def _shared_grouping_checks(rel: Release, m: dict, check: Checker) -> None:
+def _shared_grouping_checks(rel: ReleaseReader, m: dict, check: Checker) -> None:
     """Tables said to publish one grouping (`grouping: shared`) group the same people
     alike: their QITs, on the attributes none of them holds as sensitive, with the
     group id, are one multiset."""
@@ -482,7 +484,7 @@ def _table_facts(entry: dict, t: PublishedTable, rows: int, check: Checker) -> N
 
 
 def _table_checks(
-    rel: Release, entry: dict, t: PublishedTable, l: int, rows: int, check: Checker
+    rel: ReleaseReader, entry: dict, t: PublishedTable, l: int, rows: int, check: Checker
 ) -> None:
     """What every table must show (its entry's facts, its files), then its kind's checks."""
     _table_facts(entry, t, rows, check)
@@ -492,7 +494,7 @@ def _table_checks(
         groups_apart(t.name, file_group_ranges(rel, entry), check)
 
 
-def _checksum_checks(rel: Release, name: str, entry: dict, check: Checker) -> None:
+def _checksum_checks(rel: ReleaseReader, name: str, entry: dict, check: Checker) -> None:
     """The SHA-256 of every part's files on disk against the manifest's."""
     digests = {}
     for part in entry.get("parts") or {}:
@@ -502,7 +504,7 @@ def _checksum_checks(rel: Release, name: str, entry: dict, check: Checker) -> No
 
 
 def _source_checks(
-    rel: Release,
+    rel: ReleaseReader,
     tables: list[PublishedTable],
     source: str,
     check: Checker,

@@ -36,7 +36,7 @@ from ..model import PublishedTable
 from .checks import AuditReport, Checker
 from .kinds import table_kind
 from .layout import GROUP
-from .reader import Release, open_release
+from .reader import ReleaseReader, open_release
 
 UNIT_KINDS = ("anatomy", "generalized")
 SUMMARY = pa.schema([("table", pa.string()), ("file", pa.string()), ("summary", pa.string())])
@@ -44,7 +44,7 @@ COVERS = "covers every row"
 
 
 @dataclass(frozen=True)
-class _FileView(Release):
+class _FileView(ReleaseReader):
     """A release that shows, of every part, only the file named `file`."""
 
     file: str = ""
@@ -53,7 +53,7 @@ class _FileView(Release):
         return [self.file]
 
 
-def units(rel: Release) -> pd.DataFrame:
+def units(rel: ReleaseReader) -> pd.DataFrame:
     """(table, file) for every file name of a unit kind's table, as found."""
     rows = []
     for entry in rel.tables:
@@ -71,7 +71,9 @@ def audit_units(
     parts are on an object store (`remote`) is seen through a task-local directory that
     holds its manifest and the unit's files, fetched from the store."""
     with tempfile.TemporaryDirectory(prefix="vpub-audit-") as tmp:
-        rel = Release(Path(tmp), json.loads(manifest), remote) if remote else open_release(path)
+        rel = (
+            ReleaseReader(Path(tmp), json.loads(manifest), remote) if remote else open_release(path)
+        )
         out = []
         for table, file in zip(todo["table"], todo["file"], strict=True):
             entry = rel.table(table)
@@ -79,7 +81,7 @@ def audit_units(
     return pd.DataFrame(out, columns=SUMMARY.names)
 
 
-def _unit(rel: Release, entry: dict, file: str, l: int) -> dict:
+def _unit(rel: ReleaseReader, entry: dict, file: str, l: int) -> dict:
     view = _FileView(rel.path, rel.manifest, rel.remote, file)
     t = PublishedTable.from_entry(entry)
     report = AuditReport(file)
@@ -106,7 +108,7 @@ def _rows(view: _FileView, t: PublishedTable, entry: dict) -> int:
     return view.read(t.name, "qit", columns=[GROUP]).num_rows
 
 
-def summaries(rel: Release, l: int, engine) -> dict[str, list[dict]]:
+def summaries(rel: ReleaseReader, l: int, engine) -> dict[str, list[dict]]:
     """Every unit's summary, computed by the engine's tasks; per table, in file order."""
     todo = units(rel)
     if todo.empty:
@@ -165,7 +167,7 @@ def groups_apart(name: str, ranges: list, check: Checker) -> None:
     )
 
 
-def file_group_ranges(rel: Release, entry: dict) -> list[list]:
+def file_group_ranges(rel: ReleaseReader, entry: dict) -> list[list]:
     """[min, max] group id of every file of the table's first part (in the driver)."""
     first = next(iter(entry["parts"]))
     out = []

@@ -24,7 +24,7 @@ import pandas as pd
 from ..errors import DataError, StorageError
 from ..model import joined_sensitive_tables, unsafe_option
 from .layout import COUNT, GROUP, SIZE
-from .reader import Release
+from .reader import ReleaseReader
 
 LAYOUTS = ("long", "wide")
 FORMATS = ("csv", "parquet")
@@ -43,7 +43,7 @@ def _wide(st: pd.DataFrame, sensitive: str) -> pd.DataFrame:
     return out.rename(columns=lambda v: f"P({sensitive}={v})").reset_index()
 
 
-def flat(rel: Release, table: str, layout: str = "long") -> pd.DataFrame:
+def flat(rel: ReleaseReader, table: str, layout: str = "long") -> pd.DataFrame:
     """The table as one flat frame (see the module docstring)."""
     if layout not in LAYOUTS:
         raise DataError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
@@ -129,7 +129,7 @@ def guarantee_lines(manifest: dict) -> list[str]:
     ]
 
 
-def dictionary(rel: Release, table: str, frame: pd.DataFrame, layout: str) -> str:
+def dictionary(rel: ReleaseReader, table: str, frame: pd.DataFrame, layout: str) -> str:
     """The data dictionary (Markdown) of an exported table."""
     m, entry = rel.manifest, rel.table(table)
     privacy = m.get("privacy", {})
@@ -161,7 +161,7 @@ def dictionary(rel: Release, table: str, frame: pd.DataFrame, layout: str) -> st
 
 
 def export(
-    rel: Release, table: str, out: str | Path, fmt: str = "csv", layout: str = "long"
+    rel: ReleaseReader, table: str, out: str | Path, fmt: str = "csv", layout: str = "long"
 ) -> tuple[Path, Path]:
     """Write the flat table and its dictionary (`<out>.md`); their paths."""
     if fmt not in FORMATS:

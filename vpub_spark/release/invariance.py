@@ -12,10 +12,10 @@ from ..kernels.arrays import lex_order
 from ..model import PublishedTable
 from .checks import Checker
 from .layout import GROUP
-from .reader import Release
+from .reader import ReleaseReader
 
 
-def invariance_checks(rel: Release, tables: list[PublishedTable], check: Checker) -> None:
+def invariance_checks(rel: ReleaseReader, tables: list[PublishedTable], check: Checker) -> None:
     """m-invariant marginals (002 Theorems 3-4) are not judged by GNF (000), which would
     flag any two tables sharing the sensitive attribute: they are safe together because
     every tuple keeps its signature. From the files: every table is a generalized

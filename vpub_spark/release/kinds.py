@@ -23,10 +23,10 @@ from ..estimate.multi_sa import MultiSaModel
 from ..model import PublishedTable
 from . import checks, source_checks
 from .checks import Checker
-from .reader import Release
+from .reader import ReleaseReader
 from .source_checks import Pairs, SourceCounts
 
-TableCheck = Callable[[Release, dict, PublishedTable, int, int, Checker], None]
+TableCheck = Callable[[ReleaseReader, dict, PublishedTable, int, int, Checker], None]
 SourceCheck = Callable[[SourceCounts, PublishedTable, Checker], Pairs]
 ModelBuilder = Callable[[dict, Mapping[str, pd.DataFrame], Mapping], EstimateModel]
 

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from ..errors import VpubError
 from .checks import AuditReport, Checker
 from .layout import COUNT, COUNTERFEITS, GROUP
-from .reader import Release, open_release
+from .reader import ReleaseReader, open_release
 from .store import BUCKET, ROW, group_dir
 from .store_integrity import store_checks
 from .versions import read_version
@@ -107,7 +107,7 @@ def _links(directory: Path) -> pd.DataFrame | None:
 
 
 def _published_checks(
-    rel: Release,
+    rel: ReleaseReader,
     pub: dict,
     meta: dict,
     tuples: pd.DataFrame,

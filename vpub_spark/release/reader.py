@@ -32,7 +32,7 @@ CACHE = ".remote-cache"  # where a release with `remote` parts keeps the files i
 
 
 @dataclass(frozen=True)
-class Release:
+class ReleaseReader:
     """A release's manifest and files. `remote`: an object-store root holding its parts
     (a stage whose tasks wrote there, or a committed release audited in place); they
     are listed there and downloaded one file at a time, when read."""
@@ -131,7 +131,7 @@ class Release:
         return pq.read_schema(str(self.local_file(table, part, names[0]))).names
 
 
-def open_release(path: str | Path, in_place: bool = False) -> Release:
+def open_release(path: str | Path, in_place: bool = False) -> ReleaseReader:
     """The release at a local path (a stage whose parts are on an object store reads
     them there), or a committed one on an object store: read from a local copy
     (`remote.fetched`), or with `in_place` from a local copy of everything but
@@ -142,9 +142,9 @@ def open_release(path: str | Path, in_place: bool = False) -> Release:
     if is_remote(path):
         if in_place:
             header = fetched_header(str(path))
-            return Release(header, read_manifest(header), str(path))
+            return ReleaseReader(header, read_manifest(header), str(path))
         path = fetched(str(path))
     p = Path(path)
     if not p.is_dir():
         raise DataError(f"{p}: no such release directory")
-    return Release(p, read_manifest(p), remote_root(p))
+    return ReleaseReader(p, read_manifest(p), remote_root(p))

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from ..model import PublishedTable
 from .checks import Checker
 from .layout import COUNT, COUNTERFEITS, GROUP
-from .reader import Release
+from .reader import ReleaseReader
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class SourceCounts:
     """Value counts for the source comparison: `source(cols)` of the source rows,
     `release(table, part, cols, weight)` of a published part (weighted by `count`)."""
 
-    rel: Release
+    rel: ReleaseReader
     source: Callable[[list[str]], pd.DataFrame]
 
     def release(

@@ -18,7 +18,7 @@ from ..estimate.codes import EST, Query, recoding, with_unpublished
 from ..estimate.models import AnatomyModel, ProjectionModel
 from ..release.kinds import table_kind
 from ..release.layout import TABLES, table_dir
-from ..release.reader import Release, open_release
+from ..release.reader import ReleaseReader, open_release
 from ..tablespec import table_spec_from_dict
 from .evaluate import Utility
 from .junction import log_terms
@@ -29,7 +29,7 @@ PER_FILE_KINDS = ("anatomy", "projection")
 """Table kinds whose estimates add up over their file sets (no group spans two files)."""
 
 
-def release_files(rel: Release, loaded: LoadedTable) -> ReleaseFiles:
+def release_files(rel: ReleaseReader, loaded: LoadedTable) -> ReleaseFiles:
     """`rel` as the engine's jobs read it, its models in `loaded`'s codes."""
     labels = {a: list(loaded.dictionaries[a].labels) for a in loaded.names}
     terms = log_terms([list(t["attributes"]) for t in rel.tables])
@@ -81,7 +81,7 @@ def engine_counts(engine: Engine, loaded: LoadedTable, luts, sizes) -> CubeCount
     return CubeCounts(sizes, partial(engine.count_cubes, loaded, luts, sizes, cubes=cubes), exact)
 
 
-def release_space(rel: Release, loaded: LoadedTable):
+def release_space(rel: ReleaseReader, loaded: LoadedTable):
     """The release's models and domains (attributes it leaves out: the source's), and
     the source's recoding into them and their sizes (`engine_counts`' arguments)."""
     models, domains = release_models(rel)

@@ -12,10 +12,10 @@ import pyarrow.parquet as pq
 from ..estimate.codes import LocalCodes, Part, shown_labels, sort_labels
 from ..estimate.models import EstimateModel
 from ..release.kinds import table_kind
-from ..release.reader import Release
+from ..release.reader import ReleaseReader
 
 
-def read_part(rel: Release, table: str, part: str) -> Part:
+def read_part(rel: ReleaseReader, table: str, part: str) -> Part:
     """One part, file by file into arrays of its size (`LocalCodes`): no Arrow copy of
     the whole part beside its codes (at 10M rows a QIT's Arrow table was 306 MB). A
     part this does not fit (a null in a number column, files whose columns differ) is
@@ -73,7 +73,9 @@ def _same_type(read: pa.DataType, first: pa.DataType) -> bool:
     return read == first
 
 
-def release_domains(rel: Release, parts: Mapping[tuple[str, str], Part]) -> dict[str, list[str]]:
+def release_domains(
+    rel: ReleaseReader, parts: Mapping[tuple[str, str], Part]
+) -> dict[str, list[str]]:
     """Each attribute's labels as the release shows them (every table covers every row),
     or as a table's manifest entry lists them (`domains` of a generalized marginal)."""
     labels: dict[str, set] = {}
@@ -90,7 +92,7 @@ def release_domains(rel: Release, parts: Mapping[tuple[str, str], Part]) -> dict
 
 
 def release_models(
-    rel: Release, domains: Mapping[str, Sequence[str]] | None = None
+    rel: ReleaseReader, domains: Mapping[str, Sequence[str]] | None = None
 ) -> tuple[list[EstimateModel], dict[str, list[str]]]:
     """The models of a release's tables in code space, and the domains used: the given
     ones, or those the release shows."""

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..release.layout import COUNT, GROUP, SIZE
-from ..release.reader import Release
+from ..release.reader import ReleaseReader
 
 
 def class_risks(sizes: np.ndarray) -> dict[str, float]:
@@ -64,7 +64,7 @@ def _ncp(groups: pd.DataFrame, qi: list[str], domains: dict[str, list[str]]) -> 
     return float(np.average(np.mean(per_attr, axis=0), weights=weights)) if per_attr else 0.0
 
 
-def table_risk(rel: Release, entry: dict) -> dict[str, float]:
+def table_risk(rel: ReleaseReader, entry: dict) -> dict[str, float]:
     """The figures for one table of the release."""
     kind, s = entry.get("kind"), entry.get("sensitive")
     qi = [a for a in entry["attributes"] if a != s]
@@ -91,6 +91,6 @@ def table_risk(rel: Release, entry: dict) -> dict[str, float]:
     return class_risks(qit.groupby(cols, observed=True).size().to_numpy()) | {"gcp": 0.0}
 
 
-def release_risk(rel: Release) -> dict[str, dict[str, float]]:
+def release_risk(rel: ReleaseReader) -> dict[str, dict[str, float]]:
     """Per table, the figures of the module docstring."""
     return {t["name"]: table_risk(rel, t) for t in rel.tables}

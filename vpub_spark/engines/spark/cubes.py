@@ -79,8 +79,7 @@ def count_cubes(loaded, luts, sizes, sets, cubes: Cubes) -> dict[tuple[str, ...]
     with spark_errors("workload counts"):
         # the cubes are bounded by the domains, not the rows: summed here rather than
         # by a Spark aggregation, which adds a shuffle and a stage; as Arrow, not as
-        # pickled rows (0.10-0.16 s less at 1M rows,
-        # measured; docs/explanation/performance.md)
+        # pickled rows (docs/explanation/performance.md)
         table = got.toArrow()
     for i, blob in zip(
         table.column("set").to_pylist(), table.column("counts").to_pylist(), strict=True

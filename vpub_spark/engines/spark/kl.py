@@ -219,7 +219,7 @@ def broadcast_kl(engine, release: ReleaseFiles, loaded) -> float:
         frames = partial(_distinct_frames, packing=packing, names=names)
     sums = rows.mapInArrow(_distinct_sums(release, labels, loaded.rows, frames), struct_type(SUMS))
     with spark_errors("KL divergence"):
-        # one row per task, summed here: Spark's aggregate ran one more job (about 0.1 s)
+        # one row per task, summed here: Spark's aggregate would run one more job
         parts = sums.collect()
     entropy, log_sum = sum(r.entropy for r in parts), sum(r.log_p for r in parts)
     return float(entropy) - float(log_sum) / float(loaded.rows)
@@ -391,7 +391,7 @@ def _keyed_frame(key, count, packing: Packing, names: list[str]):
     import pandas as pd
 
     cols = unpacked(key, packing)  # in the source's order (no reordering copy), and
-    # framed as they are (copy=False: not copied again into one block; 0.47 s for 5M rows)
+    # framed as they are (copy=False: not copied again into one block)
     return pd.DataFrame({n: cols[n] for n in names} | {COUNT: count}, copy=False)
 
 

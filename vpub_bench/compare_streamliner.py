@@ -1,0 +1,224 @@
+"""`vpub compare` for the privacy streamliner (003 §4, Figures 1-7).
+
+Methods: `rda`, `gda` (kernels/streamliner.py), `mondrian` (l-diverse Mondrian,
+kernels/mondrian.py) and `anatomy` (kernels/anatomy.py, l-diverse groups of exactly l
+distinct values, QI published exactly). Measures per point:
+- `time_s`: the grouping's wall time in process (003 Figure 1; `n` sweeps use n / rows
+  copies of the table, as 003 does with 600k-row OCC and SAL).
+- `dm`: the discernibility metric, sum over groups of |G|^2 (003 Figure 2), and
+  `dm_ratio` = dm / (n l). Decision (the "optimal DM"): n l is a lower bound for every
+  l-diverse partition (each group has at least l tuples, so sum |G|^2 >= l sum |G|) and
+  is reached when l divides n and groups of exactly l exist (every l-eligible table has
+  one: the assignment step of m-invariance, at most l - 1 leftovers), so we report the
+  ratio to it.
+- `qwe_<condition>`: 003 §4.2's query-workload error for predicates on `age`, on
+  `gender`, on both and on every QI attribute (Figures 3-7): mean |acc - app| /
+  max(acc, delta), delta = 0.5% of n. Decision (003 leaves the query shape to [28]):
+  each constrained QI attribute gets a random range of max(1, round(10% |A|)) of its
+  domain (Gender: one value), and the sensitive attribute a random range of 10% of its
+  domain; app is Zhang et al.'s estimate (uniform inside a box) for generalized tables
+  and sum_G q(G) s(G) / |G| for anatomy (exact QI, the group's sensitive shares).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from vpub_spark.errors import SpecError
+from vpub_spark.kernels.anatomy import GROUP, anatomize
+from vpub_spark.kernels.mondrian import mondrian
+from vpub_spark.kernels.statdb import qi_mask
+from vpub_spark.kernels.streamliner import ALGORITHMS, streamline
+
+from .common import check_keys, load_input, parse_sweeps
+from .compare_marginals import generalized_estimator
+
+PARAMETERS = ("l", "n")
+METHODS = ("rda", "gda", "mondrian", "anatomy")
+CONDITIONS = ("age", "gender", "age_gender", "all")
+MEASURES = {"dm_ratio": "DM / (n l)", "time_s": "grouping time (s)"} | {
+    f"qwe_{c}": f"query error, predicate on {c.replace('_', ' and ')}" for c in CONDITIONS
+}
+
+
+@dataclass(frozen=True)
+class StreamlinerCompareConfig:
+    input_path: str
+    table: str | None
+    sensitive: str
+    qi: tuple[str, ...]
+    weights: dict[str, int] | None
+    out: str = "out/compare/streamliner"
+    methods: tuple[str, ...] = METHODS
+    defaults: dict[str, Any] = field(default_factory=dict)
+    sweeps: tuple[tuple[str, tuple], ...] = ()
+    repeats: int = 1
+    queries: int = 1000
+    seed: int = 1
+    input_format: str | None = None
+    time_methods: tuple[str, ...] = ("rda", "gda")
+
+
+def streamliner_compare_config_from_dict(
+    d: dict, where: str = "config"
+) -> StreamlinerCompareConfig:
+    check_keys(d, {"engine", "input", "compare", "output", "seed", "privacy", "streamliner"}, where)
+    sl = dict(d.get("streamliner") or {})
+    if not sl.get("sensitive") or not sl.get("qi"):
+        raise SpecError(f"{where}: streamliner needs sensitive and qi")
+    compare = dict(d.get("compare") or {})
+    time_methods = tuple(compare.pop("time_methods", ("rda", "gda")))
+    sw = parse_sweeps(
+        compare,
+        parameters=PARAMETERS,
+        methods=METHODS,
+        default_methods=METHODS,
+        defaults={"l": (d.get("privacy") or {}).get("l", 8), "n": None},
+        default_sweep={"vary": "l", "values": [6, 7, 8, 9, 10]},
+        default_repeats=1,
+        where=where,
+    )
+    inp = d["input"]
+    return StreamlinerCompareConfig(
+        input_path=str(inp["path"]),
+        table=inp.get("table"),
+        sensitive=str(sl["sensitive"]),
+        qi=tuple(sl["qi"]),
+        weights=sl.get("weights"),
+        out=str((d.get("output") or {}).get("path", "out/compare/streamliner")),
+        **sw.fields(),
+        seed=int(d.get("seed", 1)),
+        input_format=inp.get("format"),
+        time_methods=time_methods,
+    )
+
+
+def grouping(
+    method: str, frame: pd.DataFrame, cfg: StreamlinerCompareConfig, l: int, sizes, seed: int
+) -> np.ndarray:
+    """Each method's groups (dense ids per row of `frame`)."""
+    codes, s = frame[list(cfg.qi)], frame[cfg.sensitive].to_numpy(np.int64)
+    if method in ALGORITHMS:
+        return streamline(method, codes, s, l, seed, sizes, cfg.weights).group
+    if method == "mondrian":
+        return mondrian(codes, {a: sizes[a] - 1 for a in cfg.qi}, s, l=l)
+    qit, _ = anatomize(
+        frame[[*cfg.qi, cfg.sensitive]].assign(__row=np.arange(len(frame))),
+        cfg.sensitive,
+        l,
+        seed,
+        [*cfg.qi, "__row"],
+    )
+    group = np.empty(len(frame), dtype=np.int64)
+    group[qit["__row"].to_numpy()] = qit[GROUP].to_numpy()
+    return group
+
+
+def workload(frame: pd.DataFrame, cfg: StreamlinerCompareConfig, sizes, count: int, seed: int):
+    """Per condition: `count` queries (QI ranges, sensitive range) and their exact answers."""
+    rng = np.random.default_rng(seed)
+    attrs = {
+        "age": ["age"],
+        "gender": ["gender"],
+        "age_gender": ["age", "gender"],
+        "all": list(cfg.qi),
+    }
+    cols = {a: frame[a].to_numpy() for a in [*cfg.qi, cfg.sensitive]}
+
+    def interval(a: str) -> tuple[int, int]:
+        length = max(1, round(0.1 * sizes[a]))
+        lo = int(rng.integers(0, sizes[a] - length + 1))
+        return lo, lo + length - 1
+
+    out = {}
+    for cond, names in attrs.items():
+        missing = [a for a in names if a not in cfg.qi]
+        if missing:
+            raise SpecError(f"003's query conditions need QI attributes {', '.join(missing)}")
+        qs = [({a: interval(a) for a in names}, interval(cfg.sensitive)) for _ in range(count)]
+        exact = np.array(
+            [
+                (
+                    qi_mask(cols, r, len(frame))
+                    & (cols[cfg.sensitive] >= lo)
+                    & (cols[cfg.sensitive] <= hi)
+                ).sum()
+                for r, (lo, hi) in qs
+            ],
+            dtype=np.float64,
+        )
+        out[cond] = (qs, exact)
+    return out
+
+
+def estimator(
+    method: str, frame: pd.DataFrame, group: np.ndarray, cfg: StreamlinerCompareConfig, sizes
+):
+    """app for a query (ranges, sensitive range) from the method's release."""
+    if method != "anatomy":
+        pub = generalized_estimator(frame, group, cfg.qi, cfg.sensitive, sizes)
+        return pub.estimate
+    s = frame[cfg.sensitive].to_numpy()
+    size = np.bincount(group).astype(np.float64)
+    cols = {a: frame[a].to_numpy() for a in cfg.qi}
+
+    def estimate(ranges, s_range) -> float:
+        q = np.bincount(group[qi_mask(cols, ranges, len(frame))], minlength=len(size))
+        hit = (s >= s_range[0]) & (s <= s_range[1])
+        share = np.bincount(group, weights=hit, minlength=len(size)) / size
+        return float((q * share).sum())
+
+    return estimate
+
+
+def _point(frame, cfg, l, sizes, seed, methods, queries) -> list[dict]:
+    n, rows = len(frame), []
+    for method in methods:
+        t0 = time.perf_counter()
+        group = grouping(method, frame, cfg, l, sizes, seed)
+        took = time.perf_counter() - t0
+        dm = float((np.bincount(group).astype(np.float64) ** 2).sum())
+        row = {"method": method, "l": l, "n": n, "time_s": took, "dm": dm, "dm_ratio": dm / (n * l)}
+        if queries is not None:
+            est = estimator(method, frame, group, cfg, sizes)
+            delta = 0.005 * n
+            for cond, (qs, exact) in queries.items():
+                app = np.array([est(r, sr) for r, sr in qs])
+                row[f"qwe_{cond}"] = float((np.abs(exact - app) / np.maximum(exact, delta)).mean())
+        rows.append(row)
+    return rows
+
+
+def run_streamliner_compare(cfg: StreamlinerCompareConfig, progress=None) -> pd.DataFrame:
+    _, loaded = load_input(cfg.input_path, cfg.table, cfg.input_format, None, cfg.seed)
+    missing = sorted({cfg.sensitive, *cfg.qi} - set(loaded.names))
+    if missing:
+        raise SpecError(
+            f"unknown attributes {', '.join(missing)}; the table has {', '.join(loaded.names)}"
+        )
+    sizes = {a: loaded.dictionaries[a].size for a in loaded.names}
+    rows = []
+    for vary, values in cfg.sweeps:
+        for value in values:
+            p = dict(cfg.defaults) | {vary: value}
+            for rep in range(cfg.repeats):
+                if vary == "n":  # 003 Figure 1: copies of the table, grouping time only
+                    copies = -(-int(value) // loaded.rows)
+                    frame = pd.concat([loaded.data] * copies, ignore_index=True).iloc[: int(value)]
+                    methods, queries = [m for m in cfg.methods if m in cfg.time_methods], None
+                else:
+                    frame = loaded.data
+                    methods, queries = (
+                        list(cfg.methods),
+                        workload(frame, cfg, sizes, cfg.queries, cfg.seed * 1000 + rep),
+                    )
+                for r in _point(frame, cfg, int(p["l"]), sizes, cfg.seed + rep, methods, queries):
+                    rows.append({"sweep": vary, "value": str(value), "repeat": rep, **r})
+                if progress:
+                    progress(1)
+    return pd.DataFrame(rows)
