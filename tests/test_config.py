@@ -26,7 +26,10 @@ def _cfg(**changes):
         ({"partitions": 0}, "partitions must be a whole number >= 1"),
         ({"seed": "x"}, "seed must be a whole number >= 0 and <= 3402823669"),
         ({"seed": -1}, "seed must be a whole number >= 0 and <= 3402823669"),
-        ({"seed": 2.0**128}, "seed must be a whole number >= 0 and <= 3402823669"),  # keyed as 16 bytes
+        (
+            {"seed": 2.0**128},
+            "seed must be a whole number >= 0 and <= 3402823669",
+        ),  # keyed as 16 bytes
         ({"seed": 3, "seed_file": "s"}, "give seed or seed_file, not both"),
         ({"output": {"release_id": "../up"}}, "must be a plain, non-hidden directory name"),
         ({"output": {"release_id": ".hidden"}}, "must be a plain, non-hidden directory name"),

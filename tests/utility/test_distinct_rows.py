@@ -131,7 +131,9 @@ def test_a_later_file_of_another_column_type_is_an_error_not_a_cast(tmp_path):
     pq.write_table(pa.table({"a": ["1", "2"], "count": [1, 2]}), folder / "part-0.parquet")
     for later in ([2.5, 1.0], ["3", "4"]):
         pq.write_table(pa.table({"a": ["1", "2"], "count": later}), folder / "part-1.parquet")
-        rel = ReleaseReader(tmp_path, {"tables": [{"name": "t", "parts": ["qit"], "attributes": ["a"]}]})
+        rel = ReleaseReader(
+            tmp_path, {"tables": [{"name": "t", "parts": ["qit"], "attributes": ["a"]}]}
+        )
         with pytest.raises(DataError, match="files disagree"):
             read_part(rel, "t", "qit")
 
