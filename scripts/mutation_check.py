@@ -38,7 +38,7 @@ class Mutation:
 MUTATIONS = (
     Mutation(
         "the auditor's l-diversity check deleted (it passes every group)",
-        "vpub_spark/release/checks.py",
+        "vpub_spark/release/audit/checks.py",
         '        f"{t.name}: {l}-diverse",\n        (top * l <= st_size).all(),',
         '        f"{t.name}: {l}-diverse",\n        True,',
         ("tests/release/test_integrity.py", "tests/release/test_release.py"),

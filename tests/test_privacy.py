@@ -15,7 +15,7 @@ from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.errors import SpecError
 from vpub_spark.privacy import CRITERIA, Criterion, thresholds, thresholds_from_text
 from vpub_spark.publishing.pipeline import publish
-from vpub_spark.release.audit import audit_release
+from vpub_spark.release.audit.release import audit_release
 from vpub_spark.utility.check import Model, check_table
 
 RULES = ["age -> job", "sex -> zip"]

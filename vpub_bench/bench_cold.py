@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vpub_spark.errors import VpubError
-from vpub_spark.publishing.class_archive import build_archive
+from vpub_spark.publishing.spark_archive import build_archive
 from vpub_spark.report import console
 
 from .common import BenchTable, write_results

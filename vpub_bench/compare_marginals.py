@@ -43,7 +43,7 @@ import pandas as pd
 from vpub_spark.datasets.synthetic import with_top_share
 from vpub_spark.errors import SpecError
 from vpub_spark.kernels.angel import angel_batches, angel_tables, boxes
-from vpub_spark.kernels.decomposition import decompose
+from vpub_spark.kernels.marginal_groups import decompose
 from vpub_spark.kernels.minvariance import assign_buckets
 from vpub_spark.kernels.mondrian import qi_order
 from vpub_spark.kernels.partitioning import partition_seed, shard_counts

@@ -22,7 +22,7 @@ from .config import (
     with_overrides,
 )
 from .errors import SpecError
-from .release.checks import AuditReport
+from .release.audit.checks import AuditReport
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class Release:
         Returns:
             The audit's report (`.passed`, `.failures`, `.checks`).
         """
-        from .release.audit import audit_release
+        from .release.audit.release import audit_release
 
         return audit_release(self.path, source=source)
 
@@ -108,7 +108,13 @@ class Release:
 
 
 def open_release(path: str | Path) -> Release:
-    """The committed release at `path` (a directory or an `s3://` URI).
+    """Open a committed release, as `vpub query` and `vpub audit` do.
+
+    Args:
+        path: its directory, or an `s3://` URI.
+
+    Returns:
+        The release (its manifest read; tables read when asked for).
 
     Raises:
         VpubError: not a committed release, or unreadable.

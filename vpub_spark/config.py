@@ -390,5 +390,16 @@ def resolve_paths(d: Any, base: str | Path) -> Any:
 
 
 def load_config(path: str | Path) -> PublishConfig:
-    """The config file at `path`, its relative paths resolved against its directory."""
+    """A job config file, its relative paths resolved against its directory.
+
+    Args:
+        path: the YAML file.
+
+    Returns:
+        The config.
+
+    Raises:
+        SpecError: a missing file, invalid YAML, or a key or value the options refuse
+            (one line naming the file and the dotted key).
+    """
     return config_from_dict(resolve_paths(load_yaml(path), Path(path).parent), str(path))

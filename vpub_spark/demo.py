@@ -13,7 +13,7 @@ from .engines import make_engine
 from .engines.settings import SparkSettings
 from .model import PrivacySpec
 from .publishing.pipeline import publish
-from .release.audit import audit_release
+from .release.audit.release import audit_release
 from .report import audit_table, console, profile_table, progress_step, publish_summary
 
 

@@ -19,7 +19,7 @@ from vpub_bench.compare_marginals import (
 from vpub_spark.errors import SpecError
 from vpub_spark.estimate.generalized import angel_count, generalized_count
 from vpub_spark.kernels.angel import angel_batches, angel_tables, boxes
-from vpub_spark.kernels.decomposition import decompose
+from vpub_spark.kernels.marginal_groups import decompose
 
 
 def _frame(n=1500, seed=0):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vpub_spark.release.audit import audit_release
+from vpub_spark.release.audit.release import audit_release
 
 ROOT = Path(__file__).resolve().parents[2]
 ADULT = ROOT.parent / "shared" / "data" / "adult"

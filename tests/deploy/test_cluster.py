@@ -21,7 +21,7 @@ from release_helpers import config, contents, same_contents
 
 from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.publishing.pipeline import publish
-from vpub_spark.release.audit import audit_release
+from vpub_spark.release.audit.release import audit_release
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 

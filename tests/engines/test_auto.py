@@ -129,7 +129,7 @@ def test_a_publish_on_spark_started_early_commits(table, tmp_path):
 
     from release_helpers import vpub
 
-    from vpub_spark.release.audit import audit_release
+    from vpub_spark.release.audit.release import audit_release
 
     run = subprocess.run(
         vpub("publish", "--config", _publish_config(table, tmp_path, "spark")),

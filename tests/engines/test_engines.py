@@ -90,3 +90,17 @@ def test_bad_input_is_clear(request, engine_name, csv_path, tmp_path):
         engine.load(str(empty), SPEC)
     with pytest.raises(SpecError, match="input not found"):
         engine.load(str(tmp_path / "nope"), SPEC)
+
+
+def test_sql_is_a_capability_only_spark_has():
+    """`SqlEngine` is not part of `Engine`: the in-process engine does not implement it
+    and is refused in one line; the Spark engine's class has both of its members."""
+    from vpub_spark.engines.base import SqlEngine, sql_engine
+    from vpub_spark.engines.inprocess import InProcessEngine
+    from vpub_spark.engines.spark.engine import SparkEngine
+    from vpub_spark.errors import SpecError
+
+    with pytest.raises(SpecError, match="SQL catalog: use the Spark engine, not inprocess"):
+        sql_engine(InProcessEngine())
+    assert all(callable(getattr(SparkEngine, m, None)) for m in ("register_tables", "sql"))
+    assert not isinstance(InProcessEngine(), SqlEngine)

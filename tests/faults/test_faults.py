@@ -18,7 +18,7 @@ from release_helpers import contents, same_contents, vpub
 
 from vpub_spark.datasets.presets import write_generated
 from vpub_spark.engines.inprocess import InProcessEngine
-from vpub_spark.release.audit import audit_release
+from vpub_spark.release.audit.release import audit_release
 
 pytestmark = pytest.mark.faults
 STEPS = ("read and encode", "rules and schema", "plan partitions", "anonymize and write", "audit")

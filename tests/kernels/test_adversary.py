@@ -267,16 +267,16 @@ def test_the_m_invariant_assignment_keeps_every_posterior_at_most_one_over_m(cod
 )
 @pytest.mark.parametrize("name", ["halved", "matched", "decompose"])
 def test_decomposing_a_bucket_keeps_every_posterior_at_one_over_its_values(codes, values, name):
-    """002 §3's decomposition of a bucket (`decomposition.halved`), the matching
+    """002 §3's decomposition of a bucket (`marginal_groups.halved`), the matching
     (`matched`) and `decompose`'s choice between them, on one bucket of the whole table
     (every value c times): the groups depend on which rows share a value, never on which
     value it is, so relabeling the values gives the same release and no posterior passes
     1/m. Seeding the matching with the value of the lowest code instead (the first
     version) let the tie-breaking tell the table apart from its relabelings: on xy8 with
     a a a a b b b b a posterior reached 1."""
-    from vpub_spark.kernels import decomposition
+    from vpub_spark.kernels import marginal_groups
 
-    c, run = CODES[codes], getattr(decomposition, name)
+    c, run = CODES[codes], getattr(marginal_groups, name)
     extents = {a: int(c[a].max()) for a in c.columns}
     adv = Adversary(uniform(lambda t, _: run(c, t, np.zeros(len(t), dtype=np.int64), extents), [0]))
     assert adv.worst_over_tables(np.array(values)) == Fraction(1, len(set(values)))

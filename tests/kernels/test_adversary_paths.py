@@ -29,7 +29,7 @@ from adversary import Adversary, group_release, rng_outcomes, tables_of, within_
 from publish_paths import chunks_of, frame_of, row_sets, small_input
 
 from vpub_spark.kernels import minvariance
-from vpub_spark.kernels.decomposition import decompose
+from vpub_spark.kernels.marginal_groups import decompose
 from vpub_spark.kernels.mondrian import mondrian
 from vpub_spark.kernels.statdb import Query, a_count, g_count, qi_mask, signature_buckets
 from vpub_spark.publishing import marginals
@@ -247,7 +247,7 @@ def _published(tmp_path, values, m: int, chunk_rows: int, statdb: bool):
     from vpub_spark.engines.inprocess import InProcessEngine
     from vpub_spark.publishing.pipeline import publish
     from vpub_spark.release.layout import GROUP
-    from vpub_spark.release.store import BUCKET, BUCKETS, ROW
+    from vpub_spark.release.stores.store import BUCKET, BUCKETS, ROW
     from vpub_spark.statdb.build import build_store
 
     data = small_input(tmp_path, range(len(values)), values)

@@ -37,7 +37,7 @@ from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.model import PublishedTable
 from vpub_spark.publishing.anatomy import AnatomyJob
 from vpub_spark.publishing.pipeline import publish
-from vpub_spark.release.audit import audit_release
+from vpub_spark.release.audit.release import audit_release
 from vpub_spark.release.export import guarantee_lines
 from vpub_spark.serve.catalog import guarantee
 

@@ -10,7 +10,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from vpub_spark.errors import PrivacyError
-from vpub_spark.kernels.decomposition import decompose
+from vpub_spark.kernels.marginal_groups import decompose
 from vpub_spark.kernels.minvariance import (
     assign_buckets,
     check_m_eligible,
@@ -354,7 +354,7 @@ def test_a_signature_class_is_decomposed_whole_when_that_is_narrower():
     one, a at 10 and b at 0 in the other. Decomposing each bucket gives two groups 10
     years wide; the class whole gives {a 0, b 0} and {a 10, b 10}, 0 wide: `decompose`
     keeps the class's. One class per bucket: the buckets' halving, unchanged."""
-    from vpub_spark.kernels.decomposition import halved
+    from vpub_spark.kernels.marginal_groups import halved
 
     codes = pd.DataFrame({"age": [0, 10, 10, 0]})
     s, bucket, extents = np.array([0, 1, 0, 1]), np.array([0, 0, 1, 1]), {"age": 10}
@@ -373,7 +373,7 @@ def test_decompose_is_never_wider_than_halving_the_buckets(table, attrs):
     """Per signature class, `decompose` keeps the lowest-NCP of the buckets' halving and
     the matchings of the buckets and of the class: its total NCP is at most the buckets'
     halving's, its groups m-unique with one tuple per value of their bucket's signature."""
-    from vpub_spark.kernels.decomposition import halved
+    from vpub_spark.kernels.marginal_groups import halved
     from vpub_spark.kernels.minvariance import bucketize
     from vpub_spark.publishing.marginals import subtables
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from release_helpers import RULES_1_3, TABLE1, made_with, vpub, write_table
 
-from vpub_spark.release.audit import audit_release
+from vpub_spark.release.audit.release import audit_release
 
 BUSY = ("is being published by", "already exists and is not empty")
 

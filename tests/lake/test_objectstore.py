@@ -27,7 +27,7 @@ from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.errors import DataError, VpubError
 from vpub_spark.lake import objectstore
 from vpub_spark.publishing.pipeline import publish
-from vpub_spark.release.audit import audit_release
+from vpub_spark.release.audit.release import audit_release
 from vpub_spark.release.reader import open_release
 
 RULES = ["age, zip -> job", "sex -> job"]

@@ -24,9 +24,9 @@ from vpub_spark.errors import SpecError, VpubError
 from vpub_spark.lake import objectstore
 from vpub_spark.publishing.marginals_add import add_marginal
 from vpub_spark.publishing.pipeline import publish
-from vpub_spark.release.audit import audit_release
-from vpub_spark.release.private_audit import audit_store
+from vpub_spark.release.audit.release import audit_release
 from vpub_spark.release.reader import open_release
+from vpub_spark.release.stores.audit import audit_store
 
 
 @pytest.fixture(scope="module")

@@ -19,8 +19,8 @@ from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.errors import PrivacyError, SpecError, VpubError
 from vpub_spark.publishing.marginals_add import add_marginal
 from vpub_spark.publishing.pipeline import publish
-from vpub_spark.release.audit import audit_release
-from vpub_spark.release.private_audit import audit_store
+from vpub_spark.release.audit.release import audit_release
+from vpub_spark.release.stores.audit import audit_store
 
 SCHEMAS = [["age"], ["age", "sex"], ["age", "sex", "edu"]]
 QI = ["age", "sex", "edu", "marital"]  # marital only for marginals added later

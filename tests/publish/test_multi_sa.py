@@ -20,7 +20,7 @@ from vpub_spark.estimate.multi_sa import multi_sa_model
 from vpub_spark.kernels.anatomy import COUNT, GROUP
 from vpub_spark.kernels.bip import meets_constraints, multi_sa_chunk, sa_combinations
 from vpub_spark.publishing.pipeline import publish
-from vpub_spark.release.audit import audit_release
+from vpub_spark.release.audit.release import audit_release
 from vpub_spark.release.reader import open_release
 
 RULES = ["q1, q2 -> s1", "q1 -> s2", "s1, q2 -> s3"]  # QI = q1, q2; SA = s1, s2, s3

@@ -21,7 +21,7 @@ from vpub_spark.errors import SpecError
 from vpub_spark.kernels.classes import COUNT, class_measures
 from vpub_spark.model import PrivacySpec
 from vpub_spark.publishing.pipeline import publish
-from vpub_spark.release.audit import audit_release
+from vpub_spark.release.audit.release import audit_release
 from vpub_spark.release.reader import open_release
 
 RULES = ["age -> job", "sex -> zip"]

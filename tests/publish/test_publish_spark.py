@@ -11,7 +11,7 @@ from spark_helpers import with_jobs
 
 from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.publishing.pipeline import publish
-from vpub_spark.release.audit import audit_release
+from vpub_spark.release.audit.release import audit_release
 
 pytestmark = pytest.mark.spark
 

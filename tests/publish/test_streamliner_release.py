@@ -13,7 +13,7 @@ from vpub_spark.config import config_from_dict
 from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.errors import PrivacyError, SpecError
 from vpub_spark.publishing.pipeline import publish
-from vpub_spark.release.audit import audit_release
+from vpub_spark.release.audit.release import audit_release
 from vpub_spark.release.reader import open_release
 
 

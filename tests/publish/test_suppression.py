@@ -19,7 +19,7 @@ from vpub_spark.errors import PrivacyError
 from vpub_spark.kernels.suppression import excess, fewest_to_suppress
 from vpub_spark.model import PrivacySpec
 from vpub_spark.publishing.pipeline import publish
-from vpub_spark.release.audit import audit_release
+from vpub_spark.release.audit.release import audit_release
 
 RULES = ["age, zip -> job"]
 

@@ -14,7 +14,7 @@ from release_helpers import config, job_table, rehash, write_table
 
 from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.publishing.pipeline import publish
-from vpub_spark.release.audit import audit_release
+from vpub_spark.release.audit.release import audit_release
 
 RULES = [{"lhs": ["age", "zip"], "rhs": "job"}]
 

@@ -155,7 +155,7 @@ def test_a_part_whose_strings_are_not_utf8_fails_the_audit(signed, tmp_path):
 def test_a_store_row_id_out_of_any_range_fails_its_verification(signed, tmp_path):
     """Found by the fuzzer: a flipped high bit of a tuple's row id made the "every tuple
     once" check allocate a count per possible id (2 TiB) and end in a MemoryError."""
-    from vpub_spark.release.store import ROW, bucket_files
+    from vpub_spark.release.stores.store import ROW, bucket_files
 
     _, store, verify = signed
     copy = tmp_path / "s"

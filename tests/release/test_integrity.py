@@ -21,7 +21,7 @@ from vpub_spark.config import config_from_dict
 from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.errors import SpecError
 from vpub_spark.publishing.pipeline import publish
-from vpub_spark.release.audit import audit_release
+from vpub_spark.release.audit.release import audit_release
 from vpub_spark.release.signing import generate_keys, sign, verify
 
 pytestmark = pytest.mark.faults

@@ -1,4 +1,4 @@
-"""The auditor's signature multisets of m-invariant marginals (release/invariance.py),
+"""The auditor's signature multisets of m-invariant marginals (release/audit/invariance.py),
 against a plain recount: each group's labels sorted and joined, counted per marginal."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vpub_spark.release.invariance import _same, signature_counts
+from vpub_spark.release.audit.invariance import _same, signature_counts
 
 LABELS = [f"v{i:02d}" for i in range(60)]  # 62 ranks: 10 to a word, so rows of 2+ words
 

@@ -26,7 +26,7 @@ from vpub_spark.errors import DataError, PrivacyError, SpecError, VpubError
 from vpub_spark.gnf import check_gnf
 from vpub_spark.model import PublishedTable, Schema
 from vpub_spark.publishing.pipeline import publish
-from vpub_spark.release.audit import audit_release
+from vpub_spark.release.audit.release import audit_release
 from vpub_spark.release.reader import open_release
 from vpub_spark.rules import parse_rules
 
@@ -238,7 +238,7 @@ def test_a_dead_runs_staging_directory_is_removed_by_the_next_run(tmp_path):
 
 def test_failed_audit_commits_nothing(tmp_path, monkeypatch):
     from vpub_spark.lake import commit
-    from vpub_spark.release.checks import AuditReport, Check
+    from vpub_spark.release.audit.checks import AuditReport, Check
 
     data = write_table(TABLE1, tmp_path / "table1")
     monkeypatch.setattr(

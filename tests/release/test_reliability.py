@@ -10,7 +10,7 @@ import subprocess
 from release_helpers import RULES_1_3, TABLE1, publish_inprocess, vpub, write_table
 
 from vpub_spark.cli import main
-from vpub_spark.release.audit import audit_release
+from vpub_spark.release.audit.release import audit_release
 
 
 def test_no_absolute_path_and_no_store_path_in_a_manifest(tmp_path):

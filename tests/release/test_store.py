@@ -1,4 +1,4 @@
-"""The private bucket store (release/store.py): owner-only, never inside the public
+"""The private bucket store (release/stores/store.py): owner-only, never inside the public
 output, never mistaken for something else; store.json sealed (its digest, the digests
 of its files) and optionally signed."""
 
@@ -11,7 +11,7 @@ import stat
 import pytest
 
 from vpub_spark.errors import SpecError, VpubError
-from vpub_spark.release.store import (
+from vpub_spark.release.stores.store import (
     SIGNATURE,
     STORE_FILE,
     STORE_FORMAT,

@@ -13,7 +13,7 @@ from release_helpers import workload_truths
 from vpub_spark.cli import main
 from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.errors import SpecError
-from vpub_spark.release.store import read_store
+from vpub_spark.release.stores.store import read_store
 from vpub_spark.statdb.batch import answer_workload, write_workload
 from vpub_spark.statdb.db import LOG, StatDB, parse_query, where_text
 from vpub_spark.statdb.workload import workload

@@ -17,8 +17,8 @@ from vpub_spark.config import config_from_dict
 from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.errors import SpecError
 from vpub_spark.publishing.marginals_add import add_marginal
-from vpub_spark.release.private_audit import audit_store
-from vpub_spark.release.store import bucket_files, read_store
+from vpub_spark.release.stores.audit import audit_store
+from vpub_spark.release.stores.store import bucket_files, read_store
 from vpub_spark.statdb.build import build_store
 from vpub_spark.statdb.db import StatDB
 
@@ -177,8 +177,8 @@ def test_a_built_store_keeps_the_served_domains_only_sealed_and_signed(data, tmp
     from dataclasses import replace
 
     from vpub_spark.release.signing import generate_keys
-    from vpub_spark.release.store import file_digests
-    from vpub_spark.release.store_integrity import verify_store
+    from vpub_spark.release.stores.integrity import verify_store
+    from vpub_spark.release.stores.store import file_digests
 
     private, public = generate_keys(tmp_path / "keys")
     cfg = replace(_cfg(data, tmp_path, qi=["age"]), sign_key=str(private))

@@ -19,7 +19,7 @@ from vpub_spark.cli import main
 from vpub_spark.errors import SpecError, VpubError
 from vpub_spark.kernels.statdb import Query, a_decompose, qi_mask, signature_buckets
 from vpub_spark.release.reader import open_release
-from vpub_spark.release.store import BUCKET, ROW, bucket_files, group_dir
+from vpub_spark.release.stores.store import BUCKET, ROW, bucket_files, group_dir
 from vpub_spark.statdb.db import LOG, StatDB
 
 

@@ -1,4 +1,4 @@
-"""The integrity of a private bucket store (release/store_integrity.py): every tamper of a
+"""The integrity of a private bucket store (release/stores/integrity.py): every tamper of a
 real store (a QI code edited, a code outside its domain, two sensitive values swapped
 inside one bucket, a truncated, deleted or extra file, an edited store.json) is refused
 at `StatDB.open` with one line naming the problem and the file, and reported by
@@ -22,9 +22,10 @@ from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.errors import SpecError, VpubError
 from vpub_spark.publishing.marginals_add import add_marginal
 from vpub_spark.publishing.pipeline import publish
-from vpub_spark.release.private_audit import audit_store
 from vpub_spark.release.signing import generate_keys
-from vpub_spark.release.store import (
+from vpub_spark.release.stores.audit import audit_store
+from vpub_spark.release.stores.integrity import verify_store
+from vpub_spark.release.stores.store import (
     BUCKET,
     SIGNATURE,
     STORE_FILE,
@@ -33,7 +34,6 @@ from vpub_spark.release.store import (
     read_store,
     write_store,
 )
-from vpub_spark.release.store_integrity import verify_store
 from vpub_spark.statdb.db import StatDB
 
 

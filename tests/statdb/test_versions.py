@@ -1,4 +1,4 @@
-"""Versions of a store (release/versions.py, statdb/update.py): a keyed build, updates
+"""Versions of a store (release/stores/versions.py, statdb/update.py): a keyed build, updates
 from new snapshots that keep every survivor's signature and every bucket m-unique
 (counterfeits where needed), answers on any version that hold the truth, a failed update
 that changes nothing, tampering found, the same version from both engines' stores."""
@@ -20,9 +20,9 @@ from vpub_spark.config import config_from_dict
 from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.errors import DataError, SpecError, VpubError
 from vpub_spark.kernels.dynamic import signature_keys
-from vpub_spark.release.store import STORE_FILE, file_digests, read_store, write_store
-from vpub_spark.release.store_integrity import verified, verify_store
-from vpub_spark.release.versions import read_version, version_dir
+from vpub_spark.release.stores.integrity import verified, verify_store
+from vpub_spark.release.stores.store import STORE_FILE, file_digests, read_store, write_store
+from vpub_spark.release.stores.versions import read_version, version_dir
 from vpub_spark.statdb.build import build_store
 from vpub_spark.statdb.db import StatDB
 from vpub_spark.statdb.update import update_store
@@ -300,8 +300,8 @@ def test_marginals_from_every_version_stay_m_invariant(v1, tmp_path):
     signature its bucket's, sizes and counterfeits as published), and an estimate from
     version 2's marginal scales away its counterfeits."""
     from vpub_spark.publishing.marginals_add import add_marginal
-    from vpub_spark.release.private_audit import audit_store
     from vpub_spark.release.reader import open_release
+    from vpub_spark.release.stores.audit import audit_store
     from vpub_spark.utility.queries import estimate_count
     from vpub_spark.utility.release_models import release_models
     from vpub_spark.utility.where import parse_where
@@ -414,7 +414,7 @@ def test_a_store_made_by_publish_is_updatable(v1, tmp_path):
     store, then a version, a marginal from it, and the private audit of both releases."""
     from vpub_spark.publishing.marginals_add import add_marginal
     from vpub_spark.publishing.pipeline import publish
-    from vpub_spark.release.private_audit import audit_store
+    from vpub_spark.release.stores.audit import audit_store
 
     frame, data = v1
     state, out = tmp_path / "p", tmp_path / "out"
@@ -481,7 +481,7 @@ def test_a_change_set_gives_the_snapshots_changes(v1, tmp_path, capsys):
 
 
 def test_version_numbers_and_ids():
-    from vpub_spark.release.versions import version_number
+    from vpub_spark.release.stores.versions import version_number
 
     meta = {
         "store_id": "s",

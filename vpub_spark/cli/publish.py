@@ -14,9 +14,9 @@ from ..errors import SpecError
 from ..lake.commit import Steps
 from ..publishing.marginals_add import add_marginal
 from ..publishing.pipeline import publish
-from ..release.audit import audit_release
-from ..release.private_audit import audit_store
+from ..release.audit.release import audit_release
 from ..release.signing import generate_keys
+from ..release.stores.audit import audit_store
 from ..report import audit_table, console, progress_step, publish_summary
 from ..storage import local_path
 from .common import (
@@ -130,7 +130,7 @@ def cmd_keys_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_spark_archive(args: argparse.Namespace) -> int:
-    from ..publishing.class_archive import build_archive
+    from ..publishing.spark_archive import build_archive
 
     with console.status(
         "building the Spark driver's class-data archive (a small publish on Spark) ..."

@@ -149,6 +149,7 @@ def cmd_register(args: argparse.Namespace) -> int:
     if args.iceberg is not None:
         return _register_iceberg(args)
     from ..engines import make_engine
+    from ..engines.base import sql_engine
     from ..engines.settings import SparkSettings
     from ..lake.sql import register
     from ..release.reader import open_release
@@ -167,7 +168,9 @@ def cmd_register(args: argparse.Namespace) -> int:
     )
     console.print(f"registered {kind}: " + ", ".join(names))
     if args.sql:  # collected whole (at most 1,000 rows), so no task is left running at exit
-        print(engine.sql(args.sql, 1000).to_string(index=False))  # a bad query: one line
+        print(
+            sql_engine(engine).sql(args.sql, 1000).to_string(index=False)
+        )  # a bad query: one line
     return 0
 
 

@@ -61,7 +61,7 @@ def cmd_statdb_verify(args: argparse.Namespace) -> int:
     """Every integrity check of a store (exit 1 when one fails, as `vpub audit`)."""
     import json
 
-    from ..release.store_integrity import verify_store
+    from ..release.stores.integrity import verify_store
     from ..report import audit_table
 
     report = verify_store(args.store, args.verify_key)

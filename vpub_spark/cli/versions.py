@@ -1,5 +1,5 @@
 """`vpub statdb update` and `vpub statdb versions`: a store's versions
-(statdb/update.py, release/versions.py)."""
+(statdb/update.py, release/stores/versions.py)."""
 
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ def cmd_statdb_update(args: argparse.Namespace) -> int:
 
 
 def cmd_statdb_versions(args: argparse.Namespace) -> int:
-    from ..release.store_integrity import verified
-    from ..release.versions import versions_of
+    from ..release.stores.integrity import verified
+    from ..release.stores.versions import versions_of
 
     meta, _ = verified(Path(args.store))
     entries = versions_of(meta)

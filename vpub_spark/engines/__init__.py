@@ -26,8 +26,20 @@ def __getattr__(name: str) -> Any:
 def make_engine(
     name: str, spark_conf: SparkSettings | None = None, workers: int | None = None
 ) -> Engine:
-    """The engine named in the config: `spark` or `inprocess` (`auto` is resolved first,
-    by `engine_for`); `workers`: the in-process engine's worker processes (`pool.py`)."""
+    """The engine named in the config (`auto` is resolved first, by `engine_for`).
+
+    Args:
+        name: `spark` or `inprocess`.
+        spark_conf: the Spark settings (`spark` only; default: `conf/spark.yaml`'s).
+        workers: the in-process engine's worker processes (`pool.py`; default: every
+            core).
+
+    Returns:
+        The engine, not started (Spark starts on first use, or with `start()`).
+
+    Raises:
+        SpecError: an unknown name.
+    """
     from ..errors import SpecError
 
     if name == "inprocess":
@@ -64,7 +76,20 @@ def choose(
 def engine_for(
     name: str, spark_conf: SparkSettings | None, input_path: str, workers: int | None = None
 ) -> tuple[Engine, str]:
-    """The engine `choose` picks, made, and why."""
+    """The engine a config's `engine` names, made; `auto` resolved for the input.
+
+    Args:
+        name: `auto`, `spark` or `inprocess`.
+        spark_conf: the Spark settings.
+        input_path: the input `auto` measures (size, format).
+        workers: the in-process engine's worker processes.
+
+    Returns:
+        The engine and why it was chosen, in words (`vpub publish` prints it).
+
+    Raises:
+        SpecError: an unknown name.
+    """
     chosen, settings, why = choose(name, spark_conf, input_path, workers)
     return make_engine(chosen, settings, workers), why
 

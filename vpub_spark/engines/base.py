@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
@@ -123,7 +123,7 @@ class Engine(Protocol):
 
     @property
     def audits_in_tasks(self) -> bool:
-        """A release's tables are audited in its tasks (release/distributed.py), only their
+        """A release's tables are audited in its tasks (release/audit/distributed.py), only their
         summaries reaching this process."""
         ...
 
@@ -274,16 +274,6 @@ class Engine(Protocol):
         """The rows whose every attribute of `codes` holds one of its codes."""
         ...
 
-    # SQL
-    def register_tables(self, tables: Sequence[SqlTable], views: Sequence[str]) -> str:
-        """`tables` in the session's SQL catalog (external tables; objects on a store as
-        temporary views), then the `views` (CREATE VIEW statements); the catalog's kind."""
-        ...
-
-    def sql(self, query: str, limit: int) -> pd.DataFrame:
-        """A SQL query's first `limit` rows."""
-        ...
-
     # serving
     def map_rows(
         self,
@@ -296,6 +286,54 @@ class Engine(Protocol):
         into `parts` tasks (0: the engine's default parallelism); the rows `run`
         returns (`schema`), in no particular order."""
         ...
+
+
+@runtime_checkable
+class SqlEngine(Protocol):
+    """A capability only some engines have (Spark's SQL catalog): `vpub releases
+    register` and `--sql` ask for it with `sql_engine`, an engine without it is refused
+    in one line."""
+
+    def register_tables(self, tables: Sequence[SqlTable], views: Sequence[str]) -> str:
+        """Create the tables and views in the session's SQL catalog.
+
+        Args:
+            tables: external tables (objects on a store as temporary views).
+            views: CREATE VIEW statements, run after the tables.
+
+        Returns:
+            The catalog's kind (`hive`, `in-memory`).
+        """
+        ...
+
+    def sql(self, query: str, limit: int) -> pd.DataFrame:
+        """A SQL query's first `limit` rows, collected.
+
+        Args:
+            query: the statement.
+            limit: the most rows returned.
+
+        Returns:
+            The rows.
+        """
+        ...
+
+
+def sql_engine(engine: Engine) -> SqlEngine:
+    """The engine as a SQL engine.
+
+    Args:
+        engine: any engine.
+
+    Returns:
+        The same engine.
+
+    Raises:
+        SpecError: it has no SQL catalog.
+    """
+    if not isinstance(engine, SqlEngine):
+        raise SpecError(f"SQL tables need a SQL catalog: use the Spark engine, not {engine.name}")
+    return engine
 
 
 def plan_encoding(

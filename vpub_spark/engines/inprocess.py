@@ -117,7 +117,7 @@ class InProcessEngine:
     @property
     def audits_in_tasks(self) -> bool:
         """On several workers, a release's files are audited on them
-        (`release/distributed.py`), as Spark's tasks do."""
+        (`release/audit/distributed.py`), as Spark's tasks do."""
         return self.workers > 1
 
     def _workers_for(self, rows: int) -> int:
@@ -303,12 +303,6 @@ class InProcessEngine:
         for a, values in codes.items():
             ok &= np.isin(loaded.data[a].to_numpy(), np.asarray(values, dtype=np.int64))
         return int(ok.sum())
-
-    def register_tables(self, tables, views) -> str:
-        raise SpecError("SQL tables need a SQL catalog: use the Spark engine")
-
-    def sql(self, query: str, limit: int):
-        raise SpecError("SQL queries need the Spark engine")
 
     def map_rows(self, frame, run, schema, parts):
         """`run` over the frame in at least `parts` slices (`_row_slices`), in order, on

@@ -44,7 +44,7 @@ m-eligible sub-table.
   (posterior 1 on 003 Table 1, m = 2). Drawn uniformly, every table the release allows
   gives it with the same probability; the price is a wider box for one group per
   leftover (docs/benchmarks/marginals.md).
-- `decompose` (002 §3): in `kernels/decomposition.py`.
+- `decompose` (002 §3): in `kernels/marginal_groups.py`.
 - NCP (Xu et al. KDD 2006): decision: every attribute's codes are in
   its domain order (numeric by value, categorical by the declared order), so a group's
   penalty on A is (max - min) / (|dom A| - 1), and NCP(G) = |G| * sum over A.

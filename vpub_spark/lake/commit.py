@@ -28,10 +28,10 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from ..errors import PrivacyError, StorageError, VpubError
-from ..release.audit import AuditReport, audit_release
+from ..release.audit.release import AuditReport, audit_release
 from ..release.layout import MANIFEST, REMOTE, SUCCESS
 from ..release.signing import sign, signer_id
-from ..release.store import STORE_FILE
+from ..release.stores.store import STORE_FILE
 from ..storage import is_remote
 from .objectstore import alive, mirrored, remote_stage
 
@@ -231,7 +231,7 @@ IN_DRIVER_BYTES = 2 << 20
 
 
 def audit_in_tasks(stage: Path, engine) -> bool:
-    """Whether the staged release is audited in the engine's tasks (`release/distributed.py`):
+    """Whether the staged release is audited in the engine's tasks (`release/audit/distributed.py`):
     with an engine, when its parts are on an object store or over `IN_DRIVER_BYTES` (or
     the engine's own `in_driver_bytes`)."""
     if engine is None:

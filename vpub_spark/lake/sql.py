@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from ..engines.base import Engine, SqlTable
+from ..engines.base import Engine, SqlTable, sql_engine
 from ..errors import DataError
 from ..release.layout import COUNT, GROUP, part_location
 from ..release.reader import ReleaseReader
@@ -56,7 +56,7 @@ def register(engine: Engine, rel: ReleaseReader) -> tuple[list[str], str]:
         if entry.get("kind") == "anatomy":
             views.append(anatomy_view(rid, entry, temporary=rel.remote is not None))
             names.append(sql_name(rid, entry["name"]))
-    return names, engine.register_tables(tables, views)
+    return names, sql_engine(engine).register_tables(tables, views)
 
 
 def _table(rel: ReleaseReader, table: str, part: str, name: str) -> SqlTable:

@@ -38,15 +38,15 @@ import pandas as pd
 from ..encoding import Dictionary, write_decoded
 from ..engines.base import LoadedTable
 from ..errors import SpecError
-from ..kernels.decomposition import decompose
+from ..kernels.marginal_groups import decompose
 from ..kernels.minvariance import bucketize, check_m_eligible_counts, partition
 from ..kernels.mondrian import blind_mondrian, qi_order
 from ..kernels.partitioning import QiShards, combine_counts, partition_seed, plan_chunks
 from ..model import UNSAFE_ASSIGN, PublishedTable, Rule
 from ..release.layout import COUNT, COUNTERFEITS, GROUP, SIZE, part_file, part_location
 from ..release.manifest import table_entry
-from ..release.record_keys import check_key, keys_from_source
-from ..release.store import (
+from ..release.stores.record_keys import check_key, keys_from_source
+from ..release.stores.store import (
     BUCKET,
     BUCKETS,
     ROW,
@@ -61,7 +61,7 @@ from ..release.store import (
     store_location,
     write_store,
 )
-from ..release.versions import first_version
+from ..release.stores.versions import first_version
 from ..storage import is_remote
 from .method import Design, Plan, sizes_of, summary_frame, summary_schema
 
@@ -543,7 +543,7 @@ class MarginalsMethod:
         s, chosen = cfg.marginals, design.detail
         domains = {a: list(loaded.dictionaries[a].labels) for a in [*chosen.qi, s.sensitive]}
         seen = None
-        if s.key:  # an updatable store: its record identifiers (release/record_keys.py)
+        if s.key:  # an updatable store: its record identifiers (release/stores/record_keys.py)
             fmt, path = cfg.input_format, cfg.input_path
             seen = keys_from_source(store, path, loaded.spec, fmt, s.key, domains, cfg.secret_seed)
         published = [

@@ -13,12 +13,13 @@ import pyarrow.parquet as pq
 
 from ..encoding import Dictionary
 from ..kernels.arrays import dense_ids
-from ..kernels.decomposition import decompose
+from ..kernels.marginal_groups import decompose
 from ..lake.commit import Steps, audit_and_commit, exclusive, staged_directory, staged_release
 from ..lake.objectstore import mirrored
 from ..release.layout import release_target
 from ..release.manifest import header, seal
-from ..release.store import (
+from ..release.stores.integrity import verified_for_update
+from ..release.stores.store import (
     BUCKET,
     GROUPS,
     ROW,
@@ -32,8 +33,7 @@ from ..release.store import (
     restrict,
     write_store,
 )
-from ..release.store_integrity import verified_for_update
-from ..release.versions import (
+from ..release.stores.versions import (
     version_number,
     version_rows,
     version_rows_count,
@@ -118,7 +118,7 @@ def add_marginal(
     version: int | str | None = None,
 ) -> PublishResult:
     """`vpub marginals add`: decompose the stored buckets (of `version`, default the
-    latest; release/versions.py) for `attributes` and publish them as a new release
+    latest; release/stores/versions.py) for `attributes` and publish them as a new release
     (the same signatures as every earlier marginal of the store). A store on an object
     store is changed in a private local copy (`mirrored`)."""
     check_store_location(state, output, new=False)

@@ -168,7 +168,7 @@ class PublishResult:
 
     path: Path | str  # a URI for an object store
     manifest: dict
-    audit: Any  # release.checks.AuditReport
+    audit: Any  # release.audit.checks.AuditReport
     timings: dict[str, float] = field(default_factory=dict)
     partitions: pd.DataFrame | None = None  # per partition: table, part, rows, groups, task
 

@@ -37,7 +37,7 @@ from ..lake.objectstore import record_parts, write_root
 from ..release.layout import RESERVED, part_location, release_target
 from ..release.manifest import header, seal
 from ..release.secret import default_private_dir, owner_only, write_run_record
-from ..release.store import check_store_location
+from ..release.stores.store import check_store_location
 from .method import (
     Design,
     Method,
@@ -54,7 +54,21 @@ Observer = Callable[[str], AbstractContextManager[object]]
 
 
 def publish(cfg: PublishConfig, engine: Engine, observer: Observer | None = None) -> PublishResult:
-    """Publish, audit and commit one release (see the module docstring)."""
+    """Publish, audit and commit one release (see the module docstring).
+
+    Args:
+        cfg: the job config (`load_config`, `config_from_dict`).
+        engine: the engine that reads the input and writes the tables.
+        observer: told each step as it starts and ends (the command line's progress).
+
+    Returns:
+        The committed release: its path, manifest, audit report and step times.
+
+    Raises:
+        VpubError: a config or rule that cannot be met, an input that does not fit its
+            table spec, an unwritable output or a failed audit; nothing is committed
+            and the staging directory is removed.
+    """
     method = method_for(cfg)
     step = Steps(observer)
     path, spec = input_table(cfg.input_path, cfg.table, engine.reads_object_stores)

@@ -4,7 +4,7 @@ One generalized table (each group's MBR, the kind the marginal publisher writes)
 `streamliner.qi` and the sensitive attribute, l-diverse per group, made per Spark chunk
 (QI-local and l-eligible: 002's chunk planner, `plan_marginal_chunks` with m = l) by the
 kernel of `kernels/streamliner.py`. The auditor re-checks l-diversity per group from the
-published files (`release/checks.py`). Decision: a chunk is a table of its own for the
+published files (`release/audit/checks.py`). Decision: a chunk is a table of its own for the
 algorithm, with the chunk's seed; 003 runs on the whole table, and a chunk of 50,000
 rows or more changes nothing for RDA (its groups ignore the QI) and keeps GDA's
 segments inside it.

@@ -1,10 +1,10 @@
 """The registry of table kinds: per kind, its parts, its audit checks, its comparison
 with the source and its estimate model.
 
-A new kind is one entry here (plus its checks in `release/checks.py` and its model in
+A new kind is one entry here (plus its checks in `release/audit/checks.py` and its model in
 `estimate/`). A few readers still branch on a kind's name for what differs by layout:
 export's flat files (release/export.py), the k-anonymity checks of `privacy.also`
-(release/audit.py), the distributed audit's row counts (release/distributed.py), the
+(release/audit/release.py), the distributed audit's row counts (release/audit/distributed.py), the
 risk measures (utility/risk.py) and the anatomy view of SQL (lake/sql.py). The models live in `estimate/`,
 below `release/`, so this registry names them without importing from above it.
 """
@@ -21,10 +21,10 @@ from ..estimate.generalized import GeneralizedModel
 from ..estimate.models import AnatomyModel, EstimateModel, ProjectionModel
 from ..estimate.multi_sa import MultiSaModel
 from ..model import PublishedTable
-from . import checks, source_checks
-from .checks import Checker
+from .audit import checks, source
+from .audit.checks import Checker
+from .audit.source import Pairs, SourceCounts
 from .reader import ReleaseReader
-from .source_checks import Pairs, SourceCounts
 
 TableCheck = Callable[[ReleaseReader, dict, PublishedTable, int, int, Checker], None]
 SourceCheck = Callable[[SourceCounts, PublishedTable, Checker], Pairs]
@@ -32,8 +32,9 @@ ModelBuilder = Callable[[dict, Mapping[str, pd.DataFrame], Mapping], EstimateMod
 
 
 @dataclass(frozen=True)
-class TableKind:
-    """`parts`: the part directories of a table of this kind; `check(rel, entry, table,
+class KindHandlers:
+    """What the code does with a table of one kind (`model.TableKind` names the kinds):
+    `parts`: the part directories of a table of this kind; `check(rel, entry, table,
     l, rows, check)`: the audit of its files; `source(counts, table, check)`: the value
     counts that must equal the source's; `model(entry, parts, domains)`: its estimate
     model from its parts (labels) and the release's domains."""
@@ -45,42 +46,42 @@ class TableKind:
     model: ModelBuilder
 
 
-KINDS: dict[str, TableKind] = {
+KINDS: dict[str, KindHandlers] = {
     k.name: k
     for k in (
-        TableKind(
+        KindHandlers(
             "anatomy",
             ("qit", "st"),
             checks.anatomy_checks,
-            source_checks.anatomy_source,
+            source.anatomy_source,
             AnatomyModel.from_parts,
         ),
-        TableKind(
+        KindHandlers(
             "projection",
             ("counts",),
             checks.projection_checks,
-            source_checks.projection_source,
+            source.projection_source,
             ProjectionModel.from_parts,
         ),
-        TableKind(
+        KindHandlers(
             "multi_sa",
             ("qit", "st"),
             checks.multi_sa_checks,
-            source_checks.multi_sa_source,
+            source.multi_sa_source,
             MultiSaModel.from_parts,
         ),
-        TableKind(
+        KindHandlers(
             "generalized",
             ("groups", "st"),
             checks.generalized_checks,
-            source_checks.generalized_source,
+            source.generalized_source,
             GeneralizedModel.from_parts,
         ),
     )
 }
 
 
-def table_kind(name: str) -> TableKind:
+def table_kind(name: str) -> KindHandlers:
     if name not in KINDS:
         raise DataError(f"unknown table kind {name!r}; this version reads {', '.join(KINDS)}")
     return KINDS[name]

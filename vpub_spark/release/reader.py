@@ -132,10 +132,23 @@ class ReleaseReader:
 
 
 def open_release(path: str | Path, in_place: bool = False) -> ReleaseReader:
-    """The release at a local path (a stage whose parts are on an object store reads
-    them there), or a committed one on an object store: read from a local copy
-    (`remote.fetched`), or with `in_place` from a local copy of everything but
-    its parts, which are read from the store when needed (the distributed audit)."""
+    """Open a release's files for reading.
+
+    A local path (a stage whose parts are on an object store reads them there), or a
+    committed release on an object store: read from a local copy (`remote.fetched`), or
+    with `in_place` from a local copy of everything but its parts, which are read from
+    the store when needed (the distributed audit).
+
+    Args:
+        path: the release's directory or URI.
+        in_place: read an object store's parts where they are.
+
+    Returns:
+        The reader, its manifest read.
+
+    Raises:
+        DataError: no such directory, no manifest, or one that cannot be read.
+    """
     from ..storage import is_remote
     from .remote import fetched, fetched_header, remote_root
 

@@ -121,7 +121,7 @@ def proves(seed: int, manifest: dict) -> bool:
 
 def write_run_record(private_dir: str | Path, output: str, release_id: str, seed: int) -> Path:
     """Keep the seed in an owner-only run record (see the docstring); returns its path."""
-    from .store import check_store_location
+    from .stores.store import check_store_location
 
     root = Path(private_dir).expanduser()
     if "://" in str(private_dir):

@@ -42,8 +42,8 @@ from starlette.schemas import SchemaGenerator
 
 from ..errors import SpecError, VpubError
 from ..model import UNSAFE_ASSIGN
-from ..release.store import STORE_FILE
-from ..release.versions import versions_of
+from ..release.stores.store import STORE_FILE
+from ..release.stores.versions import versions_of
 from ..statdb.db import METHODS, StatDB
 from .catalog import Catalog, UnknownRelease
 from .limits import RateLimit

@@ -3,7 +3,7 @@ release directly under DIR, its manifest summary and `vpub query`'s estimate.
 
 A summary holds what the manifest says in public (tables, the guarantee, the GNF
 verdicts, the audit recorded at publishing) and the audit the server itself runs on
-the files (`release/audit.py`, cached until the manifest changes). No summary carries a
+the files (`release/audit/release.py`, cached until the manifest changes). No summary carries a
 row, a group's contents or a path; its `example` is a condition in the release's own
 published labels, for the page to show. Decisions: a release id is looked up among the
 listed directory names only (no path from a request reaches the file system); a
@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import DataError, VpubError
 from ..model import joined_sensitive_tables, unsafe_option
-from ..release.audit import audit_release
+from ..release.audit.release import audit_release
 from ..release.layout import MANIFEST, SUCCESS
 from ..release.reader import open_release, read_manifest
 from ..utility.queries import Estimator

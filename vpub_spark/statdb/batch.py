@@ -23,8 +23,8 @@ import pyarrow as pa
 
 from ..engines.base import Engine
 from ..errors import SpecError
-from ..release.store import STORE_FILE, read_store
-from ..release.versions import version_number
+from ..release.stores.store import STORE_FILE, read_store
+from ..release.stores.versions import version_number
 from .db import METHODS, Interval, StatDB, parse_query, where_text
 from .workload import workload
 

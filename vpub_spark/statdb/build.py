@@ -3,7 +3,7 @@
 The first m-unique partition of the table and its bucketization U (004 Definition 11,
 Lemma 5), made exactly as the marginal publisher makes them (publishing/marginals.py: the
 same QI-local chunks from one counting pass, one task per chunk on Spark, the same
-kernel) and kept in the same private store format (release/store.py: the served
+kernel) and kept in the same private store format (release/stores/store.py: the served
 domains only, every file's SHA-256, signed with the config's `output.sign_key` if it
 names one), with no marginal published yet: `vpub marginals add` can publish
 marginals from it later, and every query answer and every marginal stays jointly
@@ -27,8 +27,8 @@ from ..kernels.partitioning import fingerprint
 from ..lake.commit import Steps, staged_directory
 from ..publishing.marginals import MarginalsJob, plan_marginal_chunks, qi_of
 from ..publishing.method import Plan, covered, sizes_of, source_entry, with_secret_seed
-from ..release.record_keys import check_key, keys_from_source
-from ..release.store import (
+from ..release.stores.record_keys import check_key, keys_from_source
+from ..release.stores.store import (
     BUCKET,
     STORE_FILE,
     STORE_FORMAT,
@@ -40,7 +40,7 @@ from ..release.store import (
     restrict,
     write_store,
 )
-from ..release.versions import first_version
+from ..release.stores.versions import first_version
 from ..storage import is_remote
 
 
@@ -152,7 +152,7 @@ def _bucketize(
 
 
 def _keys(cfg: PublishConfig, path: str, spec, loaded: LoadedTable, store: Path, qi) -> str:
-    """The record identifiers of the store's tuples (release/record_keys.py); the source's
+    """The record identifiers of the store's tuples (release/stores/record_keys.py); the source's
     fingerprint."""
     s = cfg.marginals
     assert s is not None and s.key is not None
@@ -188,7 +188,7 @@ def _write_meta(
         "published": [],
         "files": file_digests(store),
     }
-    if s.key:  # an updatable store: version 1 (release/versions.py)
+    if s.key:  # an updatable store: version 1 (release/stores/versions.py)
         meta["key"] = s.key
         meta["versions"] = [first_version(store_id, loaded.rows, str(seen))]
     write_store(store, meta, cfg.sign_key)

@@ -1,7 +1,7 @@
 """`StatDB`: 004's statistical database over a private bucket store
 (docs/explanation/architecture.md, "Private state").
 
-The store is the marginal publisher's (`release/store.py`): a bucketization U of the
+The store is the marginal publisher's (`release/stores/store.py`): a bucketization U of the
 table (004 Definition 11) from its first m-unique partition. Every answer comes from a
 decomposition of U, so every answer is m-invariant with every marginal ever published
 from the same store (004 Lemmas 4 and 6): the query server and the published tables are
@@ -14,12 +14,12 @@ shown beside the dynamic answers. 004 §9 anatomizes and generalizes independent
 unrelated partitions of one table invite an intersection attack, so a store never
 serves them, nor `ran-pert`, whose noise is outside the series (that comparison is
 `vpub compare`'s). Opening a store checks that it is owner-only and intact
-(release/store_integrity.py: every file of the SHA-256 store.json lists, every code
+(release/stores/integrity.py: every file of the SHA-256 store.json lists, every code
 in its domain, every bucket m-invariant; a tampered store is refused); it serves the
 QI and sensitive attributes only; every answered query is appended to the store's
 private log `queries.jsonl` (query, method, version, interval, time).
 
-Versions (release/versions.py, statdb/update.py): a store built with a record identifier
+Versions (release/stores/versions.py, statdb/update.py): a store built with a record identifier
 is updated into versions U_1, U_2, ... by m-invariance (kernels/dynamic.py): each U_k is
 m-unique and balanced, bucket by bucket, counting its counterfeits, and every tuple
 keeps its signature through its lifespan (m-invariance, Definition 5: the sequence is
@@ -63,9 +63,9 @@ from ..kernels.statdb import (
     qi_mask,
     signature_buckets,
 )
-from ..release.store import BUCKET, read_store
-from ..release.store_integrity import verified
-from ..release.versions import COUNTERFEIT, latest, read_version, version_number
+from ..release.stores.integrity import verified
+from ..release.stores.store import BUCKET, read_store
+from ..release.stores.versions import COUNTERFEIT, latest, read_version, version_number
 from ..utility.where import codes_text, label_text, parse_where, range_text
 
 LOG = "queries.jsonl"
@@ -212,7 +212,7 @@ class Bucketization:
 
 class StatDB:
     """Counting queries with result intervals from a store (see the module docstring),
-    on any of its versions (release/versions.py; default: the latest)."""
+    on any of its versions (release/stores/versions.py; default: the latest)."""
 
     def __init__(self, state: Path, meta: dict, tuples: pd.DataFrame):
         self.qi, self.sensitive = list(meta["qi"]), str(meta["sensitive"])
@@ -265,7 +265,7 @@ class StatDB:
 
     @classmethod
     def open(cls, state: str | Path, verify_key: str | None = None) -> StatDB:
-        """Open a store: owner-only and intact (release/store_integrity.py: store.json
+        """Open a store: owner-only and intact (release/stores/integrity.py: store.json
         unedited, every file of its SHA-256, every code in its domain, every bucket
         m-invariant; with `verify_key` signed by that key), else a one-line error."""
         state = Path(state)

@@ -1,6 +1,6 @@
 """`vpub statdb update STORE --input SNAPSHOT` (or `--upserts U --deletes D`): the
 store's next version, m-invariant with every earlier one (kernels/dynamic.py; layout in
-release/versions.py).
+release/stores/versions.py).
 
 The snapshot is the whole table as it is now, read with the store's table spec and
 encoded in the store's domains (a value outside them is refused: the published domains
@@ -31,16 +31,16 @@ from ..kernels.dynamic import republish
 from ..kernels.hashing import KEY_COLUMNS, content_hash
 from ..kernels.partitioning import partition_seed
 from ..lake.commit import Steps, exclusive, staged_directory
-from ..release.record_keys import (
+from ..release.stores.integrity import verified_for_update
+from ..release.stores.record_keys import (
     changes_fingerprint,
     coded_snapshot,
     read_identifiers,
     read_keys,
     with_keys,
 )
-from ..release.store import BUCKET, ROW, SUB, file_digests, restrict, write_store
-from ..release.store_integrity import verified_for_update
-from ..release.versions import (
+from ..release.stores.store import BUCKET, ROW, SUB, file_digests, restrict, write_store
+from ..release.stores.versions import (
     COUNT,
     VALUE,
     VERSIONS,
@@ -95,10 +95,21 @@ def update_store(
     observer=None,
     fill: str = "counterfeits",
 ) -> Updated:
-    """Write the store's next version from `changes` (a snapshot's path, or `Changes`;
-    see the module docstring). `fill="inserts"` is m-invariance's own balancing, kept
-    for `vpub bench update`'s comparison only: an adversary who knows it learns more
-    than 1/m (kernels/dynamic.py)."""
+    """Write the store's next version, m-invariant with every earlier one (see the
+    module docstring).
+
+    Args:
+        state: the private store.
+        changes: a new snapshot's path, or the change set (`Changes`).
+        sign_key: an Ed25519 private key that signs the new version.
+        wait_s: wait this long for a concurrent update of the store.
+        observer: told each step as it starts and ends.
+        fill: `counterfeits` (the default), or `inserts`, m-invariance's own balancing,
+            kept for `vpub bench update`'s comparison only: an adversary who knows it
+            learns more than 1/m (kernels/dynamic.py).
+
+    Returns:
+        The new version's number and counts."""
     state, step = Path(state), Steps(observer)
     changes = Changes(changes) if isinstance(changes, str) else changes
     with exclusive(state, wait_s):
@@ -190,7 +201,7 @@ def _lookup(current: pd.DataFrame, wanted: pd.DataFrame) -> np.ndarray:
 
 def read_snapshot(meta: dict, path: str, fmt: str | None, key: str) -> pd.DataFrame:
     """The snapshot's tuples in the store's codes, with their keyed identifier hash
-    (release/record_keys.py), read with the store's table spec."""
+    (release/stores/record_keys.py), read with the store's table spec."""
     spec = table_spec_from_dict(meta["source"]["table_spec"])
     served = [*meta["qi"], meta["sensitive"]]
     domains = {a: meta["domains"][a] for a in served}

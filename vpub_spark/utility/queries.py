@@ -200,8 +200,16 @@ class Estimator:
 def estimate_count(
     models: Sequence[EstimateModel], query: Query, n: int, domains: Mapping[str, Sequence[Any]]
 ) -> float:
-    """The estimate of COUNT(*) WHERE `query` over a release's `n` rows, from its tables'
-    estimate models (`release_models`) and the attributes' domains (000 §6.1)."""
+    """The estimate of COUNT(*) WHERE `query` over a release (000 §6.1).
+
+    Args:
+        models: the release's tables' estimate models (`release_models`).
+        query: attribute -> the codes it may hold (`parse_where`).
+        n: the release's rows.
+        domains: each attribute's labels in code order.
+
+    Returns:
+        The estimated count."""
     return Estimator(models, n, domains).count(query)
 
 

@@ -94,8 +94,15 @@ def release_domains(
 def release_models(
     rel: ReleaseReader, domains: Mapping[str, Sequence[str]] | None = None
 ) -> tuple[list[EstimateModel], dict[str, list[str]]]:
-    """The models of a release's tables in code space, and the domains used: the given
-    ones, or those the release shows."""
+    """The estimate models of a release's tables, in code space.
+
+    Args:
+        rel: the release (`release.reader.open_release`).
+        domains: each attribute's labels in code order; default: those the release
+            shows.
+
+    Returns:
+        One model per table, and the domains used."""
     parts = {(t["name"], p): read_part(rel, t["name"], p) for t in rel.tables for p in t["parts"]}
     used = (
         {a: list(v) for a, v in domains.items()}

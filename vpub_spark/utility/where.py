@@ -162,8 +162,16 @@ def _codes(c: Condition, labels: Sequence[str]) -> set[int]:
 
 
 def parse_where(text: str, domains: Mapping[str, Sequence[str]]) -> dict[str, frozenset[int]]:
-    """The query as attribute -> set of codes of `domains` (labels in code order);
-    two conditions on one attribute intersect."""
+    """A `--where` condition as the codes each attribute may hold.
+
+    Args:
+        text: the condition (`age between 30 and 50 and sex = Female`; the grammar:
+            docs/reference/cli.md).
+        domains: each attribute's labels in code order.
+
+    Returns:
+        Attribute -> the set of its codes the condition allows; two conditions on one
+        attribute intersect."""
     out: dict[str, frozenset[int]] = {}
     for c in parse_conditions(text):
         if c.attr not in domains:

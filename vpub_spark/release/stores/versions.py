@@ -1,8 +1,8 @@
-"""The versions of a private store (release/store.py): what `vpub statdb update` writes.
+"""The versions of a private store (release/stores/store.py): what `vpub statdb update` writes.
 
 A store built with a record identifier (`marginals.key`) is version 1: its `buckets/`
 files, and `keys/` with each tuple's keyed identifier hash (`key0`, `key1`;
-release/record_keys.py).
+release/stores/record_keys.py).
 Version n > 1 is a directory `versions/<n>/`, written once, never changed:
 - `deleted.parquet`: `row`, the real tuples of version n - 1 absent from n;
 - `added.parquet`: the inserted tuples as `buckets/` holds them (`row`, keyed hash,
@@ -31,7 +31,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import SpecError, VpubError
+from ...errors import SpecError, VpubError
 from .store import BUCKET, ROW, VERSIONS
 
 DELETED, ADDED, COUNTERFEITS = "deleted.parquet", "added.parquet", "counterfeits.parquet"

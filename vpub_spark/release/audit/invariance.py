@@ -8,11 +8,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..kernels.arrays import lex_order
-from ..model import PublishedTable
+from ...kernels.arrays import lex_order
+from ...model import PublishedTable
+from ..layout import GROUP
+from ..reader import ReleaseReader
 from .checks import Checker
-from .layout import GROUP
-from .reader import ReleaseReader
 
 
 def invariance_checks(rel: ReleaseReader, tables: list[PublishedTable], check: Checker) -> None:

@@ -16,11 +16,11 @@ inside the publication's output root:
   group of that marginal holds the tuple (what the private audit re-checks);
 - with a record identifier (`marginals.key`): `keys/part-0.parquet` (`row`, `key0`,
   `key1`: its keyed hash), `key` and `versions` in store.json, and `versions/<n>/` for
-  every update (release/versions.py).
+  every update (release/stores/versions.py).
 Releases name the store only by its `store_id`. Every writer of store.json
 (`vpub statdb build`, `vpub publish` with method marginals, `vpub marginals add`) lists
 the digests of the files it wrote (`file_digests`); the checks are in
-release/store_integrity.py. Format 2 added `files` and `digest`; a format-1 store
+release/stores/integrity.py. Format 2 added `files` and `digest`; a format-1 store
 (no digests) is refused with how to rebuild it.
 """
 
@@ -33,10 +33,10 @@ import os
 import uuid
 from pathlib import Path
 
-from ..errors import SpecError, VpubError
+from ...errors import SpecError, VpubError
 
 STORE_FILE, BUCKETS, GROUPS, VERSIONS = "store.json", "buckets", "groups", "versions"
-KEYS = "keys"  # an updatable store's record identifiers, hashed (release/record_keys.py)
+KEYS = "keys"  # an updatable store's record identifiers, hashed (release/stores/record_keys.py)
 SIGNATURE = f"{STORE_FILE}.sig"
 ROW, SUB, BUCKET = "row", "sub", "bucket"
 STORE_FORMAT = 2  # 2: store.json lists its files' SHA-256 and its own digest
@@ -49,7 +49,7 @@ def check_store_location(
     """A store (or the owner's private directory) must not lie inside the (public)
     output root; a `new` one must not exist yet. Either may be an `s3://` URI (compared
     as prefixes)."""
-    from ..storage import base_name, exists, is_remote, join
+    from ...storage import base_name, exists, is_remote, join
 
     if is_remote(state) or is_remote(output):
         a, b = str(state).rstrip("/"), str(output).rstrip("/")
@@ -73,7 +73,7 @@ def check_store_location(
 
 def release_location(target: str | Path) -> str:
     """How a store names a release it published: the URI, or the absolute local path."""
-    from ..storage import is_remote
+    from ...storage import is_remote
 
     return str(target) if is_remote(str(target)) else str(Path(target).resolve())
 
@@ -128,7 +128,7 @@ def write_store(state: str | Path, meta: dict, sign_key: str | None = None) -> N
     """Write store.json atomically, owner-only, sealed with its `digest`; with `sign_key`
     (an Ed25519 private key, PEM) also its signature `store.json.sig`, else no signature
     (an older one would no longer match). `meta["files"]` comes from `file_digests`."""
-    from .signing import _load, key_id
+    from ..signing import _load, key_id
 
     key = None if sign_key is None else _load(sign_key, True)
     meta = {k: v for k, v in meta.items() if k not in ("digest", "signed_by")}
@@ -153,8 +153,8 @@ def covered_files(state: str | Path, *under: str) -> list[str]:
     """The files the digests cover (relative paths): everything under `buckets/` and
     `groups/` (or under `under`) but hidden files. A new store whose tasks write to an
     object store (`lake.objectstore.mirrored`) is listed there."""
-    from ..storage import join, listing
-    from .remote import remote_root
+    from ...storage import join, listing
+    from ..remote import remote_root
 
     tops = ["/".join(under)] if under else [BUCKETS, GROUPS, VERSIONS, KEYS]
     root = remote_root(state)
@@ -178,8 +178,8 @@ def sha256_file(path: str | Path) -> str:
 
 def file_digests(state: str | Path, *under: str) -> dict[str, str]:
     """Relative path -> SHA-256 of every covered file (`covered_files`), read where it is."""
-    from ..storage import join, read_bytes
-    from .remote import remote_root
+    from ...storage import join, read_bytes
+    from ..remote import remote_root
 
     root = remote_root(state)
     if root is not None:
@@ -196,7 +196,7 @@ def bucket_files(state: str | Path) -> list[Path]:
 
 def store_location(state: str | Path, *parts: str) -> str | Path:
     """A place in the store; a URI when tasks write straight to a store on an object store."""
-    from ..storage import is_remote, join
+    from ...storage import is_remote, join
 
     return join(str(state), *parts) if is_remote(state) else Path(state).joinpath(*parts)
 

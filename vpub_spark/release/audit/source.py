@@ -14,10 +14,10 @@ import numpy as np
 import pandas as pd
 import pyarrow.compute as pc
 
-from ..model import PublishedTable
+from ...model import PublishedTable
+from ..layout import COUNT, COUNTERFEITS, GROUP
+from ..reader import ReleaseReader
 from .checks import Checker
-from .layout import COUNT, COUNTERFEITS, GROUP
-from .reader import ReleaseReader
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ files alone.
 
 Each kind has a check of its parts (`<kind>_checks(rel, entry, table, l, rows, check)`;
 `l` is m for generalized marginals) and a comparison with the source
-(release/source_checks.py). `release/kinds.py` puts them in the registry. They share no code with the writers or the kernels: pyarrow and
+(release/audit/source.py). `release/kinds.py` puts them in the registry. They share no code with the writers or the kernels: pyarrow and
 pandas on the published files only.
 """
 
@@ -17,10 +17,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import DataError
-from ..model import PublishedTable
-from .layout import COUNT, COUNTERFEITS, GROUP
-from .reader import ReleaseReader
+from ...errors import DataError
+from ...model import PublishedTable
+from ..layout import COUNT, COUNTERFEITS, GROUP
+from ..reader import ReleaseReader
 
 Checker = Callable[..., bool]  # check(name, ok, detail="") -> ok
 

@@ -2,7 +2,7 @@
 
 Run by the data owner, who holds the store. From the store's files and every release
 it lists, with pyarrow and pandas only (no publisher code):
-- the store's integrity (release/store_integrity.py: store.json unedited, every file
+- the store's integrity (release/stores/integrity.py: store.json unedited, every file
   listed and of its SHA-256, every code in its domain), with `verify_key` its signature;
 - every bucket holds each value of its signature equally often, at least m values;
 - for every published marginal: the release is committed and names this store, every
@@ -21,12 +21,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import VpubError
-from .checks import AuditReport, Checker
-from .layout import COUNT, COUNTERFEITS, GROUP
-from .reader import ReleaseReader, open_release
+from ...errors import VpubError
+from ..audit.checks import AuditReport, Checker
+from ..layout import COUNT, COUNTERFEITS, GROUP
+from ..reader import ReleaseReader, open_release
+from .integrity import store_checks
 from .store import BUCKET, ROW, group_dir
-from .store_integrity import store_checks
 from .versions import read_version
 
 SEP = "\x1f"
@@ -40,7 +40,7 @@ def _signature(frame: pd.DataFrame, key: str, value: str) -> pd.Series:
 
 def audit_store(state: str | Path, verify_key: str | None = None) -> AuditReport:
     """The private audit; a store on an object store is read from a private local copy."""
-    from ..storage import base_name, is_remote, local_input
+    from ...storage import base_name, is_remote, local_input
 
     name = base_name(state)
     state = local_input(str(state)) if is_remote(state) else Path(state)
@@ -78,7 +78,7 @@ def audit_store(state: str | Path, verify_key: str | None = None) -> AuditReport
 
 
 def _version(state: Path, meta: dict, base: pd.DataFrame, n: int):
-    """A store version's tuples (counterfeits as rows < 0, release/versions.py), the
+    """A store version's tuples (counterfeits as rows < 0, release/stores/versions.py), the
     same with labels, and each bucket's signature."""
     rows = (
         base if n == 1 else read_version(state, meta, base, n).with_counterfeits(meta["sensitive"])

@@ -75,7 +75,7 @@ def _workload(tmp: Path) -> None:
     """Publish both inputs on Spark, then audit the last release in the engine's tasks."""
     from ..config import PublishConfig, RandomRules
     from ..model import PrivacySpec
-    from ..release.audit import audit_release
+    from ..release.audit.release import audit_release
     from .pipeline import publish
 
     engine = make_engine("spark")

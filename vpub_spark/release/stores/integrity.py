@@ -1,6 +1,6 @@
 """The integrity of a private bucket store (`vpub statdb verify STORE`; `StatDB.open`).
 
-A store (release/store.py, format 2) seals itself like a release: store.json lists the
+A store (release/stores/store.py, format 2) seals itself like a release: store.json lists the
 SHA-256 of every file under `buckets/` and `groups/` and carries the SHA-256 of its own
 content (`digest`); with a signing key it is also signed (`store.json.sig`, Ed25519,
 the keys of `vpub keys generate`). `verify_store` checks, from the files alone:
@@ -37,8 +37,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..errors import VpubError
-from .checks import AuditReport, Checker
+from ...errors import VpubError
+from ..audit.checks import AuditReport, Checker
 from .store import (
     BUCKET,
     BUCKETS,
@@ -60,7 +60,7 @@ KEYS = ("store_id", "m", "seed", "qi", "sensitive", "domains", "source", "publis
 def verify_store(state: str | Path, verify_key: str | None = None) -> AuditReport:
     """Every integrity check of the store (see the module docstring); a store on an
     object store is read from a private local copy."""
-    from ..storage import base_name, is_remote, local_input
+    from ...storage import base_name, is_remote, local_input
 
     report = AuditReport(f"store {base_name(state)}")
     store_checks(local_input(str(state)) if is_remote(state) else Path(state), report, verify_key)
@@ -141,13 +141,13 @@ def _index(state: Path, check: Checker) -> dict | None:
 
 def verify_signature(state: Path, verify_key: str) -> tuple[bool, str]:
     """(ok, why): store.json is, byte for byte, what the key's private half signed."""
-    from .signing import _load
+    from ..signing import _load
 
     return _signed_by(state, _load(verify_key, False))
 
 
 def _signed_by(state: Path, key) -> tuple[bool, str]:
-    from .signing import signed_by
+    from ..signing import signed_by
 
     return signed_by(key, state / STORE_FILE, state / SIGNATURE, STORE_FILE, "store")
 
@@ -158,7 +158,7 @@ def verified_for_update(
     """store.json and version 1's tuples of a store about to change, once every check passed. A signed store
     stays signed and is never re-signed unchecked: the update needs its signing key,
     whose public half must verify the current signature."""
-    from .signing import _load
+    from ..signing import _load
 
     meta, tuples = verified(state, semantic=semantic)
     signed_by = meta.get("signed_by")
@@ -263,7 +263,7 @@ def _codes(rel: str, t: pa.Table, meta: dict) -> list[str]:
 
 def bucket_checks(meta: dict, tuples: pd.DataFrame, check: Checker) -> None:
     """Every tuple once; every bucket holds each value of its signature equally often."""
-    from ..kernels.dynamic import unbalanced
+    from ...kernels.dynamic import unbalanced
 
     s, m = meta["sensitive"], int(meta["m"])
     rows = tuples[ROW].to_numpy()
@@ -318,10 +318,10 @@ def _same_ids(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def version_checks(state: Path, meta: dict, base: pd.DataFrame, check: Checker) -> None:
-    """Version by version (release/versions.py): its files readable, its codes in their
+    """Version by version (release/stores/versions.py): its files readable, its codes in their
     domains, its counts those store.json lists, every surviving tuple's signature
     unchanged, every signature balanced with at least m values (counterfeits counted)."""
-    from ..kernels.dynamic import invariance_failures, signature_keys
+    from ...kernels.dynamic import invariance_failures, signature_keys
 
     entries = versions_of(meta)
     if len(entries) < 2:

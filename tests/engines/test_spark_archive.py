@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from vpub_spark.engines.spark.session import SparkSettings, class_archive, driver_java_options
-from vpub_spark.publishing.class_archive import build_archive
+from vpub_spark.publishing.spark_archive import build_archive
 
 pytestmark = pytest.mark.spark
 

@@ -5,7 +5,7 @@ aside): it reads the manifest and the Parquet files with pyarrow and checks that
 manifest's schema is GNF for its rules (000 Definition 5) with the verdicts it records
 (m-invariant marginals: the same signatures in every marginal, 002 Theorems 3-4), that
 every table covers every row, and each table with its kind's checks
-(release/checks.py, through the registry in release/kinds.py): per anatomy table that
+(release/audit/checks.py, through the registry in release/kinds.py): per anatomy table that
 QIT and ST agree on the groups and their sizes and that in every group no sensitive
 value has a share above 1/l; per multi-SA table, the condition of 000 Appendix B in
 every group and how suppressed groups look; per generalized marginal (002), that every
@@ -25,13 +25,18 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..engines.base import Engine
-from ..engines.inprocess import InProcessEngine
-from ..errors import VpubError
-from ..gnf import check_gnf
-from ..model import SHARED_GROUPING, PublishedTable, Schema
-from ..privacy import CRITERIA
-from ..rules import parse_rules
+from ...engines import make_engine
+from ...engines.base import Engine
+from ...errors import VpubError
+from ...gnf import check_gnf
+from ...model import SHARED_GROUPING, PublishedTable, Schema
+from ...privacy import CRITERIA
+from ...rules import parse_rules
+from ..kinds import table_kind
+from ..layout import FORMAT_VERSION, GROUP, MANIFEST, PRIVATE
+from ..reader import ReleaseReader, open_release
+from ..secret import keyed, proves, read_secret
+from ..signing import SIGNATURE, verify
 from .checks import AuditReport, Checker
 from .distributed import (
     checksums_agree,
@@ -43,12 +48,7 @@ from .distributed import (
     summaries,
 )
 from .invariance import invariance_checks
-from .kinds import table_kind
-from .layout import FORMAT_VERSION, GROUP, MANIFEST, PRIVATE
-from .reader import ReleaseReader, open_release
-from .secret import keyed, proves, read_secret
-from .signing import SIGNATURE, verify
-from .source_checks import SourceCounts, difference, labels
+from .source import SourceCounts, difference, labels
 
 # what reading a damaged table raises: each is a failed "readable" check, never a traceback
 UNREADABLE = (VpubError, pa.ArrowException, KeyError, UnicodeDecodeError)
@@ -76,12 +76,24 @@ def audit_release(
     distributed: bool = False,
     secret: str | None = None,
 ) -> AuditReport:
-    """Audit the release at `path`; with `source`, also against the source data, read
-    by `engine` (default: in process; with Spark only aggregates reach the auditor).
-    `distributed` (with an engine): anatomy and generalized tables are audited file set
-    by file set in the engine's tasks and only their summaries reach this process
-    (`release/distributed.py`). `secret` (the owner's run record, private store or seed
-    file) also checks the manifest's proof and keyed source fingerprint."""
+    """Every check of a release again, from its files (docs/explanation/auditor.md).
+
+    Args:
+        path: the release's directory or URI.
+        source: the source data: every table's multisets are compared with it too.
+        require_committed: fail a release without its `_SUCCESS` (a stage is audited
+            before it has one).
+        engine: reads `source` and, `distributed`, runs the per-table checks; default:
+            one made by name, in process. With Spark only aggregates reach the auditor.
+        verify_key: an Ed25519 public key the manifest's signature must verify with.
+        distributed: anatomy and generalized tables are audited file set by file set in
+            the engine's tasks, only their summaries reaching this process
+            (`release/audit/distributed.py`).
+        secret: the owner's run record, private store or seed file: the manifest's
+            proof and keyed source fingerprint are checked with it.
+
+    Returns:
+        The report: every check, passed or failed, with its details."""
     report = AuditReport(Path(path).name)
 
     check = report.check
@@ -101,6 +113,27 @@ def audit_release(
         invariance_checks(rel, tables, check)
     else:
         _schema_checks(m, tables, rules, check)
+    units = summaries(rel, l, engine) if distributed and engine is not None else None
+    _every_table_checks(rel, m, tables, l, rows, units, check)
+    _model_checks(rel, m, check)
+    _shared_grouping_checks(rel, m, check)
+    _suppression_checks(m, check)
+    if source is not None:
+        _source_checks(rel, tables, source, check, engine, seed)
+    return report
+
+
+def _every_table_checks(
+    rel: ReleaseReader,
+    m: dict,
+    tables: list[PublishedTable],
+    l: int,
+    rows: int,
+    units: dict | None,
+    check: Checker,
+) -> None:
+    """The tables on disk are the manifest's, and each table's checks: here, or from the
+    summaries its file sets gave in the engine's tasks (`units`)."""
     on_disk = rel.table_names()
     listed = {t.name for t in tables}
     check(
@@ -108,7 +141,6 @@ def audit_release(
         on_disk == listed,
         f"on disk {sorted(on_disk)}, in the manifest {sorted(listed)}",
     )
-    units = summaries(rel, l, engine) if distributed and engine is not None else None
     for entry, t in zip(m["tables"], tables, strict=True):
         try:
             if units is not None and is_unit_kind(t.kind):
@@ -118,12 +150,6 @@ def audit_release(
             _table_checks(rel, entry, t, l, rows, check)
         except UNREADABLE as e:
             check(f"{t.name}: readable", False, str(e))
-    _model_checks(rel, m, check)
-    _shared_grouping_checks(rel, m, check)
-    _suppression_checks(m, check)
-    if source is not None:
-        _source_checks(rel, tables, source, check, engine, seed)
-    return report
 
 
 def _signature_checks(
@@ -256,10 +282,12 @@ def _model_checks(rel: ReleaseReader, m: dict, check: Checker) -> None:
     exact quasi-identifiers (anatomy); the others read each group's sensitive counts."""
     also, privacy = m["privacy"].get("also") or {}, m["privacy"]
     p = int(privacy.get("l") or privacy.get("m") or 2)
+    if not also:
+        return
     numeric = {
         a["name"] for a in m["source"]["table_spec"]["attributes"] if a.get("kind") == "numeric"
     }
-    for entry in m["tables"] if also else []:
+    for entry in m["tables"]:
         name, kind = entry["name"], entry.get("kind")
         has_st = "st" in entry.get("parts", {}) and kind != "multi_sa"
         st = (
@@ -514,10 +542,10 @@ def _source_checks(
     """The source read with the recorded table spec (by `engine`: aggregates only reach
     the auditor), its fingerprint (keyed by the secret seed: checked when the owner's
     `seed` is given), and every table's multisets against it."""
-    from ..kernels.partitioning import ContentShards, combine_counts, fingerprint
-    from ..tablespec import table_spec_from_dict
+    from ...kernels.partitioning import ContentShards, combine_counts, fingerprint
+    from ...tablespec import table_spec_from_dict
 
-    engine = engine or InProcessEngine()
+    engine = engine or make_engine("inprocess")  # the caller's, else one by name
     loaded = engine.load(source, table_spec_from_dict(rel.manifest["source"]["table_spec"]))
     suppressed = int((rel.manifest.get("suppression") or {}).get("rows", 0))
     recorded = rel.manifest["source"]["rows"] + suppressed

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..encoding import (
+from ...encoding import (
     EncodingPlan,
     build_dictionary,
     encode_batch,
@@ -38,11 +38,11 @@ from ..encoding import (
     normalized,
     raw_value_counts,
 )
-from ..engines.inprocess import read_arrow
-from ..errors import DataError, SpecError
-from ..kernels.hashing import KEY_COLUMNS, content_hash, key_hash
-from ..model import Attribute, TableSpec
-from .secret import keyed
+from ...engines.inprocess import read_arrow
+from ...errors import DataError, SpecError
+from ...kernels.hashing import KEY_COLUMNS, content_hash, key_hash
+from ...model import Attribute, TableSpec
+from ..secret import keyed
 from .store import KEYS, ROW, bucket_files
 
 

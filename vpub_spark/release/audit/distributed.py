@@ -3,7 +3,7 @@ of one name across the table's parts, which one partition task wrote) and return
 summary; the driver only combines summaries. The driver's memory does not grow with the
 release's rows.
 
-A unit is checked by the kind's own checks (`release/checks.py`, the same code as the
+A unit is checked by the kind's own checks (`release/audit/checks.py`, the same code as the
 in-driver audit) on a view of the release that shows only that unit's files. Decisions:
 - Units exist for the kinds whose groups never span two files: `anatomy` and
   `generalized` (every partition writes whole groups, with group ids from its own
@@ -31,12 +31,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..errors import DataError
-from ..model import PublishedTable
+from ...errors import DataError
+from ...model import PublishedTable
+from ..kinds import table_kind
+from ..layout import GROUP
+from ..reader import ReleaseReader, open_release
 from .checks import AuditReport, Checker
-from .kinds import table_kind
-from .layout import GROUP
-from .reader import ReleaseReader, open_release
 
 UNIT_KINDS = ("anatomy", "generalized")
 SUMMARY = pa.schema([("table", pa.string()), ("file", pa.string()), ("summary", pa.string())])

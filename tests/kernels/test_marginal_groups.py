@@ -1,4 +1,4 @@
-"""The matching decomposition (`decomposition.matched`) and its place in `decompose`: a
+"""The matching decomposition (`marginal_groups.matched`) and its place in `decompose`: a
 golden case where 002's halving pairs far tuples and the matching does not, and
 properties over random nodes (one tuple per value per group; optimal for two values)."""
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vpub_spark.kernels.decomposition import decompose, halved, matched
+from vpub_spark.kernels.marginal_groups import decompose, halved, matched
 from vpub_spark.kernels.minvariance import group_ncp
 
 EXTENTS = {"a": 4, "b": 4}
@@ -88,13 +88,13 @@ def test_matching_two_values_is_never_wider_than_halving(frame):
 def test_costing_in_slices_changes_nothing(frame):
     """`_assign` costs runs of one size in slices of bounded memory; one run per slice
     gives the same groups as all at once."""
-    from vpub_spark.kernels import decomposition
+    from vpub_spark.kernels import marginal_groups
 
     codes, s, node = frame[["a", "b"]], frame["s"].to_numpy(), frame["node"].to_numpy()
     whole = matched(codes, s, node, EXTENTS)
-    cells = decomposition._COST_CELLS
+    cells = marginal_groups._COST_CELLS
     try:
-        decomposition._COST_CELLS = 1
+        marginal_groups._COST_CELLS = 1
         assert (matched(codes, s, node, EXTENTS) == whole).all()
     finally:
-        decomposition._COST_CELLS = cells
+        marginal_groups._COST_CELLS = cells
