@@ -20,6 +20,8 @@ nothing, so a rerun of a scheduled update is harmless.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,7 +94,7 @@ def update_store(
     changes: Changes | str,
     sign_key: str | None = None,
     wait_s: float | None = None,
-    observer=None,
+    observer: Callable[[str], AbstractContextManager[object]] | None = None,
     fill: str = "counterfeits",
 ) -> Updated:
     """Write the store's next version, m-invariant with every earlier one (see the
