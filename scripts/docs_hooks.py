@@ -181,8 +181,10 @@ def _measured(run: dict) -> str:
         if ref
         else ""
     )
+    moved = re.search(r"(?<![\w/])conf/(compare_\w+\.yaml)", run["command"])
+    now = f" (that config is now `vpub_bench/conf/{moved[1]}`)" if moved else ""
     return (
-        f"Measured {run['date']} with `{run['command']}` on {m['cores']} cores, "
+        f"Measured {run['date']} with `{run['command']}`{now} on {m['cores']} cores, "
         f"{m['memory_gib']} GiB ({m['cpu']}; {m['os']}; Python {m['python']}; "
         f"vpub {m['vpub']}{speed})."
     )
