@@ -284,7 +284,7 @@ def privacy_section(d: Any) -> PrivacySpec:
     also = d.get("also") or {}
     if not isinstance(also, dict):
         raise SpecError(
-            "config: privacy.also must be a mapping, e.g. {entropy_l: 3, recursive_c: 2, k: 5}"
+            "privacy.also must be a mapping, e.g. {entropy_l: 3, recursive_c: 2, k: 5}"
         )
     return PrivacySpec(
         d.get("model", "l-diversity"),
@@ -299,10 +299,10 @@ def rules_section(v: Any) -> tuple[Any, ...] | RandomRules:
     """`rules:` of a config: the list of rules as written, or `RandomRules`."""
     if isinstance(v, dict):
         if set(v) != {"random"} or not isinstance(v["random"], dict):
-            raise SpecError("config: rules must be a list or {random: {c: 5, lhs: 3, seed: 1}}")
+            raise SpecError("rules must be a list or {random: {c: 5, lhs: 3, seed: 1}}")
         return parse_options(RandomRules, v["random"], "rules.random")
     if not isinstance(v, list) or not v:
-        raise SpecError("config: rules must be a non-empty list")
+        raise SpecError("rules must be a non-empty list")
     return tuple(v)
 
 
