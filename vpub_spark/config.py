@@ -283,9 +283,7 @@ def privacy_section(d: Any) -> PrivacySpec:
     refuse_unknown(d, yaml_keys(PrivacySpec), "privacy")
     also = d.get("also") or {}
     if not isinstance(also, dict):
-        raise SpecError(
-            "privacy.also must be a mapping, e.g. {entropy_l: 3, recursive_c: 2, k: 5}"
-        )
+        raise SpecError("privacy.also must be a mapping, e.g. {entropy_l: 3, recursive_c: 2, k: 5}")
     return PrivacySpec(
         d.get("model", "l-diversity"),
         d.get("l", 2),
