@@ -308,3 +308,20 @@ def test_the_reference_keys_are_the_keys_the_parser_accepts():
 def test_the_suppression_budget_of_a_config_file_is_kept():
     d = {"input": {"path": "in"}, "privacy": {"l": 3, "suppression": 0.05}}
     assert config_from_dict(d).privacy.suppression == 0.05
+
+
+def test_numbers_out_of_any_float_and_whole_floats_are_read_as_declared():
+    """A 400-digit seed is refused in one line (it overflowed a float check); a whole
+    float seed given in code is kept as the integer it is (it reached the keyed hash as
+    a float); null for an optional table-spec list is none."""
+    from vpub_spark.config import with_overrides
+    from vpub_spark.tablespec import table_spec_from_dict
+
+    base = {"input": {"path": "x"}}
+    for key in ("seed", "workers"):
+        with pytest.raises(SpecError, match=f"{key} must be a whole number"):
+            config_from_dict(base | {key: 10**400})
+    assert with_overrides(config_from_dict(base), seed=3.0).seed == 3
+    assert type(config_from_dict(base | {"seed": 3.0}).seed) is int
+    spec = table_spec_from_dict({"attributes": [{"name": "a", "order": None, "groups": None}]})
+    assert spec.attributes[0].order is None and spec.attributes[0].groups is None

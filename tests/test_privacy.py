@@ -103,3 +103,25 @@ def test_a_criterion_added_in_the_registry_alone_works_everywhere(tmp_path, monk
     standard = check_table(InProcessEngine(), str(csv), ["age"], "job", Model.of(distinct_l=2))
     assert list(report.checks) == ["diverse-value l-diversity (l = 2)"]
     assert list(report.checks.values()) == list(standard.checks.values())
+
+
+def test_a_damaged_claim_fails_the_audit_in_one_check(tmp_path):
+    """A manifest whose privacy.also is not a mapping, names an unknown criterion or a
+    threshold its criterion does not take fails a check; the audit does not crash."""
+    data = write_table(job_table(8, 600), tmp_path / "t")
+    r = publish(config(data, tmp_path / "out", RULES, 3, seed=1), InProcessEngine())
+    manifest = json.loads((r.path / "manifest.json").read_text())
+    for claim in (["k"], {"k": "5"}, {"entropy_l": None}, {"q": 2}, {"k": 10**400}):
+        manifest["privacy"]["also"] = claim
+        (r.path / "manifest.json").write_text(json.dumps(manifest))
+        report = audit_release(r.path)
+        assert not report.passed and any("privacy.also" in c.name for c in report.failures), claim
+
+
+def test_thresholds_far_beyond_a_float_are_refused_in_one_line():
+    """They are compared with float measures (the comparison overflowed)."""
+    for value in ("x", 10**400):
+        with pytest.raises(SpecError, match="privacy.also.k must be a whole number"):
+            thresholds([("k", value)], "privacy.also")
+    with pytest.raises(SpecError, match="--model.l must be a whole number"):
+        thresholds_from_text("l=2.5")

@@ -125,6 +125,7 @@ class PublishConfig:
         "count); not recorded in the manifest",
         shown="`$VPUB_WORKERS`, else every core",
         minimum=1,
+        maximum=4096,
     )
     partitions: int | None = option(
         None,
@@ -191,8 +192,8 @@ class PublishConfig:
             raise SpecError(
                 f"partitions must be a positive integer or auto, not {self.partitions!r}"
             )
-        if self.seed is not None:
-            number(self.seed, "seed", int, 0, SEED_MAX)
+        if self.seed is not None:  # a whole float (3.0) is kept as the integer it is
+            object.__setattr__(self, "seed", number(self.seed, "seed", int, 0, SEED_MAX))
         if self.seed is not None and self.seed_file is not None:
             raise SpecError("give seed or seed_file, not both")
         one_of(self.anonymizer, ANONYMIZERS, "anonymizer")

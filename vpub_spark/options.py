@@ -86,8 +86,8 @@ def number(
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or (kind is int and not float(value).is_integer())
+        or (isinstance(value, float) and not math.isfinite(value))
+        or (kind is int and isinstance(value, float) and not value.is_integer())
         or value < minimum
         or (maximum is not None and value > maximum)
     ):
@@ -171,9 +171,11 @@ def _mapping(d: Any, where: str) -> Mapping[str, Any]:
 
 def _read(v: Any, hint: Any, key: str, meta: Mapping[str, Any]) -> Any:
     """One option's value: by its `parse`, as a section of options, or by its type."""
+    inner = [a for a in typing.get_args(hint) if a is not type(None)]
+    if v is None and type(None) in typing.get_args(hint):  # `X | None`: null is none
+        return None
     if meta.get("parse") is not None:
         return meta["parse"](v, key)
-    inner = [a for a in typing.get_args(hint) if a is not type(None)]
     section = hint if is_dataclass(hint) else inner[0] if len(inner) == 1 else None
     if isinstance(section, type) and is_dataclass(section):
         if section is not hint and not v:  # `X | None`: an empty section is none

@@ -16,7 +16,8 @@ from typing import Any, Literal
 
 from .errors import SpecError
 
-TOLERANCE = 1e-9  # a measure within this of its threshold meets it (floating sums)
+TOLERANCE = 1e-9  # a least measure within this below its threshold meets it (float sums)
+MAX_TOLERANCE = 1e-12  # a largest measure (t's EMD) within this above its threshold meets it
 
 
 @dataclass(frozen=True)
@@ -74,10 +75,16 @@ class Criterion:
         limits = low + (f" and at most {self.high:g}" if math.isfinite(self.high) else "")
         if isinstance(value, bool) or not isinstance(value, int | float):
             return f"must be {words} {limits}"
-        if self.integer and not float(value).is_integer():
+        try:  # a threshold is compared with float measures: it must be one
+            finite = math.isfinite(float(value))
+        except OverflowError:
+            finite = False
+        if not finite:
+            return f"must be {words} {limits}"
+        if self.integer and isinstance(value, float) and not value.is_integer():
             return f"must be {words} {limits}"
         below = value <= self.low if self.low_open else value < self.low
-        if not math.isfinite(value) or below or value > self.high:
+        if below or value > self.high:
             return f"must be {words} {limits}"
         return None
 
@@ -86,7 +93,7 @@ class Criterion:
         a Spark column alike."""
         if self.worst == "min":
             return level >= value - TOLERANCE
-        return level < value if self.strict else level <= value + TOLERANCE
+        return level < value if self.strict else level <= value + MAX_TOLERANCE
 
     def label(self, value: float, l: int | None = None) -> str:
         """The check's name in `vpub check`: `k-anonymity (k = 5)`."""
@@ -129,7 +136,15 @@ CRITERIA: dict[str, Criterion] = {
             integer=True,
             sensitive=False,
         ),
-        Criterion("distinct_l", "distinct l-diversity", "l", "min", lambda v, p: v <= p, _RAISE),
+        Criterion(
+            "distinct_l",
+            "distinct l-diversity",
+            "l",
+            "min",
+            lambda v, p: v <= p,
+            _RAISE,
+            integer=True,
+        ),
         Criterion("entropy_l", "entropy l-diversity", "l", "min", lambda v, p: v <= p, _RAISE),
         Criterion(
             "recursive_c",

@@ -282,6 +282,7 @@ def _model_checks(rel: ReleaseReader, m: dict, check: Checker) -> None:
     exact quasi-identifiers (anatomy); the others read each group's sensitive counts."""
     also, privacy = m["privacy"].get("also") or {}, m["privacy"]
     p = int(privacy.get("l") or privacy.get("m") or 2)
+    also = _claims(also, check)
     if not also:
         return
     numeric = {
@@ -296,10 +297,8 @@ def _model_checks(rel: ReleaseReader, m: dict, check: Checker) -> None:
             else None
         )
         for key, value in also.items():
-            found = CRITERIA.get(key)
-            if found is None:
-                check(f"{name}: {key}", False, f"the manifest claims an unknown model {key!r}")
-            elif not found.sensitive and kind in ("anatomy", "multi_sa"):
+            found = CRITERIA[key]
+            if not found.sensitive and kind in ("anatomy", "multi_sa"):
                 check(
                     f"{name}: {found.title}",
                     False,
@@ -312,6 +311,23 @@ def _model_checks(rel: ReleaseReader, m: dict, check: Checker) -> None:
                 ordered = entry["sensitive"] in numeric
                 level = GROUP_MEASURES[found.column](st, entry["sensitive"], ordered, p)
                 _judge(check, name, found, value, level, "group")
+
+
+def _claims(also: object, check: Checker) -> dict:
+    """The manifest's `privacy.also` that can be judged: a failed check for anything
+    else (not a mapping, an unknown criterion, a threshold it does not accept)."""
+    if not isinstance(also, dict):
+        check("privacy.also", False, f"the manifest's privacy.also is not a mapping: {also!r}")
+        return {}
+    out = {}
+    for key, value in also.items():
+        found = CRITERIA.get(key) if isinstance(key, str) else None
+        problem = "an unknown model" if found is None else found.problem(value)
+        if problem:
+            check(f"privacy.also.{key}", False, f"the manifest claims {value!r}: {problem}")
+        else:
+            out[key] = value
+    return out
 
 
 def _judge(check: Checker, name: str, found, value: float, per_group: pd.Series, unit: str):
