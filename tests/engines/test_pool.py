@@ -185,7 +185,7 @@ def test_the_worker_count(monkeypatch, tmp_path):
         default_workers()
     with pytest.raises(SpecError, match="workers must be at least 1, not 0"):
         default_workers(0)
-    with pytest.raises(SpecError, match="workers must be a whole number >= 1, not 0"):
+    with pytest.raises(SpecError, match="workers must be a whole number >= 1 and <= 4096, not 0"):
         config_from_dict({"input": {"path": str(tmp_path)}, "workers": 0})
     cfg = config_from_dict({"input": {"path": str(tmp_path)}, "workers": 2})
     assert cfg.workers == 2 and "workers" not in cfg.effective()  # not in the manifest

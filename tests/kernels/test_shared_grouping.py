@@ -5,7 +5,7 @@ the combination counts alone, and a clear error for rows that are not eligible."
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from vpub_spark.kernels.shared_grouping import plan_slots, shared_groups
@@ -25,7 +25,7 @@ def eligible(draw):
     return columns, l
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(case=eligible(), seed=st.integers(0, 2**32))
 def test_every_group_is_l_diverse_in_every_attribute(case, seed):
     columns, l = case
