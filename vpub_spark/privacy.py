@@ -10,7 +10,7 @@ audit loops over it (computing its own measures). Adding a criterion over a meas
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -70,23 +70,24 @@ class Criterion:
         Returns:
             `must be ...` words for an error message, or None.
         """
+        if self._accepts(value):
+            return None
         words = "a whole number" if self.integer else "a number"
         low = f"above {self.low:g}" if self.low_open else f"at least {self.low:g}"
         limits = low + (f" and at most {self.high:g}" if math.isfinite(self.high) else "")
+        return f"must be {words} {limits}"
+
+    def _accepts(self, value: Any) -> bool:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            return f"must be {words} {limits}"
+            return False
         try:  # a threshold is compared with float measures: it must be one
-            finite = math.isfinite(float(value))
+            as_float = float(value)
         except OverflowError:
-            finite = False
-        if not finite:
-            return f"must be {words} {limits}"
-        if self.integer and isinstance(value, float) and not value.is_integer():
-            return f"must be {words} {limits}"
-        below = value <= self.low if self.low_open else value < self.low
-        if below or value > self.high:
-            return f"must be {words} {limits}"
-        return None
+            return False
+        if not math.isfinite(as_float) or (self.integer and not as_float.is_integer()):
+            return False
+        above_low = value > self.low if self.low_open else value >= self.low
+        return above_low and value <= self.high
 
     def meets(self, level: Any, value: float) -> Any:
         """Whether a measured level meets the threshold: on a float, a pandas Series or
@@ -204,12 +205,15 @@ def criterion(key: str, where: str) -> Criterion:
     return found
 
 
-def thresholds(items: Iterable[tuple[Any, Any]], where: str) -> tuple[tuple[str, float], ...]:
+def thresholds(
+    items: Iterable[tuple[Any, Any]], where: str, aliases: Mapping[str, str] | None = None
+) -> tuple[tuple[str, float], ...]:
     """Checked (criterion key, threshold) pairs, in the order given.
 
     Args:
         items: (key, value) pairs as written.
         where: their place, for messages (`privacy.also`, `--model`).
+        aliases: short keys accepted for criteria (`ALIASES`, on the command line).
 
     Returns:
         The pairs, each value a number its criterion accepts.
@@ -219,7 +223,7 @@ def thresholds(items: Iterable[tuple[Any, Any]], where: str) -> tuple[tuple[str,
     """
     out: dict[str, float] = {}
     for key, value in items:
-        found = criterion(ALIASES.get(key, key) if where == "--model" else key, where)
+        found = criterion((aliases or {}).get(key, key), where)
         problem = found.problem(value)
         if problem:
             raise SpecError(f"{where}.{key} {problem}, not {value!r}")
@@ -254,4 +258,4 @@ def thresholds_from_text(text: str | None) -> tuple[tuple[str, float], ...]:
         except ValueError:
             raise SpecError(f"--model: {key} must be a number, not {value!r}") from None
         items.append((key, int(number) if number.is_integer() else number))
-    return thresholds(items, "--model")
+    return thresholds(items, "--model", ALIASES)

@@ -40,7 +40,7 @@ import pyarrow as pa
 from ..errors import DataError, SpecError
 from ..kernels.classes import COUNT, MEASURES, ClassJob
 from ..model import Attribute
-from ..privacy import CRITERIA, thresholds, worst_of
+from ..privacy import ALIASES, CRITERIA, thresholds, worst_of
 from ..tablespec import load_table_spec, table_spec_from_dict
 
 WORST = 5
@@ -65,7 +65,7 @@ class Model:
         Raises:
             SpecError: an unknown criterion or a threshold out of range.
         """
-        return cls(thresholds(values.items(), "--model"))
+        return cls(thresholds(values.items(), "--model", ALIASES))
 
     @property
     def recursive_l(self) -> int:
