@@ -63,6 +63,10 @@ def errors_reference() -> str:
 
 def _option_sections() -> dict[str, list[tuple[str, type, str]]]:
     """Each `vpub-options` name: its tables as (heading, dataclass, key prefix)."""
+    from vpub_bench.compare import CompareConfig
+    from vpub_bench.compare_marginals import MarginalsCompareConfig
+    from vpub_bench.compare_statdb import StatdbCompareConfig
+    from vpub_bench.compare_streamliner import StreamlinerCompareConfig
     from vpub_spark import config, model
     from vpub_spark.engines.settings import SparkSettings
 
@@ -80,6 +84,13 @@ def _option_sections() -> dict[str, list[tuple[str, type, str]]]:
             ),
         ],
         "spark": [("Spark settings file", SparkSettings, "")],
+        "compare": [
+            ("000 §6: the rule-based methods", CompareConfig, ""),
+            ("its `multi_sa` (method `multi_sa_bip`)", config.MultiSaSettings, "multi_sa."),
+            ("002 §4: a config with `marginals:`", MarginalsCompareConfig, ""),
+            ("003 §4: a config with `streamliner:`", StreamlinerCompareConfig, ""),
+            ("004 §9: a config with `statdb:`", StatdbCompareConfig, ""),
+        ],
         "table-spec": [
             ("Table spec", model.TableSpec, ""),
             ("Each of `attributes`", model.Attribute, "attributes[]."),

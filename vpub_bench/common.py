@@ -1,11 +1,12 @@
-"""What the experiments share: one parser for comparison sweeps, one seeded sampler of
-the input, one way to start an engine and time a run on it, and one way to report a
+"""What the experiments share: the options every comparison's config declares (read by
+`vpub_spark.options.parse_file`) and its sweeps, one seeded sampler of the input, one way to start an engine and time a run on it, and one way to report a
 benchmark: its tables printed and kept in its JSON with the run's record (command, date,
 machine), from which the docs' benchmark pages are generated (docs/benchmarks/)."""
 
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import os
 import platform
@@ -16,7 +17,7 @@ import time
 from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from rich.table import Table
 
@@ -26,82 +27,90 @@ from vpub_spark.engines.base import Engine, LoadedTable
 from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.engines.settings import SparkSettings
 from vpub_spark.errors import SpecError
-from vpub_spark.options import refuse_unknown
+from vpub_spark.options import option
 from vpub_spark.report import console
 from vpub_spark.version import __version__
 
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class Sweeps:
-    """A comparison's `compare:` section: the methods, each parameter's default, the
-    sweeps (one parameter varied over values, the others at their defaults), repeats
-    and workload size."""
+def read_sweeps(
+    v: Any, key: str, *, parameters: Sequence[str], fixable: bool = False
+) -> tuple[tuple, ...]:
+    """A comparison's `compare.sweeps` (000 §6, 002 §4): each `{vary, values}` varies
+    one parameter over values, the others at their defaults. With `fixable`, a sweep may
+    also hold other parameters at values of its own (`{vary: marginal, values: [M1, M2],
+    m: 2}`); such a sweep is a 3-tuple (vary, values, fixed).
 
-    methods: tuple[str, ...]
-    defaults: dict[str, Any]
-    sweeps: tuple[tuple, ...]  # (vary, values) or (vary, values, fixed parameters)
-    repeats: int
-    queries: int
+    Args:
+        v: the YAML list.
+        key: its dotted key, for the errors.
+        parameters: the parameters a sweep may vary.
+        fixable: whether a sweep may fix other parameters.
 
-    def fields(self) -> dict[str, Any]:
-        """The fields every comparison's config takes from its sweeps, by name."""
-        return {
-            f: getattr(self, f) for f in ("methods", "defaults", "sweeps", "repeats", "queries")
-        }
+    Returns:
+        The sweeps, as (vary, values) or (vary, values, fixed) tuples.
 
-
-def parse_sweeps(
-    section: dict | None,
-    *,
-    parameters: Sequence[str],
-    methods: Sequence[str],
-    default_methods: Sequence[str],
-    defaults: dict[str, Any],
-    default_sweep: dict,
-    default_repeats: int,
-    where: str,
-    fixable: bool = False,
-) -> Sweeps:
-    """The `compare:` section of a comparison (000 §6, 002 §4), checked. With `fixable`,
-    a sweep may also hold other parameters at values of its own (`{vary: marginal,
-    values: [M1, M2], m: 2}`); such a sweep is a 3-tuple (vary, values, fixed)."""
-    c = dict(section or {})
-    chosen = tuple(c.pop("methods", default_methods))
-    bad = [m for m in chosen if m not in methods]
-    if bad:
-        raise SpecError(f"{where}: unknown methods {bad}; choose from {', '.join(methods)}")
-    defaults = dict(defaults) | {k: c.pop(k) for k in list(c) if k in parameters}
+    Raises:
+        SpecError: not a non-empty list of such sweeps.
+    """
+    if not isinstance(v, list | tuple) or not v:
+        raise SpecError(f"{key} must be a non-empty list of {{vary, values}} mappings")
     sweeps: list[tuple] = []
-    for s in c.pop("sweeps", [default_sweep]):
+    for s in v:
         if not isinstance(s, dict) or s.get("vary") not in parameters or not s.get("values"):
             raise SpecError(
-                f"{where}: each sweep needs vary (one of {', '.join(parameters)}) and values"
+                f"{key}: each sweep needs vary (one of {', '.join(parameters)}) and values"
             )
-        fixed = {k: v for k, v in s.items() if k not in ("vary", "values")}
+        fixed = {k: x for k, x in s.items() if k not in ("vary", "values")}
         if set(fixed) - set(parameters) or (fixed and not fixable):
             allowed = f"parameters ({', '.join(parameters)})" if fixable else "nothing"
             raise SpecError(
-                f"{where}: a sweep takes vary, values and {allowed}, not {', '.join(sorted(fixed))}"
+                f"{key}: a sweep takes vary, values and {allowed}, not {', '.join(sorted(fixed))}"
             )
-        sweeps.append(
-            (s["vary"], tuple(s["values"]), fixed) if fixed else (s["vary"], tuple(s["values"]))
-        )
-    repeats, queries = int(c.pop("repeats", default_repeats)), int(c.pop("queries", 1000))
-    if c:
-        raise SpecError(f"{where}: compare has unknown keys {', '.join(sorted(c))}")
-    return Sweeps(chosen, defaults, tuple(sweeps), repeats, queries)
+        values = tuple(s["values"])
+        sweeps.append((s["vary"], values, fixed) if fixed else (s["vary"], values))
+    return tuple(sweeps)
 
 
-def check_keys(d: object, known: set[str], where: str) -> dict:
-    """A comparison's config `d`, its keys checked (`model.refuse_unknown`), with an input."""
-    if not isinstance(d, dict):
-        raise SpecError(f"{where}: expected a mapping")
-    refuse_unknown(d, sorted(known), f"{where}: the config")
-    if "path" not in (d.get("input") or {}):
-        raise SpecError(f"{where}: input.path is required")
-    return d
+def sweeps_option(default: tuple[tuple, ...], parameters: Sequence[str], fixable: bool = False):
+    """The `compare.sweeps` option of a comparison over `parameters` (`read_sweeps`)."""
+    shown = ", ".join(f"{{vary: {s[0]}, values: {list(s[1])}}}" for s in default)
+    return option(
+        default,
+        key="compare.sweeps",
+        shown=f"[{shown}]",
+        doc="the sweeps: each varies one parameter over its values",
+        parse=functools.partial(read_sweeps, parameters=parameters, fixable=fixable),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ComparisonConfig:
+    """What every comparison's config file holds (`vpub compare`): its input, output,
+    seed, methods, sweeps, repeats and workload. A comparison subclasses it with its
+    methods, its parameters (`PARAMETERS`, fields of the same names) and its section;
+    `parse_file` reads the YAML by these options."""
+
+    PARAMETERS: ClassVar[tuple[str, ...]] = ()
+    engine: str = option(
+        "inprocess", choices=("inprocess",), doc="comparisons run the in-process kernels"
+    )
+    input_path: str = option(key="input.path", required=True, doc="the input table's path")
+    table: str | None = option(None, key="input.table", doc="its table spec or preset")
+    input_format: str | None = option(None, key="input.format", doc="its format")
+    out: str = option("out/compare", key="output.path", doc="where the results go")
+    seed: int = option(1, doc="the seed of every draw")
+    model: str | None = option(None, key="privacy.model", doc="the privacy model's name")
+    methods: tuple[str, ...] = ()
+    sweeps: tuple[tuple, ...] = ()
+    repeats: int = option(1, key="compare.repeats", minimum=1, doc="repeats of each point")
+    queries: int = option(1000, key="compare.queries", minimum=1, doc="the workload's size")
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """Each parameter's value where a sweep does not vary it."""
+        return {p: getattr(self, p) for p in self.PARAMETERS}
 
 
 def load_input(

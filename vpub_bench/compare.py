@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -33,71 +33,54 @@ from vpub_spark.decompose.methods import METHODS, design
 from vpub_spark.decompose.multi_sa import split
 from vpub_spark.engines.base import LoadedTable
 from vpub_spark.engines.inprocess import InProcessEngine
-from vpub_spark.errors import SpecError
 from vpub_spark.estimate.models import EstimateModel, anonymized_model
 from vpub_spark.estimate.multi_sa import multi_sa_model
 from vpub_spark.kernels.bip import multi_sa_chunk
 from vpub_spark.model import Schema
-from vpub_spark.options import parse_options
+from vpub_spark.options import option
 from vpub_spark.publishing.anatomy import schema_grouping, sharing_tables
 from vpub_spark.rules import ineligibility, random_rules
 from vpub_spark.utility.kl import kl_divergence
 from vpub_spark.utility.queries import relative_errors, workload
 from vpub_spark.utility.score import kl_scorer
 
-from .common import check_keys, load_input, optional, parse_sweeps, run_record
+from .common import ComparisonConfig, load_input, optional, run_record, sweeps_option
 
 PARAMETERS = ("c", "l", "lhs", "qd", "p")
 
 
-@dataclass(frozen=True)
-class CompareConfig:
-    input_path: str
-    table: str | None
-    out: str
-    methods: tuple[str, ...] = ("uad", "gd", "single_attribute")
-    defaults: dict[str, Any] = field(
-        default_factory=lambda: {"c": 5, "l": 2, "lhs": 3, "qd": 3, "p": 0.4}
-    )
-    sweeps: tuple[tuple[str, tuple], ...] = (("c", tuple(range(1, 10))),)
-    repeats: int = 5
-    queries: int = 1000
-    seed: int = 1
-    gd_budget_s: float = 60.0
-    gd_sample_rows: int = 20_000
-    input_format: str | None = None
-    sample_rows: int | None = None
-    multi_sa: MultiSaSettings = field(default_factory=MultiSaSettings)
+@dataclass(frozen=True, kw_only=True)
+class CompareConfig(ComparisonConfig):
+    """000 §6's comparison: the rule-based methods over random rule sets."""
 
-
-def compare_config_from_dict(d: dict, where: str = "config") -> CompareConfig:
-    known = {"engine", "input", "compare", "output", "seed", "privacy", "gd", "multi_sa"}
-    check_keys(d, known, where)
-    if d.get("engine", "inprocess") != "inprocess":
-        raise SpecError(f"{where}: compare runs the in-process kernels (engine: inprocess)")
-    sw = parse_sweeps(
-        d.get("compare"),
-        parameters=PARAMETERS,
-        methods=METHODS,
-        default_methods=("uad", "gd", "single_attribute"),
-        defaults={"c": 5, "l": (d.get("privacy") or {}).get("l", 2), "lhs": 3, "qd": 3, "p": 0.4},
-        default_sweep={"vary": "c", "values": list(range(1, 10))},
-        default_repeats=5,
-        where=where,
+    PARAMETERS: ClassVar[tuple[str, ...]] = PARAMETERS
+    out: str = option("out/compare", key="output.path", doc="where the results go")
+    sample_rows: int | None = option(
+        None, key="input.sample_rows", minimum=1, doc="a seeded sample of the input first"
     )
-    gdc, inp = d.get("gd") or {}, d["input"]
-    return CompareConfig(
-        input_path=str(inp["path"]),
-        table=inp.get("table"),
-        input_format=inp.get("format"),
-        out=str((d.get("output") or {}).get("path", "out/compare")),
-        **sw.fields(),
-        seed=int(d.get("seed", 1)),
-        gd_budget_s=float(gdc.get("budget_s", 60.0)),
-        gd_sample_rows=int(gdc.get("sample_rows", 20_000)),
-        sample_rows=None if inp.get("sample_rows") is None else int(inp["sample_rows"]),
-        multi_sa=parse_options(MultiSaSettings, d.get("multi_sa"), "multi_sa"),
+    model: str | None = option(
+        None, key="privacy.model", choices=("l-diversity",), doc="the privacy model (l-diversity)"
     )
+    l: int = option(2, key="privacy.l", minimum=2, doc="l, where a sweep does not vary it")
+    methods: tuple[str, ...] = option(
+        ("uad", "gd", "single_attribute"),
+        key="compare.methods",
+        choices=METHODS,
+        doc="the methods compared",
+    )
+    c: int = option(5, key="compare.c", minimum=1, doc="rules per rule set")
+    lhs: int = option(3, key="compare.lhs", minimum=1, doc="attributes on a rule's left side")
+    qd: int = option(3, key="compare.qd", minimum=1, doc="attributes a query names")
+    p: float = option(
+        0.4, key="compare.p", doc="the share of each named attribute's domain a query selects"
+    )
+    sweeps: tuple[tuple, ...] = sweeps_option((("c", tuple(range(1, 10))),), PARAMETERS)
+    repeats: int = option(5, key="compare.repeats", minimum=1, doc="random rule sets per point")
+    gd_budget_s: float = option(60.0, key="gd.budget_s", doc="GD's time budget per run")
+    gd_sample_rows: int = option(
+        20_000, key="gd.sample_rows", minimum=1, doc="GD's KL scored on this sample"
+    )
+    multi_sa: MultiSaSettings = option(MultiSaSettings(), doc="`multi_sa_bip`'s solver")
 
 
 def _design(

@@ -34,8 +34,8 @@ leftover made.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -48,6 +48,7 @@ from vpub_spark.kernels.minvariance import assign_buckets
 from vpub_spark.kernels.mondrian import qi_order
 from vpub_spark.kernels.partitioning import partition_seed, shard_counts
 from vpub_spark.model import UNSAFE_ASSIGN
+from vpub_spark.options import option
 from vpub_spark.publishing.marginals import bucketize_chunk, plan_marginal_chunks
 from vpub_spark.settings import PARTITIONINGS
 
@@ -58,7 +59,7 @@ from .box_estimators import (
     cumulative,
     fitted,
 )
-from .common import check_keys, load_input, parse_sweeps
+from .common import ComparisonConfig, load_input, sweeps_option
 
 PARAMETERS = ("m", "s", "marginal", "w", "skew")
 METHODS = (
@@ -73,88 +74,60 @@ METHODS = (
 DEFAULT_METHODS = ("marginals", "angel")
 
 
-@dataclass(frozen=True)
-class MarginalsCompareConfig:
-    input_path: str
-    table: str | None
-    sensitive: str
-    marginals: tuple[tuple[str, tuple[str, ...]], ...]
-    out: str = "out/compare/marginals"
-    methods: tuple[str, ...] = METHODS
-    defaults: dict[str, Any] = field(
-        default_factory=lambda: {"m": 6, "s": 0.1, "marginal": None, "w": None, "skew": None}
-    )
-    sweeps: tuple[tuple, ...] = (("m", (4, 5, 6, 7, 8, 9, 10)),)
-    repeats: int = 1
-    queries: int = 1000
-    seed: int = 1
-    input_format: str | None = None
-    sample_rows: int | None = None
-    chunk_rows: int = 50_000
-    tries: int = 5
-    blocks: int = 32
-    partitioning: str = "mondrian"
+@dataclass(frozen=True, kw_only=True)
+class MarginalsCompareConfig(ComparisonConfig):
+    """002 §4's comparison: m-invariant marginals against ANGEL. A sweep may hold other
+    parameters fixed (`{vary: marginal, values: [M1, M2], m: 2}`)."""
 
-
-def marginals_compare_config_from_dict(d: dict, where: str = "config") -> MarginalsCompareConfig:
-    known = {"engine", "input", "compare", "output", "seed", "privacy", "marginals"}
-    check_keys(d, known, where)
-    mg = dict(d.get("marginals") or {})
-    schemas = mg.get("schemas")
-    if not mg.get("sensitive") or not isinstance(schemas, dict) or not schemas:
-        raise SpecError(
-            f"{where}: marginals needs sensitive and schemas as a mapping {{M1: [age], M2: [age, gender], ...}}"
-        )
-    sw = parse_sweeps(
-        d.get("compare"),
-        parameters=PARAMETERS,
-        methods=METHODS,
-        default_methods=DEFAULT_METHODS,
-        defaults={
-            "m": (d.get("privacy") or {}).get("m", 6),
-            "s": 0.1,
-            "marginal": list(schemas)[-1],
-            "w": None,
-            "skew": None,
-        },
-        default_sweep={"vary": "m", "values": [4, 5, 6, 7, 8, 9, 10]},
-        default_repeats=1,
-        where=where,
-        fixable=True,
+    PARAMETERS: ClassVar[tuple[str, ...]] = PARAMETERS
+    out: str = option("out/compare/marginals", key="output.path", doc="where the results go")
+    sample_rows: int | None = option(
+        None, key="input.sample_rows", minimum=1, doc="a seeded sample of the input first"
     )
-    for vary, values, *fixed in sw.sweeps:
-        used = set(values) if vary == "marginal" else set()
-        used |= {f["marginal"] for f in fixed if "marginal" in f}
-        if used - set(schemas):
-            raise SpecError(f"{where}: marginal sweep values must be among {', '.join(schemas)}")
-        skews = list(values) if vary == "skew" else [f["skew"] for f in fixed if "skew" in f]
-        if any(x is not None and not 0 < float(x) < 1 for x in [*skews, sw.defaults["skew"]]):
-            raise SpecError(f"{where}: skew (the top value's share times m) must be in (0, 1)")
-    inp = d["input"]
-    return MarginalsCompareConfig(
-        input_path=str(inp["path"]),
-        table=inp.get("table"),
-        sensitive=str(mg["sensitive"]),
-        marginals=tuple((str(k), tuple(v)) for k, v in schemas.items()),
-        out=str((d.get("output") or {}).get("path", "out/compare/marginals")),
-        **sw.fields(),
-        seed=int(d.get("seed", 1)),
-        input_format=inp.get("format"),
-        sample_rows=None if inp.get("sample_rows") is None else int(inp["sample_rows"]),
-        chunk_rows=int(mg.get("chunk_rows", 50_000)),
-        tries=int(mg.get("tries", 5)),
-        blocks=int(mg.get("blocks", 32)),
-        partitioning=_partitioning(mg.get("partitioning", "mondrian"), where),
+    model: str | None = option(
+        None, key="privacy.model", choices=("m-invariance",), doc="the privacy model (m-invariance)"
+    )
+    m: int = option(6, key="privacy.m", minimum=2, doc="m, where a sweep does not vary it")
+    sensitive: str = option(key="marginals.sensitive", required=True, doc="the sensitive attribute")
+    marginals: tuple[tuple[str, tuple[str, ...]], ...] = option(
+        key="marginals.schemas", required=True, doc="each marginal's QI, by name: {M1: [age]}"
+    )
+    chunk_rows: int = option(50_000, key="marginals.chunk_rows", minimum=1, doc="rows per chunk")
+    tries: int = option(5, key="marginals.tries", minimum=1, doc="assigning's tries")
+    blocks: int = option(32, key="marginals.blocks", minimum=1, doc="assigning's blocks")
+    partitioning: str = option(
+        "mondrian", key="marginals.partitioning", choices=PARTITIONINGS, doc="the chunking"
+    )
+    methods: tuple[str, ...] = option(
+        DEFAULT_METHODS, key="compare.methods", choices=METHODS, doc="the methods compared"
+    )
+    s: float = option(0.1, key="compare.s", doc="a query's range: s^(1/w) of each domain")
+    marginal: str | None = option(
+        None, key="compare.marginal", doc="the marginal queried (none: the last)"
+    )
+    w: int | None = option(None, key="compare.w", minimum=1, doc="attributes a query names")
+    skew: float | None = option(None, key="compare.skew", doc="the top value's share times m")
+    sweeps: tuple[tuple, ...] = sweeps_option(
+        (("m", (4, 5, 6, 7, 8, 9, 10)),), PARAMETERS, fixable=True
     )
 
+    def __post_init__(self) -> None:
+        schemas = dict(self.marginals)
+        if not schemas:
+            raise SpecError("marginals.schemas must name a marginal: {M1: [age], ...}")
+        for vary, values, *fixed in self.sweeps:
+            used = set(values) if vary == "marginal" else set()
+            used |= {f["marginal"] for f in fixed if "marginal" in f}
+            if used - set(schemas):
+                raise SpecError(f"marginal sweep values must be among {', '.join(schemas)}")
+            skews = list(values) if vary == "skew" else [f["skew"] for f in fixed if "skew" in f]
+            if any(x is not None and not 0 < float(x) < 1 for x in [*skews, self.skew]):
+                raise SpecError("skew (the top value's share times m) must be in (0, 1)")
 
-def _partitioning(how: str, where: str) -> str:
-    known = PARTITIONINGS  # the publisher's choices
-    if how not in known:
-        raise SpecError(
-            f"{where}: marginals.partitioning must be one of {', '.join(known)}, not {how!r}"
-        )
-    return how
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """Each parameter's value where a sweep does not vary it (the last marginal)."""
+        return super().defaults | {"marginal": self.marginal or self.marginals[-1][0]}
 
 
 def bucketize_table(

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -45,9 +45,10 @@ from vpub_spark.kernels.statdb import (
     retention,
     signature_buckets,
 )
+from vpub_spark.options import option
 from vpub_spark.statdb.workload import workload
 
-from .common import check_keys, load_input, optional, parse_sweeps
+from .common import ComparisonConfig, load_input, optional, sweeps_option
 from .compare import label_axes, save_figure
 from .compare_marginals import bucketize_table
 
@@ -59,55 +60,36 @@ MEASURES = {
 }
 
 
-@dataclass(frozen=True)
-class StatdbCompareConfig:
-    input_path: str
-    table: str | None
-    sensitive: str
-    qi: tuple[str, ...]
-    m: int
-    out: str = "out/compare/statdb"
-    methods: tuple[str, ...] = METHODS
-    defaults: dict[str, Any] = field(default_factory=dict)
-    sweeps: tuple[tuple[str, tuple], ...] = ()
-    repeats: int = 1
-    queries: int = 2000
-    seed: int = 1
-    input_format: str | None = None
-    chunk_rows: int = 50_000
+@dataclass(frozen=True, kw_only=True)
+class StatdbCompareConfig(ComparisonConfig):
+    """004 §9's comparison: the statistical database against its baselines; the
+    defaults are 004 Table 4's (d: every QI attribute)."""
 
+    PARAMETERS: ClassVar[tuple[str, ...]] = PARAMETERS
+    out: str = option("out/compare/statdb", key="output.path", doc="where the results go")
+    model: str | None = option(
+        None, key="privacy.model", choices=("m-invariance",), doc="the privacy model (m-invariance)"
+    )
+    m: int = option(10, key="privacy.m", minimum=2, doc="m of the buckets")
+    sensitive: str = option(key="statdb.sensitive", required=True, doc="the sensitive attribute")
+    qi: tuple[str, ...] = option(
+        key="statdb.qi", required=True, doc="the QI attributes (d takes the first d)"
+    )
+    chunk_rows: int = option(50_000, key="statdb.chunk_rows", minimum=1, doc="rows per chunk")
+    methods: tuple[str, ...] = option(
+        METHODS, key="compare.methods", choices=METHODS, doc="the methods compared"
+    )
+    d: int | None = option(None, key="compare.d", minimum=1, doc="QI attributes used (all)")
+    ql: float = option(0.06, key="compare.ql", doc="a query's range length, as a share")
+    lam: int = option(2, key="compare.lam", minimum=1, doc="the perturbation's lambda")
+    n: int | None = option(None, key="compare.n", minimum=1, doc="rows used (all)")
+    sweeps: tuple[tuple, ...] = sweeps_option((("ql", (0.02, 0.04, 0.06, 0.08, 0.1)),), PARAMETERS)
+    queries: int = option(2000, key="compare.queries", minimum=1, doc="the workload's size")
 
-def statdb_compare_config_from_dict(d: dict, where: str = "config") -> StatdbCompareConfig:
-    known = {"engine", "input", "compare", "output", "seed", "privacy", "statdb"}
-    check_keys(d, known, where)
-    sd = dict(d.get("statdb") or {})
-    if not sd.get("sensitive") or not sd.get("qi"):
-        raise SpecError(f"{where}: statdb needs sensitive and qi (d takes the first d of qi)")
-    qi = tuple(str(a) for a in sd["qi"])
-    defaults = {"d": len(qi), "ql": 0.06, "lam": 2, "n": None}  # 004 Table 4's defaults
-    sw = parse_sweeps(
-        d.get("compare"),
-        parameters=PARAMETERS,
-        methods=METHODS,
-        default_methods=METHODS,
-        defaults=defaults,
-        default_sweep={"vary": "ql", "values": [0.02, 0.04, 0.06, 0.08, 0.1]},
-        default_repeats=1,
-        where=where,
-    )
-    inp = d["input"]
-    return StatdbCompareConfig(
-        input_path=str(inp["path"]),
-        table=inp.get("table"),
-        sensitive=str(sd["sensitive"]),
-        qi=qi,
-        m=int((d.get("privacy") or {}).get("m", 10)),
-        out=str((d.get("output") or {}).get("path", "out/compare/statdb")),
-        **sw.fields(),
-        seed=int(d.get("seed", 1)),
-        input_format=inp.get("format"),
-        chunk_rows=int(sd.get("chunk_rows", 50_000)),
-    )
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """Each parameter's value where a sweep does not vary it (d: every QI attribute)."""
+        return super().defaults | {"d": self.d or len(self.qi)}
 
 
 Answer = Callable[[Query], tuple[float, float]]

@@ -23,8 +23,8 @@ distinct values, QI published exactly). Measures per point:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -34,8 +34,9 @@ from vpub_spark.kernels.anatomy import GROUP, anatomize
 from vpub_spark.kernels.mondrian import mondrian
 from vpub_spark.kernels.statdb import qi_mask
 from vpub_spark.kernels.streamliner import ALGORITHMS, streamline
+from vpub_spark.options import option
 
-from .common import check_keys, load_input, parse_sweeps
+from .common import ComparisonConfig, load_input, sweeps_option
 from .compare_marginals import generalized_estimator
 
 PARAMETERS = ("l", "n")
@@ -46,56 +47,31 @@ MEASURES = {"dm_ratio": "DM / (n l)", "time_s": "grouping time (s)"} | {
 }
 
 
-@dataclass(frozen=True)
-class StreamlinerCompareConfig:
-    input_path: str
-    table: str | None
-    sensitive: str
-    qi: tuple[str, ...]
-    weights: dict[str, int] | None
-    out: str = "out/compare/streamliner"
-    methods: tuple[str, ...] = METHODS
-    defaults: dict[str, Any] = field(default_factory=dict)
-    sweeps: tuple[tuple[str, tuple], ...] = ()
-    repeats: int = 1
-    queries: int = 1000
-    seed: int = 1
-    input_format: str | None = None
-    time_methods: tuple[str, ...] = ("rda", "gda")
+@dataclass(frozen=True, kw_only=True)
+class StreamlinerCompareConfig(ComparisonConfig):
+    """003 §4's comparison: RDA and GDA beside l-diverse Mondrian and anatomy."""
 
-
-def streamliner_compare_config_from_dict(
-    d: dict, where: str = "config"
-) -> StreamlinerCompareConfig:
-    check_keys(d, {"engine", "input", "compare", "output", "seed", "privacy", "streamliner"}, where)
-    sl = dict(d.get("streamliner") or {})
-    if not sl.get("sensitive") or not sl.get("qi"):
-        raise SpecError(f"{where}: streamliner needs sensitive and qi")
-    compare = dict(d.get("compare") or {})
-    time_methods = tuple(compare.pop("time_methods", ("rda", "gda")))
-    sw = parse_sweeps(
-        compare,
-        parameters=PARAMETERS,
-        methods=METHODS,
-        default_methods=METHODS,
-        defaults={"l": (d.get("privacy") or {}).get("l", 8), "n": None},
-        default_sweep={"vary": "l", "values": [6, 7, 8, 9, 10]},
-        default_repeats=1,
-        where=where,
+    PARAMETERS: ClassVar[tuple[str, ...]] = PARAMETERS
+    out: str = option("out/compare/streamliner", key="output.path", doc="where results go")
+    model: str | None = option(
+        None, key="privacy.model", choices=("l-diversity",), doc="the privacy model (l-diversity)"
     )
-    inp = d["input"]
-    return StreamlinerCompareConfig(
-        input_path=str(inp["path"]),
-        table=inp.get("table"),
-        sensitive=str(sl["sensitive"]),
-        qi=tuple(sl["qi"]),
-        weights=sl.get("weights"),
-        out=str((d.get("output") or {}).get("path", "out/compare/streamliner")),
-        **sw.fields(),
-        seed=int(d.get("seed", 1)),
-        input_format=inp.get("format"),
-        time_methods=time_methods,
+    l: int = option(8, key="privacy.l", minimum=2, doc="l, where a sweep does not vary it")
+    sensitive: str = option(
+        key="streamliner.sensitive", required=True, doc="the sensitive attribute"
     )
+    qi: tuple[str, ...] = option(key="streamliner.qi", required=True, doc="the QI attributes")
+    weights: tuple[tuple[str, int], ...] | None = option(
+        None, key="streamliner.weights", doc="GDA's attribute weights (003 §4.2)"
+    )
+    methods: tuple[str, ...] = option(
+        METHODS, key="compare.methods", choices=METHODS, doc="the methods compared"
+    )
+    n: int | None = option(None, key="compare.n", minimum=1, doc="rows used (all)")
+    time_methods: tuple[str, ...] = option(
+        ("rda", "gda"), key="compare.time_methods", choices=METHODS, doc="methods timed"
+    )
+    sweeps: tuple[tuple, ...] = sweeps_option((("l", (6, 7, 8, 9, 10)),), PARAMETERS)
 
 
 def grouping(
@@ -104,7 +80,7 @@ def grouping(
     """Each method's groups (dense ids per row of `frame`)."""
     codes, s = frame[list(cfg.qi)], frame[cfg.sensitive].to_numpy(np.int64)
     if method in ALGORITHMS:
-        return streamline(method, codes, s, l, seed, sizes, cfg.weights).group
+        return streamline(method, codes, s, l, seed, sizes, dict(cfg.weights or ()) or None).group
     if method == "mondrian":
         return mondrian(codes, {a: sizes[a] - 1 for a in cfg.qi}, s, l=l)
     qit, _ = anatomize(

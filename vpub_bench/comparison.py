@@ -15,16 +15,18 @@ from typing import Any
 import pandas as pd
 
 from vpub_spark.config import resolve_paths
+from vpub_spark.options import parse_file
 from vpub_spark.tablespec import load_yaml
 
-from .compare import MEASURES, compare_config_from_dict, run_compare, write_results
-from .compare_marginals import marginals_compare_config_from_dict, run_marginals_compare
+from .common import ComparisonConfig
+from .compare import MEASURES, CompareConfig, run_compare, write_results
+from .compare_marginals import MarginalsCompareConfig, run_marginals_compare
 from .compare_statdb import MEASURES as STATDB_MEASURES
-from .compare_statdb import plot_intervals, run_statdb_compare, statdb_compare_config_from_dict
+from .compare_statdb import StatdbCompareConfig, plot_intervals, run_statdb_compare
 from .compare_streamliner import (
     CONDITIONS,
+    StreamlinerCompareConfig,
     run_streamliner_compare,
-    streamliner_compare_config_from_dict,
 )
 from .compare_streamliner import MEASURES as STREAMLINER_MEASURES
 
@@ -33,7 +35,7 @@ from .compare_streamliner import MEASURES as STREAMLINER_MEASURES
 class Comparison:
     """A parsed comparison: its config, how to run it, what it measures."""
 
-    cfg: Any  # CompareConfig | MarginalsCompareConfig
+    cfg: ComparisonConfig
     run: Callable[..., pd.DataFrame]
     unit: str  # what one step of progress is
     measures: dict[str, str]  # plotted: column -> label
@@ -52,7 +54,7 @@ def load_comparison(
     if isinstance(raw, dict) and "marginals" in raw:
         measures = {"relative_error": "mean relative error", "time_s": "time for M1..Mk (s)"}
         comp = Comparison(
-            marginals_compare_config_from_dict(raw, path),
+            parse_file(MarginalsCompareConfig, raw, path),
             run_marginals_compare,
             "points",
             measures,
@@ -60,7 +62,7 @@ def load_comparison(
         )
     elif isinstance(raw, dict) and "streamliner" in raw:
         comp = Comparison(
-            streamliner_compare_config_from_dict(raw, path),
+            parse_file(StreamlinerCompareConfig, raw, path),
             run_streamliner_compare,
             "points",
             STREAMLINER_MEASURES,
@@ -68,7 +70,7 @@ def load_comparison(
         )
     elif isinstance(raw, dict) and "statdb" in raw:
         comp = Comparison(
-            statdb_compare_config_from_dict(raw, path),
+            parse_file(StatdbCompareConfig, raw, path),
             run_statdb_compare,
             "points",
             STATDB_MEASURES,
@@ -77,13 +79,13 @@ def load_comparison(
         )
     else:
         comp = Comparison(
-            compare_config_from_dict(raw, path),
+            parse_file(CompareConfig, raw, path),
             run_compare,
             "rule sets",
             MEASURES,
             ("kl", "relative_error", "time_s"),
         )
-    overrides = {"repeats": repeats, "out": out, "queries": queries}
+    overrides: dict[str, Any] = {"repeats": repeats, "out": out, "queries": queries}
     return replace(
         comp, cfg=replace(comp.cfg, **{k: v for k, v in overrides.items() if v is not None})
     )

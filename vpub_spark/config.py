@@ -25,7 +25,7 @@ from typing import Any
 from .errors import SpecError
 from .model import UNSAFE_GD_SCORE, PrivacySpec
 from .options import number as number
-from .options import one_of, option, parse_options, refuse_unknown, yaml_keys
+from .options import one_of, option, parse_file, parse_options, refuse_unknown, yaml_keys
 from .release.layout import PRIVATE, public_path
 from .settings import ANONYMIZERS as ANONYMIZERS
 from .settings import BIP_MODES as BIP_MODES
@@ -334,10 +334,8 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
     """
     if not isinstance(d, dict):
         raise SpecError(f"{where}: expected a mapping")
-    try:  # a file without rules has none (a config built in code draws random ones)
-        return parse_options(PublishConfig, {"rules": None} | d, "")
-    except SpecError as e:
-        raise SpecError(f"{where}: {e}") from None
+    # a file without rules has none (a config built in code draws random ones)
+    return parse_file(PublishConfig, {"rules": None} | d, where)
 
 
 PATHS = (

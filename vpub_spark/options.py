@@ -157,6 +157,29 @@ def parse_options(cls: type[T], d: Any, where: str) -> T:
     return cls(**values)
 
 
+def parse_file(cls: type[T], d: Any, where: str = "config") -> T:
+    """A whole YAML file read as the dataclass `cls` (`parse_options`), its errors
+    naming the file once.
+
+    Args:
+        cls: a dataclass whose YAML fields are made by `option`.
+        d: the file's mapping.
+        where: what it is, for the errors (the file's path).
+
+    Returns:
+        The instance.
+
+    Raises:
+        SpecError: one line, `where: ` and the dotted key at fault.
+    """
+    if not isinstance(d, Mapping):
+        raise SpecError(f"{where}: expected a mapping")
+    try:
+        return parse_options(cls, d, "")
+    except SpecError as e:
+        raise SpecError(f"{where}: {e}") from None
+
+
 def _dotted(where: str, name: str) -> str:
     return f"{where}.{name}" if where else name
 
@@ -207,7 +230,10 @@ def _value(v: Any, hint: Any, key: str, meta: Mapping[str, Any]) -> Any:
             one_of(str(v), meta["choices"], key)
         return str(v)
     if args == (str, ...):
-        return names(v, key)
+        items = names(v, key)
+        for item in items if meta.get("choices") else ():
+            one_of(item, meta["choices"], f"each of {key}")
+        return items
     if len(args) == 2 and args[1] is ... and typing.get_args(args[0]) == (str, ...):
         if not isinstance(v, list | tuple):
             raise SpecError(f"{key} must be a list of attribute lists, e.g. [[age], [age, sex]]")

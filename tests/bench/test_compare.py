@@ -65,4 +65,4 @@ def test_compare_writes_results_and_plots(tmp_path, capsys):
         assert (tmp_path / "cmp" / f).stat().st_size > 0
     conf.write_text(yaml.safe_dump({"engine": "spark", "input": {"path": "x"}}))
     assert main(["compare", "--config", str(conf)]) == 2
-    assert "engine: inprocess" in capsys.readouterr().err
+    assert "engine must be one of inprocess" in capsys.readouterr().err

@@ -9,10 +9,10 @@ from release_helpers import write_table
 
 from vpub_bench.compare import write_results
 from vpub_bench.compare_marginals import (
+    MarginalsCompareConfig,
     angel,
     bucketize_table,
     marginal_workload,
-    marginals_compare_config_from_dict,
     ours,
     run_marginals_compare,
 )
@@ -20,6 +20,7 @@ from vpub_spark.errors import SpecError
 from vpub_spark.estimate.generalized import angel_count, generalized_count
 from vpub_spark.kernels.angel import angel_batches, angel_tables, boxes
 from vpub_spark.kernels.marginal_groups import decompose
+from vpub_spark.options import parse_file
 
 
 def _frame(n=1500, seed=0):
@@ -96,7 +97,8 @@ def test_workload_follows_002():
 
 def test_small_comparison_run(tmp_path):
     data = write_table(_frame(900).astype(str).apply(lambda c: c.str.zfill(2)), tmp_path / "t")
-    cfg = marginals_compare_config_from_dict(
+    cfg = parse_file(
+        MarginalsCompareConfig,
         {
             "input": {"path": str(data)},
             "privacy": {"model": "m-invariance", "m": 4},
@@ -113,7 +115,7 @@ def test_small_comparison_run(tmp_path):
                 ],
             },
             "output": {"path": str(tmp_path / "cmp")},
-        }
+        },
     )
     res = run_marginals_compare(cfg)
     assert len(res) == 8 and set(res["method"]) == {"marginals", "angel"}
@@ -131,7 +133,8 @@ def test_skewed_points_fixed_parameters_and_the_local_dealing(tmp_path):
     in memory), a sweep may hold m at its own value (its rows are labelled by it), and
     `marginals_local` is ours with the QI-local dealing beside the random one."""
     data = write_table(_frame(900).astype(str).apply(lambda c: c.str.zfill(2)), tmp_path / "t")
-    cfg = marginals_compare_config_from_dict(
+    cfg = parse_file(
+        MarginalsCompareConfig,
         {
             "input": {"path": str(data)},
             "privacy": {"model": "m-invariance", "m": 4},
@@ -146,7 +149,7 @@ def test_skewed_points_fixed_parameters_and_the_local_dealing(tmp_path):
                 ],
             },
             "output": {"path": str(tmp_path / "cmp")},
-        }
+        },
     )
     res = run_marginals_compare(cfg)
     assert len(res) == 12 and set(res["sweep"]) == {"skew_m2", "marginal_m3"}
@@ -167,23 +170,16 @@ def test_skewed_points_fixed_parameters_and_the_local_dealing(tmp_path):
         ({"sweeps": [{"vary": "m", "values": [2], "marginal": "M9"}]}, "must be among M1"),
     ):
         with pytest.raises(SpecError, match=message):
-            marginals_compare_config_from_dict({**bad, "compare": compare}, "t")
+            parse_file(MarginalsCompareConfig, {**bad, "compare": compare}, "t")
 
 
 def test_other_comparisons_refuse_fixed_sweep_parameters():
-    from vpub_bench.common import parse_sweeps
+    from vpub_bench.common import read_sweeps
 
     with pytest.raises(SpecError, match="a sweep takes vary, values and nothing, not c"):
-        parse_sweeps(
-            {"sweeps": [{"vary": "l", "values": [2], "c": 3}]},
-            parameters=("c", "l"),
-            methods=("x",),
-            default_methods=("x",),
-            defaults={},
-            default_sweep={},
-            default_repeats=1,
-            where="t",
-        )
+        read_sweeps([{"vary": "l", "values": [2], "c": 3}], "t", parameters=("c", "l"))
+    with pytest.raises(SpecError, match="t must be a non-empty list"):
+        read_sweeps([], "t", parameters=("c", "l"))
 
 
 def test_shipped_configs_parse():
@@ -197,7 +193,7 @@ def test_shipped_configs_parse():
     root = root / "vpub_bench" / "conf"
     assert cfg.method == "marginals" and cfg.privacy.m == 6 and len(cfg.marginals.schemas) == 3
     for name in ("compare_marginals.yaml", "compare_marginals_adult.yaml"):
-        c = marginals_compare_config_from_dict(load_yaml(root / name), name)
+        c = parse_file(MarginalsCompareConfig, load_yaml(root / name), name)
         assert (root / c.input_path).resolve().is_relative_to(root.parents[1])
         assert [k for k, _ in c.marginals] == ["M1", "M2", "M3", "M4", "M5"]
         assert c.methods == (
@@ -208,20 +204,21 @@ def test_shipped_configs_parse():
             "angel",
         )
         assert c.partitioning == "mondrian"
-    skew = marginals_compare_config_from_dict(
-        load_yaml(root / "compare_marginals_skew.yaml"), "skew"
+    skew = parse_file(
+        MarginalsCompareConfig, load_yaml(root / "compare_marginals_skew.yaml"), "skew"
     )
     assert skew.methods == ("marginals", "marginals_local", "angel")
     assert {(v, f.get("m")) for v, _, f in skew.sweeps} == {
         (v, m) for v in ("skew", "marginal") for m in (2, 3, 4)
     }
     for name, how in (("ncp", "ncp"), ("stop", "ncp+mondrian"), ("tries20", "ncp")):
-        c = marginals_compare_config_from_dict(
-            load_yaml(root / f"compare_marginals_{name}.yaml"), name
+        c = parse_file(
+            MarginalsCompareConfig, load_yaml(root / f"compare_marginals_{name}.yaml"), name
         )
         assert c.partitioning == how
     with pytest.raises(SpecError, match="partitioning must be one of"):
-        marginals_compare_config_from_dict(
+        parse_file(
+            MarginalsCompareConfig,
             {
                 "input": {"path": "x"},
                 "marginals": {"sensitive": "s", "schemas": {"M1": ["a"]}, "partitioning": "kd"},

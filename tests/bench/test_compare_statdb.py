@@ -91,5 +91,15 @@ def test_bad_configs_are_refused(data, tmp_path):
         run_comparison(load_comparison(str(path)))
     del cfg["statdb"]["qi"]
     path.write_text(yaml.safe_dump(cfg))
-    with pytest.raises(SpecError, match="statdb needs sensitive and qi"):
+    with pytest.raises(SpecError, match="statdb.qi is required"):
         load_comparison(str(path))
+    cfg["statdb"]["qi"] = ["a"]
+    for compare, message in (
+        ({"methods": ["dyn-ana", "x"]}, "each of compare.methods must be one of dyn-ana"),
+        ({"lamda": 2}, "compare has unknown keys lamda"),
+        ({"lam": 0}, r"compare.lam must be a whole number >= 1"),
+        ({"sweeps": [{"vary": "l", "values": [2]}]}, "each sweep needs vary .one of d, ql"),
+    ):
+        path.write_text(yaml.safe_dump(cfg | {"compare": compare}))
+        with pytest.raises(SpecError, match=message):
+            load_comparison(str(path))

@@ -80,5 +80,5 @@ def test_bad_configs_are_refused(data, tmp_path):
         run_comparison(load_comparison(str(tmp_path / "c.yaml")))
     del raw["streamliner"]["qi"]
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(raw))
-    with pytest.raises(SpecError, match="streamliner needs sensitive and qi"):
+    with pytest.raises(SpecError, match="streamliner.qi is required"):
         load_comparison(str(tmp_path / "c.yaml"))
