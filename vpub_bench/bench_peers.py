@@ -1,23 +1,9 @@
-"""`vpub bench peers`: vpub against ANJANA on the same work, one rule
-QI -> S with l-diversity, side by side: wall time, peak memory and query error.
+"""`vpub bench peers`: vpub against ANJANA on the same work, one rule QI -> S with
+l-diversity, side by side: wall time, peak memory and query error, each tool in a fresh
+process.
 
-- **vpub**: `publish` in process with the rule `qi -> sensitive` (UAD), its release's
-  estimates (utility/queries.py).
-- **ANJANA** (`anjana.anonymity.l_diversity`, k = 1, the same l, suppression up to
-  `suppression` percent): generalization hierarchies built here for each QI, in its
-  domain order: level 0 the values, level 1 runs of `ceil(d / 4)` consecutive values
-  ("lo~hi"), level 2 "*" (decision: the same 3-level hierarchy for every QI; ANJANA
-  needs one and the data carry none). Its output is read with the uniform-spread
-  estimate: a row whose generalized value covers c of a query's values out of its w
-  counts c / w; its suppressed rows count nothing.
-- Each tool runs in a fresh process (spawn), which reports its own wall time and peak
-  RSS; the query workload (000 §6.1: `queries` of dimension `qd`, share `p`, over the QI
-  and S) is drawn from the source and answered exactly, and each tool's mean relative
-  error is reported.
-
-ANJANA is an optional extra: it is not installed at run time. `pip install --no-deps
-anjana pycanon beartype` (its exact pins of numpy, pandas and typing_extensions
-conflict with this project's; what it imports needs none of those versions).
+Decisions (ANJANA's hierarchies, how its output is estimated, why it is an optional
+extra): docs/explanation/privacy-models.md, "Side by side with ANJANA".
 """
 
 from __future__ import annotations
@@ -54,7 +40,7 @@ class BenchPeers:
 
 
 def hierarchies(frame: pd.DataFrame, qi: tuple[str, ...]) -> dict:
-    """ANJANA's hierarchies (see the module docstring), per QI in its values' order."""
+    """ANJANA's hierarchies (docs/explanation/privacy-models.md), per QI in its values' order."""
     out = {}
     for a in qi:
         values = sorted(frame[a].unique(), key=_order)
@@ -151,7 +137,7 @@ def _in_child(target, *args) -> dict:
 
 class Generalized:
     """A generalized table (ANJANA's output) read with the uniform-spread estimate (see
-    the module docstring): each column's labels coded once, a query a few gathers."""
+    docs/explanation/privacy-models.md): each column's labels coded once, a query a few gathers."""
 
     def __init__(self, table: pd.DataFrame, covers: dict[str, dict[str, set]]):
         self.covers, self.rows = covers, len(table)

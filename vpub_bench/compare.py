@@ -1,19 +1,8 @@
-"""`vpub compare`: the paper's comparison runs (000 §6, Figures 1-3 and 5-10).
+"""`vpub compare`: the paper's comparison runs (000 §6, Figures 1-3 and 5-10): per sweep,
+value and repeat, every method's schema (timed), every table anonymized in memory by
+the release writer's anatomy kernel, KL and a 1,000-query workload's relative error.
 
-For every sweep (one parameter varied: c, l, lhs, qd or p; the others fixed), every
-value and every repeat (a fresh seeded random rule set), each method designs its
-schema (timed), every table is anonymized by the same anatomy kernel the release
-writer uses (one partition, in memory: the compare job scores schemas, it does not
-write releases), and the KL divergence and the mean relative error of a 1,000-query
-workload are measured. Results go to a tidy table (Parquet and CSV) and PNG plots.
-
-Methods: `uad` (ours), `uad_plain` (Algorithm 2 as written: the largest DSATUR class,
-to compare UAD's choices against), `gd` (Algorithm 1 with its KL add-back, as a
-publish runs it under `gd.score: kl-unsafe`, within a per-run time budget),
-`single_attribute`, `multi_sa_bip` (000 Appendix B in
-exact mode: its time is the QI/SA split plus every program and the placement).
-`input.sample_rows` draws a seeded sample first (000 §6.1 uses 10,000 Adult rows
-for the comparison with multi-SA publishing).
+The methods and the runs: docs/benchmarks/comparisons-000.md.
 """
 
 from __future__ import annotations

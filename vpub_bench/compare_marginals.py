@@ -1,34 +1,8 @@
-"""`vpub compare` for m-invariant marginals against ANGEL (002 §4, Figures 2-5).
+"""`vpub compare` for m-invariant marginals against ANGEL (002 §4, Figures 2-5): the table
+bucketized as the publisher does it and every marginal decomposed, ANGEL's batches and
+GTs, both timed alike; the workload's error under several estimators and two bounds.
 
-Per m (and repeat), the table is bucketized exactly as the publisher does it (the same
-QI-local chunks, `bucketize_chunk` per chunk, in memory) and every marginal M1..Mk
-decomposed; ANGEL (docs/explanation/algorithms.md) makes its batches once and one GT per
-marginal.
-Both are timed the same way (002 Figure 5: the cost of computing all the marginals).
-
-Workload (002 §4): a query on marginal M_j has dimension w (default: every attribute
-of M_j): w - 1 distinct QI attributes of M_j drawn at random plus the sensitive
-attribute; each attribute A gets a random interval of length floor(|A| * s^(1/w))
-(at least 1) of its domain order. Decision (as for 000's workloads): a query whose
-exact answer is 0 is redrawn (its relative error is undefined), and redraws are counted.
-Estimates: Zhang et al. from our generalized marginal (uniform inside a box, the
-sensitive counts of the group) and ANGEL's estimator from GT and BT
-(estimate/generalized.py; both vectorized here over the groups, tested equal to it).
-Two more estimators on our marginals test whether the estimator causes the error:
-`marginals_ends` (a box is its group's minimum bounding box, so a group of n >= 2
-tuples has one at each end of every attribute's interval and n - 2 spread uniformly)
-and `marginals_ml` (each attribute's distribution fitted to all boxes by maximum
-likelihood, Turnbull's EM for interval-censored data, spread inside each box in
-proportion to it; attributes independent inside a box, as in Zhang et al.).
-Two bounds read the private table and are not estimators anyone could run on a release:
-`bound_exact_qi` knows every tuple's QI values and only not which of its group's
-sensitive values is its own (the error m-uniqueness alone causes), and
-`bound_group_marginals` knows each attribute's exact distribution inside each group but
-treats attributes as independent inside the group, as every box estimator above does
-(no such estimator can do better on average than knowing those distributions).
-Diagnostics per point: sub-tables, the share of leftover tuples (002's assigning step),
-and the boxes' mean normalized width, over all groups and over the groups of buckets a
-leftover made.
+The workload, the estimators, the bounds and the diagnostics: docs/benchmarks/marginals.md.
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
-"""`vpub compare` for the statistical database (004 §9, Figures 7-10).
+"""`vpub compare` for the statistical database (004 §9, Figures 7-10): per table size n,
+QI count d and repeat, every method's anonymized version made once, then 004 §9's
+workload and measures.
 
-Per table size n, QI count d and repeat, every method's anonymized version is made once:
-`dyn-ana` / `dyn-gen` answer from the bucketization U of the first m-unique partition
-(made as `vpub statdb build` makes it: `bucketize_table` with no partitioning step,
-buckets of one signature merged) by A-Count / G-Count; `sta-ana` from one anatomized
-version (004's [38]: `kernels/anatomy.anatomize`, l = m) by Lemma 3; `sta-gen` from one
-l-diverse Mondrian generalization (l = m; 004 cites LeFevre et al. [19]:
-`kernels/mondrian`) by Lemma 2; `ran-pert` from one perturbed table (retention by 004
-Formula 10) by its 80% interval (docs/explanation/algorithms.md, Random perturbation).
-Decision: the static versions are l-diverse with l = m, the protection m-invariance
-gives one version (1/m).
-
-Workload (004 §9): `queries` queries per point from `statdb/workload.py` on the first d
-QI attributes. Measures per method (004 §9): AAR (the mean true count), ARI (the means
-of the lower and upper ends), LSD (the standard deviation of the interval lengths),
-plus the share of intervals holding the truth (1 for every method but ran-pert, whose
-interval is an 80% confidence interval) and the median time per query.
+The methods, the measures and the decision l = m: docs/benchmarks/statdb.md, "Accuracy
+against the baselines".
 """
 
 from __future__ import annotations

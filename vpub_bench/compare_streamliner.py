@@ -1,23 +1,9 @@
-"""`vpub compare` for the privacy streamliner (003 §4, Figures 1-7).
+"""`vpub compare` for the privacy streamliner (003 §4, Figures 1-7): RDA, GDA, l-diverse
+Mondrian and anatomy, measured by the grouping's time, the discernibility metric
+against its optimum and 003 §4.2's query-workload error.
 
-Methods: `rda`, `gda` (kernels/streamliner.py), `mondrian` (l-diverse Mondrian,
-kernels/mondrian.py) and `anatomy` (kernels/anatomy.py, l-diverse groups of exactly l
-distinct values, QI published exactly). Measures per point:
-- `time_s`: the grouping's wall time in process (003 Figure 1; `n` sweeps use n / rows
-  copies of the table, as 003 does with 600k-row OCC and SAL).
-- `dm`: the discernibility metric, sum over groups of |G|^2 (003 Figure 2), and
-  `dm_ratio` = dm / (n l). Decision (the "optimal DM"): n l is a lower bound for every
-  l-diverse partition (each group has at least l tuples, so sum |G|^2 >= l sum |G|) and
-  is reached when l divides n and groups of exactly l exist (every l-eligible table has
-  one: the assignment step of m-invariance, at most l - 1 leftovers), so we report the
-  ratio to it.
-- `qwe_<condition>`: 003 §4.2's query-workload error for predicates on `age`, on
-  `gender`, on both and on every QI attribute (Figures 3-7): mean |acc - app| /
-  max(acc, delta), delta = 0.5% of n. Decision (003 leaves the query shape to [28]):
-  each constrained QI attribute gets a random range of max(1, round(10% |A|)) of its
-  domain (Gender: one value), and the sensitive attribute a random range of 10% of its
-  domain; app is Zhang et al.'s estimate (uniform inside a box) for generalized tables
-  and sum_G q(G) s(G) / |G| for anatomy (exact QI, the group's sensitive shares).
+The measures and their decisions: docs/explanation/streamliner.md, "Measured: against
+Mondrian and anatomy".
 """
 
 from __future__ import annotations

@@ -144,9 +144,9 @@ def test_rda_groups_are_of_size_l_and_gda_groups_are_qi_local():
         k: codes.assign(g=x.group).groupby("g")["age"].agg(lambda a: a.max() - a.min()).mean()
         for k, x in (("rda", r), ("gda", g))
     }
-    # QI-local, at the price of segments cut only from published multisets (the module
-    # docstring): here the value follows age, so a segment stays whole across about 20
-    # ages (span 21 against RDA's 40; cutting at the first eligible prefix gave 3)
+    # QI-local, at the price of segments cut only from published multisets
+    # (docs/explanation/streamliner.md): here the value follows age, so a segment stays whole
+    # across about 20 ages (span 21 against RDA's 40; cutting at the first eligible prefix gave 3)
     assert span["gda"] < 0.6 * span["rda"]
 
 

@@ -1,20 +1,8 @@
 """`vpub datasets adult --download`: the Adult data set (Becker and Kohavi, 1996) from the
-UCI Machine Learning Repository's archive, checked and cached.
+UCI Machine Learning Repository's archive, pinned by its SHA-256, prepared in the layout
+`vpub datasets adult --path` reads, and cached.
 
-Decisions:
-- The archive is pinned by its SHA-256 (`ADULT_SHA256`); any other bytes are refused and
-  nothing is cached. (The pin is the digest that independent public sources give for
-  the archive at `ADULT_URL`; UCI itself publishes none.)
-- The archive's `adult.data` and `adult.test` are written as `adult.data.csv` and
-  `adult.test.csv` in the layout `vpub datasets adult --path` reads: a header line, no
-  space after a comma, no comment line, no blank line, and the test split's class
-  labels without their trailing `.` (`>50K.` is `>50K`), so both splits share labels.
-- The cache is `storage.cache_root()` (`$VPUB_CACHE`, else `$XDG_CACHE_HOME/vpub`, else
-  `~/.cache/vpub`); the prepared directory is keyed by the digest and appears whole or
-  not at all (written beside it, then renamed), so a second call reads it without the
-  network.
-- Offline, the error names `--path`: download the archive elsewhere, unpack it, and
-  give the directory.
+Decisions: docs/reference/datasets.md.
 """
 
 from __future__ import annotations
@@ -84,7 +72,7 @@ def _download(url: str) -> bytes:
 
 
 def _prepare(archive: bytes, directory: Path) -> None:
-    """The archive's two splits as CSV files in `directory` (module docstring)."""
+    """The archive's two splits as CSV files in `directory` (docs/reference/datasets.md)."""
     try:
         with zipfile.ZipFile(io.BytesIO(archive)) as z:
             texts = {name: z.read(name).decode("utf-8") for name in SPLITS}

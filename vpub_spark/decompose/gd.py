@@ -1,31 +1,9 @@
 """Guardian Decomposition (000 §5.3, Algorithm 1).
 
-Steps 1-4: start from one table of every attribute anonymized for one rule's RHS;
-while some rule Q -> S violates GNF, remove S from every table and add a table Q ∪ {S}
-anonymized for S. Steps 5-8: while some attribute can join some table without
-breaking GNF, add the pair whose release has the smallest KL divergence (`score`,
-given by the caller: schema-level code never touches data).
-
-Decisions where the paper is silent:
-- "arbitrary" choices follow a seeded order of the rules (the first rule of the order
-  starts, the first violated rule in that order is fixed next); candidates of the
-  add-back tie-break in seeded attribute order.
-- Steps 2-4 can cycle (A -> B with B -> A moves B and A back and forth forever). A
-  repeated schema, or more than 10 x (rules + attributes) steps, switches to isolating
-  the violated rule's S (S published alone), which only removes links and so ends.
-- A table left with only its sensitive attribute becomes a projection; a projection
-  contained in another table is dropped (it adds nothing).
-- Step 5 adds "the attribute whose release has the smallest KL divergence". The schema
-  is public, and on small tables the pick changes with where sensitive values lie (on
-  six rows under `d -> e`, `e -> d`, one schema for 18 of the 90 placements of e's
-  values, another for the rest: tests/decompose/test_gd.py), so the paper's scoring
-  breaks the posterior bound. The default scores nothing (`order`): the first
-  candidate in the seeded attribute order is taken, which reads no data. The KL
-  scoring stays as `gd.score: kl-unsafe`, for the paper's comparisons; a release made
-  with it has the audited guarantee only.
-- Step 5's loop stops early when `budget_s` is spent; the cost (KL evaluations, time,
-  whether the budget ran out) is returned for the manifest. The paper reports that GD
-  needs weeks on Texas: the budget makes that visible instead of hanging.
+Steps 1-4 decompose the schema while some rule violates GNF; steps 5-8 add attributes
+back while GNF holds, a candidate scored by the caller's `score` (schema-level code never
+touches data). Decisions: docs/explanation/algorithms.md ("GD's open choices"); why the
+paper's KL scoring is `kl-unsafe`: docs/explanation/threat-model.md.
 """
 
 from __future__ import annotations
@@ -85,7 +63,7 @@ def _tidy(tables: list[tuple[list[str], str | None]]) -> list[tuple[list[str], s
 
 def in_order(schema: Schema) -> float:
     """The data-free score: every candidate alike, so GD takes the first one in its
-    seeded order (the module docstring's decision)."""
+    seeded order (docs/explanation/algorithms.md)."""
     return 0.0
 
 

@@ -1,20 +1,8 @@
 """Utility-Aware Decomposition (000 §5.4, Algorithm 2) and single-attribute publishing (§1.3).
 
-Algorithm 2 leaves choices open; ours serve large tables:
-- DSATUR (networkx `greedy_color(strategy="DSATUR")`) colours the undirected rule graph
-  of the remaining attributes; its ties follow node insertion order, which is a seeded
-  permutation of the attributes, so the seed decides ties and nothing else does.
-- Each colour class is first grown to a maximal independent set (remaining attributes
-  added in the same seeded order), so attributes that no rule separates are never split
-  off just because DSATUR gave them another colour.
-- Among the grown classes we pick the one whose table, with its sensitive attribute v,
-  is largest; ties go to the v with the most incoming edges (rules protected), then to
-  the class met first in the seeded order. v is Algorithm 2's: outside the class, no
-  outgoing edge into it (not on the LHS of a rule whose RHS is in the class), and the
-  most incoming edges from it.
-With one rule `Q -> S` this yields one table of all attributes anonymized for S, as
-000 §6.2 says UAD must. Tables are disjoint, so a rule is either unreachable or guarded
-by the one table holding its RHS (which is then anonymized for that RHS).
+Algorithm 2's open choices (DSATUR with seeded ties, colour classes grown to maximal
+independent sets, the largest table first): docs/explanation/algorithms.md, "UAD's open
+choices".
 """
 
 from __future__ import annotations

@@ -2,25 +2,8 @@
 configured and the time model does not predict Spark faster on this machine's cores;
 Spark otherwise. The choice is returned with its reason.
 
-Decisions, from measurements (docs/how-to/choose-engine.md):
-- Memory: the in-process engine's peak is about `BASE_BYTES` plus `BYTES_PER_CELL`
-  bytes per cell (row x column) read from Parquet, or plus `CSV_FACTOR` times the file
-  size for CSV, plus `WORKER_BYTES` per worker process (a partition's working set). It
-  must stay under `SHARE` of the memory available now (MemAvailable, or the container's
-  limit if lower).
-- Time, on C cores with the in-process engine on C workers and Spark on `local[C]`:
-  in process takes `INPROCESS_SERIAL_S` n + `INPROCESS_CORE_S` n / C seconds for n
-  rows (the part that does not shrink with more workers: the rules, merging the
-  workers' counts, starting pools; the rest on the workers), Spark `SPARK_FIXED_S` +
-  `SPARK_CORE_S` n / C. Spark's core-seconds per row are about eight times the
-  in-process engine's, so in process is faster whatever the rows below (SPARK_CORE_S -
-  INPROCESS_CORE_S) / INPROCESS_SERIAL_S cores (44 with the constants below) and, above
-  that, up to n = SPARK_FIXED_S / (INPROCESS_SERIAL_S - (SPARK_CORE_S -
-  INPROCESS_CORE_S) / C) rows (about 200M on 64 cores). The constants
-  were fitted on this project's 2-core machine at 1M, 3M and 10M rows with 1 and 2
-  workers; the larger machines are predicted on paper.
-- A configured cluster master (`spark.master` not `local[...]`) or a run under
-  spark-submit always means Spark.
+The memory estimate, the time model, their constants and the measurements they were
+fitted on: docs/how-to/choose-engine.md.
 """
 
 from __future__ import annotations
@@ -118,7 +101,7 @@ def estimated_peak(path: str | Path, workers: int = 0) -> tuple[int, str]:
 
 def predicted_seconds(rows: int, cores: int) -> tuple[float, float]:
     """(in process on `cores` workers, Spark on local[`cores`]) for `rows` rows, by the
-    time model of the module docstring."""
+    time model of docs/how-to/choose-engine.md."""
     inprocess = INPROCESS_SERIAL_S * rows + INPROCESS_CORE_S * rows / cores
     return inprocess, SPARK_FIXED_S + SPARK_CORE_S * rows / cores
 
@@ -141,7 +124,7 @@ def _cluster(master: str) -> bool:
 
 
 def choose_engine(input_path: str, master: str, workers: int | None = None) -> Choice:
-    """The engine for this input (see the module docstring); `workers`: the in-process
+    """The engine for this input (docs/how-to/choose-engine.md); `workers`: the in-process
     engine's (default: `VPUB_WORKERS`, else every core)."""
     from .pool import available_cores, default_workers
 

@@ -1,20 +1,9 @@
-"""The in-process engine's Parquet load: each row group read once, on the workers.
+"""The in-process engine's Parquet load: each row group read once, on the workers, its
+columns as dictionaries and each row's dictionary index written into one int32 array,
+turned into codes in place once the driver has planned the encoding.
 
-A row group's attribute columns are read as dictionaries (string columns straight from
-Parquet's own dictionary pages, others by `dictionary_encode`), and each row's index
-into its row group's dictionary is written into its row of one int32 array. The raw
-value counts (over complete rows) are computed from the dictionaries alone: a
-dictionary's values are normalized and checked for missing-value tokens once, not per
-row. After the driver has planned the encoding from the summed counts, each row group's
-indices are turned into codes in place through a lookup table (the dictionary's codes).
-Rows with a missing value are then dropped by moving the complete rows to the front of
-each column (one column's temporary at a time).
-
-Decision: the same raw values, counts, dictionaries and codes as counting and encoding
-the row groups as read (`raw_value_counts`, `encode_batch`; tested equal on random
-tables), with one Parquet read of the source instead of two: reading and decoding a row
-group was half the load's time. The array holds every row read until the missing ones
-are dropped; the peak is the codes plus one row group per worker.
+Decisions and measurements: docs/explanation/performance.md, "A Parquet source read
+once, by row groups".
 """
 
 from __future__ import annotations
@@ -71,7 +60,7 @@ def broken_parquet(files: list[str], error: Exception) -> DataError:
 
 
 def load_parquet(path: str, spec: TableSpec, workers_for) -> LoadedTable:
-    """A Parquet source as a frame of codes (see the module docstring); both passes on
+    """A Parquet source as a frame of codes (docs/explanation/performance.md); both passes on
     the workers (`workers_for(rows)`), the array shared with them (an anonymous shared
     mapping) and becoming the frame's block (no copy)."""
     import pandas as pd

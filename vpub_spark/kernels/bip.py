@@ -1,40 +1,9 @@
-"""Multi-SA publishing by binary integer programming (000 Appendix B, Algorithm 3).
+"""Multi-SA publishing by binary integer programming (000 Appendix B, Algorithm 3), solved
+as one integer per distinct sensitive combination; `multi_sa_chunk` runs the loop on one
+chunk of rows and places the rows.
 
-The program of Algorithm 3 has a binary t_i per tuple: maximize sum t_i subject to,
-for every sensitive attribute A_i, every combination v of the other sensitive
-attributes and every value a of A_i,
-    l * sum_{p: p[A_i] = a, p[S \\ A_i] = v} t_p  <=  sum_{q: q[S \\ A_i] = v} t_q.
-Every constraint depends on a tuple's sensitive values only, so tuples with the same
-sensitive combination are interchangeable: we solve the equivalent program with one
-integer x_k in [0, n_k] per distinct sensitive combination k (n_k tuples), which has
-the same optimum value and is as large as the number of distinct combinations, not
-the number of tuples. Which x_k of the n_k tuples join the group is the caller's
-(seeded) choice. Constraints are built only for combinations present.
-
-Algorithm 3 repeats on the remaining tuples; when the optimum selects nothing (or the
-solver finds no solution in its time limit), the residue is suppressed (its sensitive
-values are not published, its rows are).
-
-Decision (departing from Appendix B, for 003's adversary who knows the algorithm and
-the table's multiset): every program also keeps what it leaves behind l-eligible for
-every sensitive attribute (`residue_cells`), so the suppressed residue is. Appendix B's
-residue is what could not be made diverse, often one combination; she subtracts the
-published groups from the multiset and reads it (five rows, one residue tuple:
-posterior 1, tests/kernels/test_adversary_multi_sa.py). With the residue eligible, a
-suppressed row's posterior of each attribute's value is its share of the residue, at
-most 1/l, as a grouped row's is its group's share. x = 0 stays feasible whenever the
-rows given are l-eligible, which the publishing path guarantees (every rule's RHS is
-checked, every chunk is eligible); on other rows the programs are Appendix B's.
-
-A solve that stops at the time limit with a feasible, unproven solution is reported as
-`feasible (time limit)`, never as optimal.
-
-`multi_sa_chunk` runs the loop on one chunk of rows and places the rows: within each
-combination, tuples join the groups in a seeded random order (decision: Algorithm 3
-lets the solver pick among interchangeable tuples; a seeded choice makes the release
-reproducible). Rows are first put in a canonical order, so the result depends only on
-the chunk's content, the seed and the solver's answers. With a time limit, a solve may
-stop at a different point on a rerun; the manifest records every solve's status.
+Decisions (the aggregated program, the eligible residue and why it is safe, time
+limits, the seeded placement): docs/explanation/multi-sa.md.
 """
 
 from __future__ import annotations

@@ -1,25 +1,9 @@
-"""Equivalence-class measures of a table: k-anonymity, the l-diversity variants
-and t-closeness, per class of rows that share their quasi-identifiers, computed from
-the counts of (QI combination, sensitive value). Pure pandas/NumPy, vectorized.
+"""Equivalence-class measures of a table: k-anonymity, the l-diversity variants and
+t-closeness, per class of rows that share their quasi-identifiers, computed from the
+counts of (QI combination, sensitive value). Pure pandas/NumPy, vectorized.
 
-Per class E with sensitive counts r_1 >= r_2 >= ... >= r_m (|E| = sum r_i):
-- **k**: |E| (Sweeney 2002).
-- **distinct l**: m, the number of distinct sensitive values (Machanavajjhala et al. 2007).
-- **entropy l**: exp(H(E)), H = -sum (r_i/|E|) log(r_i/|E|); E is entropy l-diverse iff
-  exp(H) >= l (ibid., Def. 4.1). Reported as the largest such l, a real number.
-- **recursive (c, l)**: E is recursive (c, l)-diverse iff r_1 < c (r_l + ... + r_m)
-  (ibid., Def. 4.3). Reported per class for a given l as the least such c's bound
-  r_1 / (r_l + ... + r_m) (infinite when m < l): the table is (c, l)-diverse for every
-  c above the largest one.
-- **t**: the Earth Mover's Distance between E's sensitive distribution q and the whole
-  table's p (Li et al. 2007): equal distance for categorical attributes,
-  0.5 sum |q_i - p_i|; ordered distance for ordered ones, over the m values the table
-  holds in their order, 1/(m - 1) sum_i |sum_{j <= i} (q_j - p_j)|.
-
-Decision (both as pyCANON computes them, for the cross-check): the ordered EMD runs over
-the values present in the table, not the declared domain; a class is one distinct QI
-combination. pyCANON's recursive (c, l) sorts the counts ascending, which is not the
-definition above; we follow the paper.
+The formulas, their citations and the conventions shared with pyCANON:
+docs/explanation/privacy-models.md, "`vpub check`".
 """
 
 from __future__ import annotations
@@ -81,7 +65,7 @@ def _rank_in_class(cls: np.ndarray, n: np.ndarray) -> np.ndarray:
 def class_measures(
     counts: pd.DataFrame, qi: list[str], sensitive: str, p: pd.Series, l: int, ordered: bool
 ) -> pd.DataFrame:
-    """Per class: its QI values and the measures of the module docstring. `counts` holds
+    """Per class: its QI values and measures (docs/explanation/privacy-models.md). `counts` holds
     every row of a class (a whole class per call); `p` is the whole table's sensitive
     distribution, indexed by value (in order, when `ordered`)."""
     if counts.empty:

@@ -1,49 +1,9 @@
 """Re-publication after inserts and deletes: m-invariance (Xiao and Tao, SIGMOD 2007,
-§4-§5) on a bucketization, vectorized.
+§4-§5) on a bucketization, vectorized: division, balancing by counterfeits, assignment.
 
-A version's bucketization U_k gives every tuple (real or counterfeit) a bucket; a
-bucket's signature is its set of sensitive values, and each value of it is held
-equally often (the bucket is balanced). `republish` makes U_{k+1} from U_k's survivors
-and the inserted tuples:
-
-- *division*: every survivor keeps its bucket, so its signature (m-invariance's
-  condition 2: a tuple's signature is the same in every version of its lifespan);
-  deleted tuples and U_k's counterfeits leave;
-- *balancing*: per bucket of signature K, alpha = the most survivors one value of K
-  has; each value v of K short of alpha gets counterfeits of value v. Buckets are
-  balanced one by one, not per signature: a bucket sharing its signature with another
-  could otherwise lose a value and with it its signature;
-- *assignment*: the inserted tuples form new buckets. A batch that is m-eligible (no
-  value above 1/m of it) is bucketized as a store's first release is: QI-local
-  sub-tables cut blind (`mondrian.blind_mondrian`), 002's dealing, and leftovers placed
-  in a bucket the secret randomness draws (`minvariance.bucketize`). A batch that is
-  not becomes one bucket, balanced by counterfeits: each value present up to the top
-  count and, below m values, absent values drawn by the secret randomness.
-
-Decision (the paper's assignment phase, §5, deals the inserts and gives what is left a
-bucket of its own): which inserts are left over depends on their values, and an
-adversary who knows the algorithm reads it (three inserts of one value at m = 2:
-posterior 1). Here the path taken depends on the batch's multiset only; an eligible
-batch is safe as a first release is (its cuts, dealing and leftovers never read where
-values lie), and the single bucket of any other is symmetric in its people and in the
-values of its signature, so an insert's posterior is 1/|K| <= 1/m
-(tests/kernels/test_dynamic_adversary.py). The price falls on skewed batches only: one
-wide bucket, and counterfeits filling each of its values up to the batch's top count.
-
-Decision (where we depart from the paper): m-invariance fills a shortfall of value v
-with an inserted tuple of value v where it can (`fill="inserts"`), and counterfeits only
-the rest. Whether an insert then joins a survivor's bucket depends on both tuples'
-hidden values, and an adversary who knows the algorithm reads it: on six people at
-m = 2 a survivor's posterior reaches 2/3 (tests/kernels/test_dynamic_adversary.py). With
-counterfeits alone, every step on an old bucket is the same under any permutation of
-its signature's values applied to its lineage, so a survivor's posterior stays at
-1/|K| <= 1/m; the price is more counterfeits (one per deleted tuple at most, never
-refilled), reported by `vpub bench update`.
-
-Counterfeits have no QI values: the store keeps their number per (bucket, value), and a
-release states each group's count (m-invariance's auxiliary table). `counterfeits=False`
-is the strawman the adversary test must catch: shortfalls stay unfilled, a skewed
-batch's bucket unbalanced.
+Decisions (buckets balanced one by one, a batch bucketized whole or made one bucket,
+counterfeits rather than inserts fill a shortfall) and why they are safe:
+docs/explanation/statdb.md, "Versions".
 """
 
 from __future__ import annotations
@@ -93,7 +53,7 @@ def republish(
     counterfeits: bool = True,
     fill: str = "counterfeits",
 ) -> Republished:
-    """U_{k+1} (see the module docstring). `old_*`: every row of U_k (counterfeits
+    """U_{k+1} (docs/explanation/statdb.md). `old_*`: every row of U_k (counterfeits
     included), `kept`: the survivors among them; `new_*`: the inserted tuples; new
     buckets are numbered from `next_bucket`; `domain`: the sensitive values' count."""
     rng = np.random.default_rng(seed)

@@ -1,34 +1,9 @@
-"""A marginal's QI-groups from m-invariant buckets (002 §3, Definition 6; 004
-Definition 11), vectorized by level.
+"""A marginal's QI-groups from m-invariant buckets (002 §3, Definition 6; 004 Definition
+11), vectorized by level: 002's halving (`halved`), the matching (`matched`) and, per
+signature class, the narrowest of three decompositions (`decompose`).
 
-- `halved` (002 §3): a bucket whose every value appears c times is halved
-  recursively (per value, the tuples sorted on one attribute, the first floor(c/2)
-  left) on the marginal's attribute whose split minimizes NCP(B1) + NCP(B2), until
-  groups hold one tuple per value (|K| tuples). All nodes of a level are split at once
-  (one sort per candidate attribute).
-- `matched` (beyond 002): the groups of a node (a bucket or a signature class) by
-  matching: the tuples of its first value seed its groups, and each next value's tuples
-  join them by a minimum-cost perfect matching (Hungarian, `linear_sum_assignment`) on
-  the width the tuple adds to the group's box. Values are taken in the order of their
-  first row in the node, never of their codes: the groups depend on which tuples share
-  a value, not on which value it is, so relabeling the values changes no group (seeding
-  by code lets the matching's ties tell a table from its relabelings; the exhaustive
-  adversary test reaches posterior 1 that way). Halving matches each value's tuples by
-  rank along one attribute at a time; the matching weighs all of the marginal's
-  attributes at once. Nodes of more than `MATCH_CAP` groups are halved down to that
-  first (the matching costs c^2 per node of c groups).
-- `decompose`: per signature class, the lowest total NCP on the marginal's attributes of
-  three decompositions (ties: the earlier): 002's halving of its buckets, the matching
-  of its buckets, and the matching of the class whole. Decision (beyond 002): the
-  buckets of one signature (004 Definition 11's merge, `statdb.signature_buckets`;
-  buckets come one per sub-table and signature) may be decomposed as one. So no class
-  is wider than 002's halving makes it; the matching gains most where buckets hold many
-  groups (a skewed sensitive attribute), the class where its tuples pair up along a
-  marginal's few attributes across sub-tables cut on all of them
-  (docs/benchmarks/marginals.md). Every group is m-unique and holds one tuple per value
-  of its class's signature, so each tuple keeps its signature in every marginal (004
-  Lemma 4). Safety: the choices read the QI values and which tuples share a bucket and
-  a value, as 002's halving already does, nothing more.
+Decisions and why they are safe: docs/explanation/marginals.md, "Decisions, and the
+runs that measure them"; docs/explanation/algorithms.md.
 """
 
 from __future__ import annotations
@@ -52,7 +27,7 @@ def decompose(
 ) -> np.ndarray:
     """QI-groups of one marginal (its attributes = `codes`' columns): per signature class,
     the lowest total NCP of 002's halving of its buckets, the matching of its buckets and
-    the matching of the class whole (see the module docstring). Returns a dense group
+    the matching of the class whole (docs/explanation/marginals.md). Returns a dense group
     index per row."""
     fine = halved(codes, sensitive, bucket, extents)
     if codes.shape[1] == 0 or len(bucket) == 0:
@@ -103,7 +78,7 @@ def matched(
     assigned to them by a minimum-cost perfect matching (`linear_sum_assignment`), the
     cost of a pair the normalized width sum_A (max_A - min_A) / extent_A of the group's
     box with the tuple added. Values go in the order of their first row (label-free, see
-    the module docstring). Returns dense group ids."""
+    docs/explanation/marginals.md). Returns dense group ids."""
     node = halved(codes, sensitive, node, extents, until=cap)
     scale = np.array([1.0 / extents[a] if extents[a] > 0 else 0.0 for a in codes.columns])
     x = codes.to_numpy(dtype=np.float64) * scale if len(scale) else np.zeros((len(node), 0))

@@ -1,53 +1,9 @@
-"""m-invariant bucketization and its decomposition into marginals (002 §3; 004 §3.2;
-docs/explanation/algorithms.md, m-invariance and NCP), vectorized, on one encoded
-m-eligible sub-table.
+"""m-invariant bucketization (002 §3; 004 §3.2), vectorized, on one encoded m-eligible
+sub-table: the partitioning step (`partition`), the assigning step (`assign_buckets`,
+random or QI-local dealing), the leftovers (`place_leftovers`) and NCP.
 
-- `partition` (the partitioning step, 002 Figure 1): split a sub-table in two by
-  NCP with the artificial extreme tuples, up to k shuffled tries, keep a split only if
-  both halves hold at least m times the node's top count (002 asks only that both be
-  m-eligible, which tells where values lie: kernels/mondrian.py), recurse. Decision: tuples are taken in their shuffled
-  order in blocks (`block` = 1 is the paper's tuple-at-a-time greedy; larger blocks
-  decide every tuple of a block against the two groups as they were at the block's
-  start, one vectorized step per block instead of one Python step per tuple).
-- `assign_buckets` (the assigning step, m-invariance's first release): one pool per
-  sensitive value; while at least m pools are non-empty, one tuple from each of the m
-  largest pools (ties to the smaller value) goes to the bucket keyed by that sorted
-  signature (equal signatures merge). The sequence of signatures depends on the pool
-  sizes only, so it is computed in runs (the m largest stay the same until the m-th
-  falls to the (m+1)-th) and the tuples of each pool, in a seeded order, are dealt to
-  the runs that take from it: no loop per tuple.
-- QI-local dealing (`assign_buckets(local=...)`, `_deal_along`; marginals.assign:
-  local): the same runs, but each pool is dealt along a value-blind QI order
-  (`mondrian.qi_order`). A run taking k tuples of a pool has slots at (j + u) / k,
-  j < k, with one secret u per run shared by all its pools, and a pool's leftover
-  slots are uniform; the pool's tuples in QI order fill its slots in position order.
-  Then each of a run's k groups (its j-th tuple of every pool) moves to the mean rank
-  of its tuples along the order and the pools are dealt again (`_aligned`, up to
-  ALIGN_ROUNDS rounds): a value held where the group's other values are scarce stops
-  being matched by quantile and is matched by place. Decision, on safety: the random
-  dealing gives every table the release allows the same probability of giving it (a
-  pool's order is uniform and runs depend on pool sizes only), so no posterior exceeds
-  1/m against an adversary who knows the algorithm. The QI-local dealing does not: which tuple fills
-  a slot depends on where the other tuples of its value lie, and on 6 tuples (a a b b
-  c c in a row, m = 2) one posterior reaches 3/5 (tests/kernels/test_adversary.py).
-  It is therefore an opt-in that keeps m-invariance's own guarantee (m-unique buckets,
-  one signature per tuple), not the algorithm-aware one; the default stays random.
-- Leftovers (at most m-1 tuples per sub-table, distinct values). Decision: a leftover
-  with value v may not simply join one QI-group, because the groups differ between
-  marginals and the signatures would then differ too (002 needs one signature per
-  tuple across all marginals). It instead forms a new bucket with one tuple of each
-  value of a bucket B lacking v: signature sig(B) + {v}, one tuple each, so every
-  decomposition of every marginal keeps each tuple's signature. B and its tuples are
-  drawn by the secret seed, uniformly (`place_leftovers`), departing from 002 §3, which
-  takes the bucket and tuples nearest the leftover in QI: that choice made the
-  leftover the one row that explains the new bucket's shape and pinned its value
-  (posterior 1 on 003 Table 1, m = 2). Drawn uniformly, every table the release allows
-  gives it with the same probability; the price is a wider box for one group per
-  leftover (docs/benchmarks/marginals.md).
-- `decompose` (002 §3): in `kernels/marginal_groups.py`.
-- NCP (Xu et al. KDD 2006): decision: every attribute's codes are in
-  its domain order (numeric by value, categorical by the declared order), so a group's
-  penalty on A is (max - min) / (|dom A| - 1), and NCP(G) = |G| * sum over A.
+Decisions and why they are safe: docs/explanation/algorithms.md ("m-invariance: the first
+release", "NCP"); docs/explanation/marginals.md ("The dealing", "Cuts that tell nothing").
 """
 
 from __future__ import annotations
@@ -253,7 +209,7 @@ def _deal_along(
     run_bucket: np.ndarray,
     rng: np.random.Generator,
 ) -> np.ndarray:
-    """QI-local dealing (see the module docstring): a run taking k tuples of a pool has
+    """QI-local dealing (docs/explanation/marginals.md): a run taking k tuples of a pool has
     k groups (its j-th tuple of every pool it takes from), first placed at (j + u) / k,
     u drawn per run; a pool's leftover slots are single groups placed uniformly. Each
     pool's tuples, in `local` order (ties in `deal` order), fill its slots in the order of
@@ -354,7 +310,7 @@ def place_leftovers(
 ) -> np.ndarray:
     """Give every leftover (bucket -1) a bucket of its own: one tuple of each value of a
     bucket of its sub-table lacking its value, that bucket and its tuples drawn by the
-    secret seed, never by QI distance (the module docstring's decision). Leftovers are
+    secret seed, never by QI distance (docs/explanation/algorithms.md). Leftovers are
     handled in waves, in each sub-table the pending one of the smallest value first (a
     sub-table's leftovers have distinct values, fixed by its pool sizes). Returns dense
     bucket ids."""

@@ -1,24 +1,9 @@
-"""Mondrian partitioning (LeFevre et al. ICDE 2006; docs/explanation/algorithms.md), vectorized by
-level, for ANGEL's two partitions: l-diverse batches and k-anonymous generalization groups.
+"""Mondrian partitioning (LeFevre et al. ICDE 2006), vectorized by level, for ANGEL's two
+partitions (l-diverse batches, k-anonymous groups), and `blind_mondrian`, the marginal
+publisher's partitioning step (002 §3, Figure 1), its cuts placed by the QI alone.
 
-Anonymize(P): try the attributes in decreasing normalized width (ties: lower index);
-the median is the value at position floor((|P| - 1) / 2) of P's sorted values;
-L = {t : t.A <= median}, R = the rest; skip the attribute if R is empty or a side is
-not allowed; split on the first allowed attribute, else P is final. All nodes of a
-level are handled at once: one sort per attribute rank.
-
-`blind_mondrian` is the marginal publisher's partitioning step (002 §3, Figure 1).
-Decision, departing from 002 (which keeps a split when both halves are m-eligible) and
-from the median-or-nearest-allowed cut this replaced: a cut is placed by the QI alone
-(the boundary nearest the middle of the widest attribute that allows one) and taken iff
-each side holds at least m c rows, c being the node's top count of one sensitive
-value. Both sides are then m-eligible however the node's values lie, and the decision
-reads only the node's size, its QI and its multiset; a node is a union of published
-groups, so its multiset is public, and every table the release allows is cut exactly
-like the true one. Accepting a cut because its sides happen to be eligible told which
-rows hold which values: on six rows a a b b c c (m = 2) one posterior reached 1
-(tests/kernels/test_adversary_paths.py). The price: nodes stop splitting once a value
-holds more than about 1/(2m) of them (docs/benchmarks/marginals.md).
+Decisions: docs/explanation/algorithms.md, "Mondrian for l-diversity"; why the blind
+cut: docs/explanation/marginals.md, "Cuts that tell nothing".
 """
 
 from __future__ import annotations
@@ -108,8 +93,8 @@ def blind_mondrian(
     m: int,
     start: np.ndarray | None = None,
 ) -> np.ndarray:
-    """m-eligible sub-tables whose cuts never depend on where sensitive values lie (the
-    module docstring's decision): a node of n rows whose most frequent value occurs c
+    """m-eligible sub-tables whose cuts never depend on where sensitive values lie (see
+    docs/explanation/marginals.md): a node of n rows whose most frequent value occurs c
     times is cut at the QI boundary nearest its middle (`_blind_cut`, widest attribute
     first) only if both sides hold at least m c rows, so both are m-eligible however
     the node's values are arranged. Returns a sub-table id per row."""

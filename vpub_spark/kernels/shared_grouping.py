@@ -1,25 +1,9 @@
-"""One grouping shared by every anatomy table of a partition.
+"""One grouping shared by every anatomy table of a partition (a departure from 000 §5,
+which anatomizes each sub-table on its own), planned from the partition's combination
+counts alone, each group holding distinct values of every sensitive attribute.
 
-Decision (a departure from 000 §5, which anatomizes each sub-table on its own): when a
-release publishes two or more anatomy tables, the rows of a partition are grouped once
-and every table publishes that grouping, each group holding pairwise distinct values of
-every sensitive attribute those tables publish. Groupings drawn per table combine
-against an adversary who knows how the attributes go together (a value pinned on six
-rows, docs/explanation/threat-model.md).
-
-Why it is safe: the plan, how many rows of each combination of sensitive values each
-group receives, is computed from the partition's combination counts alone; the rows of
-a combination are then dealt to its slots in a seeded random order. Swapping two rows'
-values inside a group leaves every count, and so every choice, unchanged: a row's
-posterior of one attribute is at most that value's share of its group, 1/l.
-
-The plan: combinations most constrained first (the largest frequency of any of their
-values), each to the next groups in turn, from where the last combination stopped,
-that hold none of its values and fewer than ceil(n/g) rows (g = n // l): with one
-attribute, anatomy's round-robin deal. What cannot be placed, with every group left under l rows, is
-pooled; whole groups join the pool (those holding fewest of its over-represented values
-first) until it is l-diverse in every attribute, as the whole partition is; the pool is
-then grouped again the same way, or kept as one group when that places nothing.
+The plan, and why it is safe: docs/explanation/algorithms.md ("Several anatomy tables,
+one grouping"); docs/explanation/threat-model.md.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
-"""The anatomy-based statistical database of 004 (§4-§6) on one encoded bucketization.
+"""The anatomy-based statistical database of 004 (§4-§6) on one encoded bucketization:
+A-Count (Figure 3), G-Count (Figure 6) and the static and perturbed baselines,
+vectorized over all buckets at once.
 
-A bucketization (004 Definition 11) gives every tuple a bucket; a bucket's signature K
-is the set of its sensitive values, each held by |B|/|K| tuples (Lemma 5), so a bucket
-splits into |B|/|K| QI-groups of signature K (a decomposition, Definition 12), and every
-decomposition is an anonymized version m-invariant with the first (Lemma 6).
-
-A query (004 §4) is a range of codes per QI attribute it constrains and a set of
-sensitive codes. For anatomy the result interval of a partition is Lemma 3's
-`[sum_G max(0, q(G) + s(G) - |G|), sum_G min(q(G), s(G))]`; the decomposition that makes
-it shortest is A-Decompose's (Figure 2, Lemma 7), and its interval is A-Count's
-(Figure 3): per bucket, with beta_v the tuples of value v meeting every QI predicate and
-alpha the values of K meeting the sensitive predicate, `[sum of the alpha smallest
-beta, sum of the alpha largest beta]`. Decision: 004's Lemma 7 names the two ends the
-other way round; Figure 3 and Example 2 ([1, 2] for Q_2 on B_1) fix the order used here.
-Everything is vectorized over all buckets at once (no loop over buckets or tuples).
+Definitions, intervals and decisions: docs/explanation/statdb.md;
+docs/explanation/algorithms.md, "Random perturbation".
 """
 
 from __future__ import annotations

@@ -1,63 +1,9 @@
 """The privacy streamliner (003 §2-§3): l-candidates, their minimal self-contained
-partition, and the RIA, RDA and GDA algorithms, vectorized.
+partition, and the RIA (Table 5), RDA (Table 6) and GDA (Table 7) algorithms, vectorized.
 
-A color is the set of tuples with one sensitive value. Each algorithm gives every tuple
-its l - 1 candidates, `candidates[i, u]` = f_u(i) (003 Definition 1's bijections: each
-from another color, all from distinct colors); the groups are the minimal
-self-contained partition of those bijections (Definition 3, Table 9: the transient
-groups {i} + f(i), merged while they share a tuple). By 003 Lemma 1 and Theorem 1 that
-partition, and every union of its groups, satisfies l-cover, so utility may be
-optimized among them without helping an adversary who knows the algorithm.
-
-- RDA (Table 6, with §3.2's disjoint-append variant): while at least l colors are
-  incomplete, one tuple from each of the l colors with the most incomplete tuples forms
-  a group (ties to the smaller value). Decision: Table 6 keeps the largest color fixed
-  until it is complete and re-sorts the other colors per tuple; we re-sort all colors
-  per group, which is m-invariance's assignment step (`minvariance.assign_buckets`,
-  computed in runs, no loop per tuple) and leaves at most l - 1 tuples, of distinct
-  values. Each of those joins a compatible group (no tuple of its color) of minimal
-  size. Every random choice reads one seeded random priority per row: a color's tuples
-  are taken in priority order, and a leftover picks, among its candidate groups, the one
-  holding the least priority.
-- GDA (Table 7): weighted rank wr = sum_A weight_A * rank_A(t) (rank = code + 1 in the
-  domain order), QI-distance |wr_a - wr_b|. Decision: Table 7 matches each tuple of the
-  largest color, one at a time, with the l - 1 colors whose next tuple is nearest in wr.
-  We get QI-close groups in rounds instead: the tuples sorted by wr are cut into
-  consecutive segments; inside a segment RDA runs (largest colors first, Table 7 line
-  7), so a group holds tuples of neighbouring weighted rank; the at most l - 1 left in a
-  segment join a compatible group of their segment (the one holding the least
-  priority). Decision, for safety against 003 §1's adversary (she knows the
-  algorithm, the QI and the release, not the seed): the cuts read the wr order, the row
-  counts and each segment's multiset of values, never which row holds which value.
-  Top-down from the whole table, a segment of B blocks of l consecutive rows whose most
-  frequent value occurs c times is cut into k = min(B // c, B // ceil(`segment` / l))
-  runs of whole blocks while k >= 2: each run holds at least l c rows, so it is
-  l-eligible however the segment's values are arranged. A segment is a union of groups, so its
-  multiset is published; every table the release allows is cut exactly like the true
-  one, and the segments tell her nothing beyond the groups' values. The price: a
-  segment whose most frequent value exceeds 1/(2l) of it is not cut (GDA is then RDA
-  on it). Cutting bottom-up (closing a segment once it is l-eligible) gave posterior 1
-  on a 6-row table, and the lowest level at which runs of `segment` * 2^k rows are all
-  eligible gave 3/4 (tests/kernels/test_adversary.py). Decisions, for safety: inside a segment a
-  color's tuples are taken in random priority order, not in wr order (Table 7 line 5),
-  and a leftover does not pick the group nearest in wr (Table 7 line 11). Either makes
-  the groups depend on which tuple holds which value, and the simulated adversary of
-  003 §1, who knows the algorithm, then learns more than 1/l
-  (tests/kernels/test_streamliner_adversary.py: wr-order dealing pins a value with
-  certainty on a 5-row table; leftovers joining the group nearest in wr reach 2/3 on
-  003 Table 1 when nearest means its nearest member, 1 when it means its mean wr). The
-  segments keep some locality: mean Age span 29.3 against RDA's 40.7 at l = 6 on a
-  20,000-row table like tests/bench/test_compare_streamliner.py's. Default weights: 003 §4.2
-  weighs Gender 10,000 and Age, Education, Birthplace 1; for any table we weigh the
-  attributes lexicographically, the smallest domain first (weight = the product of the
-  later domains' sizes), unless `weights` are given.
-- RIA (Table 5): each tuple picks l - 1 distinct other colors at random and an unused
-  tuple of each (unused by its own color); the transient groups overlap, so groups are
-  their connected components (Table 9, a disjoint-set merge: scipy's connected
-  components). It typically yields very large groups (003 §3.1 does not evaluate it).
-
-Rows are first put in a canonical order (by codes), so the same rows, seed and l give
-the same groups whatever order they arrive in.
+Decisions (RDA re-sorts per group; GDA in segments cut from published multisets, with
+random priorities; default weights), why they are safe and what they cost:
+docs/explanation/streamliner.md, "Decisions".
 """
 
 from __future__ import annotations
@@ -165,7 +111,7 @@ def rda(
     seed: int,
     priority: np.ndarray | None = None,
 ) -> Streamlined:
-    """003 Table 6 (see the module docstring). The random choices: each color's tuples
+    """003 Table 6 (docs/explanation/streamliner.md). The random choices: each color's tuples
     are taken in priority order, and a leftover joins, among the compatible groups of
     least size, the one holding the least priority."""
     check_l(sensitive, l)
@@ -218,7 +164,7 @@ def weighted_rank(
 
 
 def _segments(s: np.ndarray, l: int, segment: int) -> np.ndarray:
-    """Each row's segment (see the module docstring): top-down, a segment of B blocks of
+    """Each row's segment (docs/explanation/streamliner.md): top-down, a segment of B blocks of
     l rows whose most frequent value occurs c times is cut into k = min(B // c,
     B // ceil(segment / l)) runs of whole blocks (the last takes the remainder) while
     k >= 2, every segment of a round at once. Runs of whole blocks leave leftovers in
@@ -248,7 +194,7 @@ def gda(
     segment: int | None = None,
     priority: np.ndarray | None = None,
 ) -> Streamlined:
-    """003 Table 7 (see the module docstring); runs of `segment` * 2^k rows (default
+    """003 Table 7 (docs/explanation/streamliner.md); runs of `segment` * 2^k rows (default
     segment: 8 l)."""
     check_l(sensitive, l)
     wr = weighted_rank(codes, sizes, weights)
@@ -300,7 +246,7 @@ def _first_in_segment(left, s, seg, group, members, least) -> np.ndarray:
 
 
 def ria(codes: pd.DataFrame, sensitive: np.ndarray, l: int, seed: int) -> Streamlined:
-    """003 Table 5, then Table 9's merge (see the module docstring)."""
+    """003 Table 5, then Table 9's merge (docs/explanation/streamliner.md)."""
     check_l(sensitive, l)
     canon = _canonical(codes, sensitive)
     s = sensitive[canon].astype(np.int64)

@@ -1,19 +1,8 @@
-"""The release catalog of an output root, local or `s3://`: list, show with
-lineage, the latest release of a family, diff, prune.
+"""The release catalog of an output root, local or `s3://`: list, show with lineage, the
+latest release of a family, diff, prune.
 
-- A **family** is a line of releases of the same publication (`output.family`; default
-  `<table>-<method>`). Its **latest pointer**, `<root>/_latest/<family>.json`, names its
-  newest committed release. It is written after the commit, atomically: a rename of a
-  temporary file locally, one PUT (atomic per object) on an object store.
-- **Lineage**: each manifest names its `family`, the release it `supersedes` (the
-  family's latest when the run started) and the private store it used (`store.store_id`).
-- Only committed releases (with `_SUCCESS`) are listed; names starting with `_` or `.`
-  (pointers, stages, locks) are not releases.
-- **Prune** keeps, per family, the newest `keep` releases by `created_at`, and never
-  removes the latest nor a release a private store still references. A release that
-  names a store is kept unless that store (`stores`) is given and does not list it. A
-  removed release loses its `_SUCCESS` first, so readers stop seeing it before its
-  parts go.
+Families, the latest pointer, lineage and the prune rules: docs/how-to/data-lake.md,
+"The release catalog".
 """
 
 from __future__ import annotations
@@ -182,7 +171,7 @@ def diff(a: dict, b: dict) -> list[tuple[str, object, object]]:
 
 
 def _referenced(m: dict, stores: dict[str, set[str]]) -> bool:
-    """Whether a private store still references release `m` (see the module docstring)."""
+    """Whether a private store still references release `m` (docs/how-to/data-lake.md)."""
     store_id = m.get("store", {}).get("store_id")
     if store_id is None:
         return False
@@ -208,7 +197,7 @@ def store_references(store_dirs: list[str]) -> dict[str, set[str]]:
 def prunable(
     found: dict[str, dict], keep: int, latest_ids: set[str], stores: dict[str, set[str]]
 ) -> list[str]:
-    """The release ids `prune` removes (see the module docstring)."""
+    """The release ids `prune` removes (docs/how-to/data-lake.md)."""
     by_family: dict[str, list[str]] = {}
     for rid, m in found.items():
         by_family.setdefault(family_of(m), []).append(rid)

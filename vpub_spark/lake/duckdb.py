@@ -1,20 +1,8 @@
 """Estimates by DuckDB SQL over a release's own Parquet files (`vpub query --reader
-duckdb`), the way an analyst reads a release without vpub
-(docs/how-to/use-a-release.md, "Read a release with DuckDB or pandas").
+duckdb`), the way an analyst reads a release without vpub.
 
-Decision: SQL answers a query on a release of anatomy and projection tables, the
-release's own estimate in each case (tested equal to `estimate_count`):
-- one table holding every attribute of the query: an anatomy table (000 §4; each QIT
-  row stands for each value v of its group with weight c_g(v) / |g|, so the count is
-  the sum of the weights of the matching rows) or a projection (the sum of its matching
-  counts);
-- tables that share no attribute (UAD, single-attribute): the product of each table's
-  count over n for all but one (000 §6.1: the tables are independent), one SQL count
-  per table;
-- tables that overlap (GD): sum-product message passing on the junction tree, one CTE
-  per table (`tree_count`).
-A query on an attribute no table shows, and releases with tables of other kinds
-(generalized boxes, multi-SA), are refused with the tables to choose from.
+Which releases and queries SQL answers, and how: docs/how-to/use-a-release.md, "Read a
+release with DuckDB or pandas".
 """
 
 from __future__ import annotations
@@ -104,7 +92,7 @@ def overlapping(rel: ReleaseReader) -> bool:
 
 def tables_for(rel: ReleaseReader, attributes: set[str]) -> list[tuple[dict, set[str]]]:
     """The tables whose SQL answers a query on `attributes`, each with the attributes
-    of the query it holds (see the module docstring): the first table holding them all
+    of the query it holds (docs/how-to/use-a-release.md): the first table holding them all
     when the tables share no attribute, else every table holding some; a query SQL
     cannot answer (an attribute no table shows, a table of another kind) is refused,
     naming the tables to choose from."""

@@ -1,25 +1,8 @@
-"""Apache Iceberg tables over committed releases (`vpub releases register --iceberg`).
+"""Apache Iceberg tables over committed releases (`vpub releases register --iceberg`): one
+per part of every published table, in a SQL or REST catalog the owner names.
 
-Every part of every published table of a release becomes one Iceberg table,
-`<namespace>.<family>_<table>_<part>` (`sql.sql_name`), in a catalog the owner names:
-a SQL catalog (pyiceberg's `SqlCatalog`; an SQLAlchemy URI, SQLite by default) or a
-REST catalog (an `http(s)://` URI). Decisions:
-- **No second copy.** The table's data files are the release's own Parquet files,
-  added by reference (`parquet_file_to_data_file`); only Iceberg's metadata is written,
-  under the warehouse (default: `<root>/_iceberg/warehouse`, beside the releases, local
-  or `s3://`). The release's manifest and files stay the source of truth.
-- **A family is one table line.** A later release of the same family (`output.family`)
-  replaces the table's files in one overwrite snapshot, so each re-publication is one
-  new snapshot and time travel goes back through the family's releases. The snapshot's
-  summary and the table's properties name the release (`vpub.release_id`), its family,
-  its guarantee (`vpub.privacy`, the manifest's privacy as JSON) and its audit
-  (`vpub.audit`: passed, with the number of checks).
-- **Only what was committed and passed its audit.** An uncommitted release, or one
-  whose manifest records no passed audit, is refused before anything is written.
-- **Registering twice is a no-op**: a table whose current snapshot already holds the
-  release is left as it is.
-Object stores: the FileIO reads the same environment as the rest of vpub_spark
-(`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`).
+Decisions (no second copy, a family is one table line, only audited releases,
+registering twice is a no-op): docs/how-to/data-lake.md, "Iceberg tables".
 """
 
 from __future__ import annotations
@@ -117,7 +100,7 @@ def register_iceberg(
     rel: ReleaseReader, catalog_uri: str, warehouse: str, namespace: str = "vpub"
 ) -> Registered:
     """One Iceberg table per part of the release's tables, each gaining one overwrite
-    snapshot of the release's files (see the module docstring)."""
+    snapshot of the release's files (docs/how-to/data-lake.md)."""
     _check_registrable(rel)
     logging.getLogger("pyiceberg.io.pyarrow").setLevel(logging.ERROR)  # "statistics missing"
     catalog = open_catalog(catalog_uri, warehouse)

@@ -1,49 +1,9 @@
-"""Publishing releases to an S3-compatible object store (`s3://bucket/prefix`
-outputs): a commit protocol that needs no rename. The I/O, and where to connect, is
-`storage.py`; reading a committed release, and the stage marker readers consult, is
-`release/remote.py`.
+"""Publishing releases to an S3-compatible object store (`s3://bucket/prefix` outputs): a
+commit protocol that needs no rename, and private stores mirrored there (`mirrored`).
+The I/O is `storage.py`; reading a committed release is `release/remote.py`.
 
-Publishing to `s3://.../<release_id>` (`remote_stage`):
-1. **Lock.** The run creates `<release_id>/_LOCK` (host, process, run id) with a
-   conditional create (`If-None-Match: *`, S3's compare-and-set, through boto3, since
-   pyarrow cannot send it). A second run for the same release fails at once, naming the
-   holder, before it writes anything. Decision: a lock object rather than a conditional
-   `_SUCCESS` alone, because two runs writing the same part keys would interleave
-   their parts before either reached `_SUCCESS`. `_SUCCESS` is still created
-   conditionally, so a run whose lock was wrongly broken still cannot commit over
-   another.
-2. **Stale locks and aborted runs.** A lock whose process is gone (same host) or older
-   than the lease (`VPUB_S3_LEASE_S`, default 6 h) is broken by the next run, which
-   then deletes the killed run's objects. A run that fails deletes its own objects.
-   Objects under an uncommitted prefix that no killed run left (someone else's data)
-   are refused, never deleted, unless `--overwrite`.
-3. **The tasks write straight to the store.** The driver keeps a small local stage (the
-   manifest; `VPUB_SCRATCH`, default the system's temporary directory, need not be
-   shared) whose marker (`layout.REMOTE`) names where the parts go: the release's own
-   prefix, or `<release_id>/_staging/` when a committed release is overwritten. Every
-   task writes its part files there with one PUT each through `pyarrow.fs`
-   (`encoding.write_decoded`), so no Hadoop S3 jar and no shared disk is needed; on a
-   cluster the executors need the same `AWS_*` environment (`spark.executorEnv.*`).
-   Then the tasks compute every part's SHA-256 and rows from the stored bytes
-   (`record_parts`) for the manifest, and the audit reads the parts on the store (the
-   distributed audit in Spark's tasks, each fetching its own files). Then the manifest,
-   then `_SUCCESS` last. Until `_SUCCESS` exists, readers and the auditor ignore the
-   release.
-4. **Overwrite** keeps the old release readable while the new one is written and
-   audited under `_staging/`; at commit the old one leaves (`_SUCCESS` first, then its
-   objects), the staged parts are copied into place server-side (CopyObject, in the
-   engine's tasks: no data moves through the driver), then the manifest and `_SUCCESS`.
-
-Private stores on S3 (`mirrored`, e.g. `marginals.state: s3://bucket/private/store`): under
-the same `_LOCK` protocol the store is downloaded into a private local directory (mode
-700), used and changed there exactly as a local store, then synchronized back: new and
-changed files first, files the run removed deleted, the index (`store.json`) last, so
-a reader sees either the old index or the new one and every file either names. A new
-store's tasks (the marginals' buckets and links) write straight to it, like a
-release's parts, and the driver's copy holds only the index. A failed first run
-deletes its objects, a killed one leaves them without an index and the next run
-deletes them. Owner-only permissions cannot be set on objects: the bucket's policy
-must keep the store's prefix private (it is never inside the output root, checked).
+The protocol (the lock, stale locks, tasks writing to the store, overwrite) and its
+decisions: docs/how-to/data-lake.md, "Object stores".
 """
 
 from __future__ import annotations
@@ -365,7 +325,7 @@ def _sync(local: Path, uri: str, before: dict[str, str], index: str) -> None:
 
 @contextmanager
 def mirrored(uri: str, index: str, new: bool, wait_s: float | None = None) -> Iterator[Path]:
-    """A private local working copy of the directory at `uri` (see the module docstring):
+    """A private local working copy of the directory at `uri` (docs/how-to/data-lake.md):
     `new`: it must not hold `index` yet (objects without it are an aborted run's, and
     deleted); otherwise it must. Synchronized back only if the block succeeds."""
     body, broken = _take_lock(uri, wait_s)

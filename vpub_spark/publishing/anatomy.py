@@ -1,22 +1,9 @@
 """Rule-based publishing (000): `uad`, `gd` and `single_attribute`, every table of the
-schema anonymized by anatomy (Xiao & Tao; docs/explanation/algorithms.md) in ONE pass over ONE
-partitioning, or, with `anonymizer: rda | gda`, generalized by 003's algorithms
-(kernels/streamliner.py; each group's MBR, the `generalized` kind) where anatomy's exact
-QI values are not acceptable (004 §3.1: when presence in the table is itself private).
-Every group is l-diverse either way, so the GNF guarantee (000 Theorem 4.1) holds.
+schema anonymized by anatomy in one pass over one partitioning (kernels/partitioning.py),
+or generalized by 003's RDA or GDA (`anonymizer: rda | gda`); every group is l-diverse
+either way, so the GNF guarantee (000 Theorem 4.1) holds.
 
-Plan: every row gets one of 1,024 shards from a hash of its non-sensitive content keyed
-by the secret seed; one counting pass gives rows and each sensitive attribute's values
-per shard, and the driver deals shard s to partition s mod P for the largest P whose
-partitions are all l-eligible for every sensitive attribute (kernels/partitioning.py:
-which rows share a partition never depends on a sensitive value).
-Job: per partition, every anatomy table is built by the kernel seeded by (release
-seed, table, partition), or, where the schema has two or more anatomy tables, from one
-grouping of the partition that all of them publish (kernels/shared_grouping.py);
-decoded and written as `tables/<t>/{qit,st}/part-<p>.parquet` (temporary name then
-rename, so a retried or speculative task rewrites the same bytes);
-group ids run on across partitions (offsets from the plan). Tables enforcing no rule
-are aggregated projections, written by the pipeline.
+The steps: docs/explanation/publishing.md; `anonymizer`: docs/explanation/streamliner.md.
 """
 
 from __future__ import annotations

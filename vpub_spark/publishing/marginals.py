@@ -1,29 +1,9 @@
-"""The m-invariant marginal publisher (002) in the release format
-(docs/reference/release-format.md; its private store: docs/explanation/architecture.md,
-"Private state").
+"""The m-invariant marginal publisher (002) in the release format: QI-local m-eligible
+chunks, then per chunk the partitioning and assigning steps, the leftovers and every
+marginal's decomposition; each task writes its parts and its part of the private store.
 
-`vpub publish` with `method: marginals`:
-1. QI-local chunks (kernels/partitioning.QiShards, the finest attribute first) of at
-   least `chunk_rows` rows, each m-eligible (`plan_chunks` from one Spark aggregate):
-   these are the first cuts of 002 Figure 1, made from aggregates;
-2. per chunk, in its own task (applyInPandas): the rows in a canonical order, the
-   partitioning step inside the chunk (`subtables`: Mondrian's m-eligible cuts by
-   default, 002 Figure 1 with `partitioning: ncp`), the assigning step and the
-   leftovers (kernels/minvariance.bucketize), then each marginal decomposed from the buckets
-   (002 §3); the task writes the marginals' `groups`/`st` parts and its part of the
-   private store (buckets and tuple-to-group links);
-3. the staged release is audited (every group m-unique, sizes agree), the store is
-   committed, then the release.
-`vpub marginals add` decomposes the stored buckets for new attributes and publishes
-them as a new release: every marginal from one store keeps each tuple's signature
-(004 Lemma 4), which `vpub audit --state` re-checks from the files.
-
-Layout of a `generalized` table (one per marginal, named by its attributes, e.g.
-`age-gender-occupation`): `groups` has `group_id`, `<A>_min`, `<A>_max` (labels) for
-each QI attribute A and `size`; `st` has `group_id`, the sensitive attribute, `count`.
-Decision: the manifest's table entry lists each QI attribute's domain (`domains`,
-labels in order): a box's share of a query range counts domain points, so readers need
-the ruler the boxes were cut on.
+How it runs, the layout and the decisions: docs/explanation/marginals.md; the store:
+docs/explanation/architecture.md, "Private state".
 """
 
 from __future__ import annotations

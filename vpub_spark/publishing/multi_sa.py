@@ -1,25 +1,8 @@
-"""Publishing the multi-SA baseline (000 Appendix B) in the release format.
+"""Publishing the multi-SA baseline (000 Appendix B) in the release format (kind
+`multi_sa`), in `exact` or `partitioned` mode (`multi_sa.mode`).
 
-Layout (kind `multi_sa`, one table `multi_sa` of every attribute): part `qit` has
-`group_id` and the QI attributes, one row per tuple (every tuple, suppressed ones
-included: suppression hides only sensitive values); part `st` has `group_id`, every
-sensitive attribute and `count`, one row per (group, combination of sensitive values).
-A group of suppressed tuples has one ST row whose sensitive values are all null and
-whose count is the group's size. The manifest's table entry lists the sensitive
-attributes (`sensitive`), `groups` and `suppressed_rows`; `method_cost` records the
-mode, the solver, the time limit and every solve's status.
-
-Modes (config `multi_sa.mode`):
-- `exact`: the paper's global algorithm. The driver aggregates the table's sensitive
-  combinations (one small Spark aggregate), solves Algorithm 3's programs on them, and
-  one task places the rows and writes the files.
-- `partitioned`: QI-local chunks (kernels/partitioning.QiShards: runs of the QI
-  order), each of at least `chunk_rows` rows and l-eligible for every sensitive
-  attribute (`plan_chunks`); every chunk solves its own programs in its own task
-  (applyInPandas), in parallel. Decision: l-eligibility of each sensitive attribute is
-  what we can guarantee per chunk from aggregates; it is necessary for a non-empty
-  group, not sufficient with several sensitive attributes, so a chunk may still
-  suppress rows, and the manifest counts them.
+The layout, the modes and the decision on each chunk's eligibility:
+docs/explanation/multi-sa.md.
 """
 
 from __future__ import annotations
@@ -190,7 +173,7 @@ def multi_sa_cost(
 
 
 class MultiSaMethod(RuleBased):
-    """`multi_sa_bip`: 000 Appendix B, Algorithm 3 (see the module docstring)."""
+    """`multi_sa_bip`: 000 Appendix B, Algorithm 3 (docs/explanation/multi-sa.md)."""
 
     name = "multi_sa_bip"
     also_models = False  # Appendix B's condition only

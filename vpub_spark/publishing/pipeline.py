@@ -1,20 +1,9 @@
-"""Publishing a release: the steps, once, top to bottom (docs/explanation/architecture.md,
-"The publishing pipeline and its registries"; the format: docs/reference/release-format.md).
+"""Publishing a release: the steps, once, top to bottom; `publish` is the one library call
+behind `vpub publish` and `jobs/publish.py`. Any failure removes the staging directories
+and leaves the target as it was.
 
-`publish` is the one library call behind `vpub publish` and `jobs/publish.py`:
-1. resolve the method (publishing/registry.py), the input and the target; take the
-   target's lock (and the private store's), refuse a committed release (unless
-   `overwrite`) or an unwritable output before any work;
-2. read and encode the input (engine), kept for the passes of this release;
-3. `method.design`: rules, tables, GNF verdicts (schema level);
-4. in a staging directory beside the target (and the method's private store, if it
-   keeps one): `method.plan` from one counting pass, `method.job` in every partition
-   (`engine.run_partitions`), every projection aggregated by the engine;
-5. the manifest (release/manifest.py), then the audit of the staged files; only if it
-   passes, `_SUCCESS` and the rename into place (lake/commit.py);
-6. the secret seed (drawn at step 1 unless given) kept in the owner's run record, or
-   in the method's private store (release/secret.py); no public file names it.
-Any failure removes the staging directories; the target is left as it was.
+The steps: docs/explanation/architecture.md, "The publishing pipeline and its
+registries"; the format: docs/reference/release-format.md.
 """
 
 from __future__ import annotations
@@ -54,7 +43,7 @@ Observer = Callable[[str], AbstractContextManager[object]]
 
 
 def publish(cfg: PublishConfig, engine: Engine, observer: Observer | None = None) -> PublishResult:
-    """Publish, audit and commit one release (see the module docstring).
+    """Publish, audit and commit one release (docs/explanation/architecture.md).
 
     Args:
         cfg: the job config (`load_config`, `config_from_dict`).

@@ -1,19 +1,9 @@
-"""Releases on an S3-compatible object store, read: a committed release's files, and
-the stage marker (`layout.REMOTE`) that says where a stage's parts went. Writing there
-(the commit protocol, its lock and its staging prefix) is `lake/objectstore.py`; the
-I/O, and where to connect, is `storage.py`.
+"""Releases on an S3-compatible object store, read: a committed release's files
+(`fetched`: downloaded once per process and audited there; `fetched_header`: opened in
+place), and the stage marker (`layout.REMOTE`) that says where a stage's parts went.
+Writing there is `lake/objectstore.py`; the I/O, and where to connect, `storage.py`.
 
-Reading (`fetched`): a committed release is downloaded once per process (and manifest)
-into a private temporary directory and read and audited there, so the auditor checks
-the bytes the object store holds. The distributed audit and `vpub releases register`
-open it in place instead (`fetched_header`: everything but the parts, which are
-fetched one file at a time where they are read). Inputs are read on the store by
-Spark's tasks (`storage.data_objects`; the table spec from `storage.input_outline`) and
-downloaded (`storage.local_input`) for the in-process engine.
-
-The marker of a local stage (or a private store's local copy) names the object-store
-root its tasks write to (`remote_root`) and, once recorded, every part file's SHA-256
-and rows (`remote_files`) for the manifest.
+Decisions: docs/how-to/data-lake.md, "Object stores".
 """
 
 from __future__ import annotations

@@ -1,29 +1,9 @@
 """The release seed is a secret (the threat model: the adversary knows the algorithm, the
-code, the QI values and every public file, never the owner's private state).
+code, the QI values and every public file, never the owner's private state); with it
+she could re-run the algorithm over every candidate table and keep those that fit.
 
-Every random choice of a publisher (anatomy's draws, the streamliner's priorities,
-m-invariance's assignment, the statistical database's buckets, the partitions' hash)
-reads one seed. 003 §1's algorithm safety holds only while the adversary does not
-know it: with the seed, she re-runs the algorithm over every candidate table and keeps
-those that give the release (on 003 Table 1 with RDA and l = 2, a known seed pins
-Eve's HIV for a sizable share of seeds; tests/kernels/test_adversary.py).
-
-Decisions:
-- By default every run draws its seed from the operating system (`secrets`), 63 bits.
-  An owner who needs a reproducible release gives a seed file (owner-only, refused
-  otherwise) or an explicit seed, and is told once that it must stay private.
-- No public file holds the seed: not the manifest, its config, the release id, the
-  export, the catalog, the server's answers or the log. The manifest says only that a
-  secret seed was used, with `proof` = HMAC-SHA256 of the release's file checksums
-  under the seed: whoever holds the seed can show which run made the release, and the
-  proof narrows nothing (an HMAC without its key is a random string).
-- The source fingerprint is keyed the same way: an unkeyed hash of the table's content
-  would let an adversary test a candidate table against it.
-- The seed is kept where the owner keeps private state: the method's private store
-  when it has one (`store.json`), otherwise an owner-only run record
-  `<private_dir>/runs/<release_id>.json` (`private_dir` of the config; default
-  `$VPUB_PRIVATE_DIR`, else `$XDG_STATE_HOME/vpub`, else `~/.local/state/vpub`), never
-  inside the release's output directory, and refused when others may read it.
+How the seed is drawn, proved and kept, and why: docs/explanation/threat-model.md, "The
+adversary and the seed".
 """
 
 from __future__ import annotations
@@ -79,7 +59,8 @@ def read_seed_file(path: str | Path) -> int:
 
 
 def default_private_dir() -> Path:
-    """The owner's private directory when the config names none (see the docstring)."""
+    """The owner's private directory when the config names none
+    (docs/explanation/threat-model.md)."""
     if os.environ.get("VPUB_PRIVATE_DIR"):
         return Path(os.environ["VPUB_PRIVATE_DIR"])
     state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
@@ -120,7 +101,8 @@ def proves(seed: int, manifest: dict) -> bool:
 
 
 def write_run_record(private_dir: str | Path, output: str, release_id: str, seed: int) -> Path:
-    """Keep the seed in an owner-only run record (see the docstring); returns its path."""
+    """Keep the seed in an owner-only run record (docs/explanation/threat-model.md);
+    returns its path."""
     from .stores.store import check_store_location
 
     root = Path(private_dir).expanduser()

@@ -1,25 +1,9 @@
-"""`vpub serve`: the statistical database and the release catalog as a web service and
-a web page (004 §1.2: "an online server with a user-friendly interface ... displays the
-result in the user's web browser").
+"""`vpub serve`: the statistical database and the release catalog as a web service and a
+web page (004 §1.2): a Starlette application over one private store (`StatDB`) and,
+optionally, a directory of releases. The endpoints and their JSON are described at
+`/openapi.json` (from the docstrings below); the page (`static/`) is served at `/`.
 
-A Starlette application over one private store (`StatDB`) and, optionally, a directory
-of releases (`Catalog`). Every answer is an interval or an estimate, never a row or a
-group's contents. The endpoints and their JSON are described at `/openapi.json` (from
-the docstrings below); the page (`static/`) is served at `/`.
-
-Every error is JSON `{"error": ..., "field": ...}` (`field` names the request part
-at fault, else null): 400 malformed JSON, 401 without the bearer token when one is set
-(required off loopback: `limits.check_binding`), 404 an unknown release or path, 405 a
-wrong method (`Allow` lists the right ones), 413 a body over `max_body` bytes, 422 a
-bad query, 429 over the client's rate (`Retry-After` says when to come back), 500 an
-internal error (no detail given). A count reads and names the served attributes only
-(the QI ones and the sensitive one; `queries.py`). Every count is appended to the
-store's private query log with the client's address.
-
-Decisions: one `StatDB` is shared by the requests of a process and read only, and a
-count runs inline on the event loop (0.6 ms at 600k rows; handing it to a thread cost
-more than it saved); `--workers N` runs N processes, each with the store open, which is
-how the server uses more than one core.
+Errors, access and decisions: docs/tutorials/serve.md; docs/explanation/performance.md.
 """
 
 from __future__ import annotations

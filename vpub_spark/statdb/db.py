@@ -1,38 +1,9 @@
-"""`StatDB`: 004's statistical database over a private bucket store
-(docs/explanation/architecture.md, "Private state").
+"""`StatDB`: 004's statistical database over a private bucket store: counting queries
+answered with result intervals by `dyn-ana` (A-Count), `dyn-gen` (G-Count) and the
+static baselines `sta-ana` and `sta-gen` (004 §6, §7, §9), on any version of the store.
 
-The store is the marginal publisher's (`release/stores/store.py`): a bucketization U of the
-table (004 Definition 11) from its first m-unique partition. Every answer comes from a
-decomposition of U, so every answer is m-invariant with every marginal ever published
-from the same store (004 Lemmas 4 and 6): the query server and the published tables are
-jointly safe. Methods (004 §6, §7, §9): `dyn-ana` (A-Count, the shortest anatomy
-interval), `dyn-gen` (G-Count, a phantom MBR decomposition), and 004 §9's static
-baselines `sta-ana` (Lemma 3) and `sta-gen` (Lemma 2). Decision: the static baselines
-are computed on the store's own partition (each bucket decomposed by position, Figure 2
-with no query), so they are one more member of the store's m-invariant series and may be
-shown beside the dynamic answers. 004 §9 anatomizes and generalizes independently; two
-unrelated partitions of one table invite an intersection attack, so a store never
-serves them, nor `ran-pert`, whose noise is outside the series (that comparison is
-`vpub compare`'s). Opening a store checks that it is owner-only and intact
-(release/stores/integrity.py: every file of the SHA-256 store.json lists, every code
-in its domain, every bucket m-invariant; a tampered store is refused); it serves the
-QI and sensitive attributes only; every answered query is appended to the store's
-private log `queries.jsonl` (query, method, version, interval, time).
-
-Versions (release/stores/versions.py, statdb/update.py): a store built with a record identifier
-is updated into versions U_1, U_2, ... by m-invariance (kernels/dynamic.py): each U_k is
-m-unique and balanced, bucket by bucket, counting its counterfeits, and every tuple
-keeps its signature through its lifespan (m-invariance, Definition 5: the sequence is
-m-invariant). Every answer on version k comes from a decomposition of U_k's buckets
-(004 Lemma 6 within one version; a counterfeit, which holds no QI values, meets no QI
-condition, so Lemma 3's ends and A-Count's stay sound for the real tuples, and G-Count
-places it outside the query, `statdb.g_count_cells`). So every answer on every version,
-together with every marginal published from any of them, is a function of an
-m-invariant sequence of anonymized versions: by m-invariance's Theorem 1 an adversary
-who links a person across versions learns her sensitive value with probability at most
-1/m, and 004 Lemma 4 carries that to the answers. `count(..., version=)` asks any
-version (default: the latest); the log records which. `sta-gen` is refused on a version
-with counterfeits (a group's box would be read as its counterfeits' extent too).
+Why every answer is m-invariant with every marginal published from the store, across
+versions, and the decisions: docs/explanation/statdb.md.
 """
 
 from __future__ import annotations
@@ -211,7 +182,7 @@ class Bucketization:
 
 
 class StatDB:
-    """Counting queries with result intervals from a store (see the module docstring),
+    """Counting queries with result intervals from a store (docs/explanation/statdb.md),
     on any of its versions (release/stores/versions.py; default: the latest)."""
 
     def __init__(self, state: Path, meta: dict, tuples: pd.DataFrame):

@@ -1,20 +1,9 @@
-"""`vpub statdb update STORE --input SNAPSHOT` (or `--upserts U --deletes D`): the
-store's next version, m-invariant with every earlier one (kernels/dynamic.py; layout in
+"""`vpub statdb update STORE --input SNAPSHOT` (or `--upserts U --deletes D`): the store's
+next version, m-invariant with every earlier one (kernels/dynamic.py; layout in
 release/stores/versions.py).
 
-The snapshot is the whole table as it is now, read with the store's table spec and
-encoded in the store's domains (a value outside them is refused: the published domains
-are version 1's). Records are matched by their keyed identifier hash: a record in both
-with the same QI and sensitive values survives; one whose values changed is, as in
-m-invariance, a deletion and an insertion (a different tuple); the rest are deleted or
-inserted. A change set says the same with less to read: the upserted records (new, or
-changed: deleted and inserted; unchanged ones are left) and the deleted identifiers
-(each must be in the store, and not also upserted). The update's randomness is drawn from the store's secret seed and the version
-number: the same store and snapshot give the same version. It runs in the calling
-process (the kernel is vectorized over every tuple), holds the store's lock, and commits
-the version directory before store.json: a failure leaves the current version intact.
-Changes equal to those the latest version was made from (by keyed fingerprint) write
-nothing, so a rerun of a scheduled update is harmless.
+How records are matched, where the randomness comes from and what a failure leaves:
+docs/how-to/update-a-store.md.
 """
 
 from __future__ import annotations
@@ -97,8 +86,8 @@ def update_store(
     observer: Callable[[str], AbstractContextManager[object]] | None = None,
     fill: str = "counterfeits",
 ) -> Updated:
-    """Write the store's next version, m-invariant with every earlier one (see the
-    module docstring).
+    """Write the store's next version, m-invariant with every earlier one (see
+    docs/how-to/update-a-store.md).
 
     Args:
         state: the private store.

@@ -1,30 +1,9 @@
-"""`vpub check`: k-anonymity, distinct / entropy / recursive (c, l)-diversity
-and t-closeness of any table (CSV or Parquet, from any tool), per equivalence class
-(`kernels/classes.py`), on either engine (`Engine.class_summary`: on Spark the
-classes are counted and measured in tasks; only the summary and the worst classes
-reach the driver).
+"""`vpub check`: k-anonymity, distinct / entropy / recursive (c, l)-diversity and
+t-closeness of any table (CSV or Parquet, from any tool), per equivalence class
+(`kernels/classes.py`), on either engine (`Engine.class_summary`).
 
-Every column is read as a label (no value is treated as missing: a suppressed `*` is
-a value like any other).
-
-**Order** (`ordered`: the ordered EMD for t): the sensitive attribute's declared order
-when a table spec declares one (`order:`, a categorical's groups, or a numeric
-attribute's bins by their lower bounds; the table then holds those labels, e.g.
-`17-24`), else its values read as numbers. The spec is `table`, or the data set's own
-`table.yaml` (a directory holding it, or its `data/`), as `vpub datasets` writes.
-
-**Weights**: a row may stand for several rows or a share of one (`weight`, a column of
-numbers >= 0, fractions allowed): k counts the weighted rows of a class, and the
-l-diversity variants and t read the weighted distributions. Without `weight`, a file
-`vpub export` wrote is recognized by its `group_id` column (decision: the exports'
-own layouts, nothing else is guessed): its `weight` (anatomy, long) or `count`
-(generalized, long) column; a wide export (the sensitive attribute as columns
-`P(<S>=<value>)`) counts each row as its `size` (generalized) or 1 (anatomy) times each
-share. A projection's export (`count`, no `group_id`) needs `weight="count"`. `"none"`
-counts every row once. The report's `rows` is then the weighted row count (the
-release's rows), `file_rows` the rows read. The kernel counts integers, so weights are
-counted in units of 2^-32 of a row: exact for whole weights, within 1e-9 of a row per
-(class, value) cell for fractions.
+How values, the order and the weights are read (the export layouts it recognizes):
+docs/explanation/privacy-models.md, "`vpub check`".
 """
 
 from __future__ import annotations
@@ -110,7 +89,7 @@ class CheckReport:
 
 @dataclass(frozen=True)
 class Reading:
-    """How the checked file is read (see the module docstring): its weight column, a
+    """How the checked file is read (docs/explanation/privacy-models.md): its weight column, a
     wide export's share columns, the sensitive attribute's declared order."""
 
     weight: str | None = None  # None: every row once
@@ -186,7 +165,7 @@ def _declared(path: str, table: str | None, sensitive: str) -> tuple[str, ...] |
 def reading(
     path: str, sensitive: str, weight: str | None = None, table: str | None = None
 ) -> Reading:
-    """How to read the file at `path` (see the module docstring): `weight` a column,
+    """How to read the file at `path` (docs/explanation/privacy-models.md): `weight` a column,
     None to recognize an export's, or `UNWEIGHTED`."""
     from ..storage import is_remote
 

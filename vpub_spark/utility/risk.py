@@ -1,28 +1,9 @@
-"""Re-identification risk and information loss of a release's tables, from
-the published files alone.
+"""Re-identification risk and information loss of a release's tables, from the published
+files alone: prosecutor, journalist and marketer risk, sample uniqueness, the average
+class size, discernibility and NCP / GCP.
 
-An **equivalence class** is the set of published rows an attacker cannot tell apart by
-their quasi-identifiers: rows with the same QI values (anatomy's QIT, a projection's
-combinations) or the same box (a generalized table's groups). With n rows and classes
-E_1 .. E_c:
-- **prosecutor risk** (the attacker knows the target is in the data): a target in E is
-  re-identified with probability 1/|E|; reported as the highest, 1 / min |E|, and the
-  average over rows, c / n (El Emam and Dankar 2008; ARX's "risk" model).
-- **journalist risk** (the target is drawn from a population): needs the population's
-  class sizes; without a population model it is taken equal to the prosecutor risk, an
-  upper bound (decision, as ARX does when no population is given).
-- **marketer risk** (the expected share of rows re-identified when all are attacked):
-  c / n (ibid.).
-- **sample uniqueness**: the share of rows alone in their class.
-- **average class size**: n / c.
-- **discernibility** DM = sum |E|^2 (Bayardo and Agrawal 2005).
-- **NCP / GCP** (Xu et al. 2006): a generalized group's NCP on attribute A is
-  (max - min) / (|dom A| - 1) over the positions of A's published domain; GCP is the
-  row-weighted mean NCP over groups and QI attributes, in [0, 1]. Anatomy and projections
-  publish exact QIs: GCP 0.
-
-Anatomy protects the sensitive value, not the identity: its QIT's prosecutor risk is
-often 1, which these figures make visible (no l-diversity figure is lowered by it).
+Definitions, citations and decisions: docs/explanation/privacy-models.md, "Risk and
+information loss".
 """
 
 from __future__ import annotations
@@ -35,7 +16,7 @@ from ..release.reader import ReleaseReader
 
 
 def class_risks(sizes: np.ndarray) -> dict[str, float]:
-    """The risk figures of the module docstring from the classes' sizes."""
+    """The risk figures of docs/explanation/privacy-models.md from the classes' sizes."""
     sizes = np.asarray(sizes, dtype=np.int64)
     sizes = sizes[sizes > 0]
     n, c = int(sizes.sum()), len(sizes)
@@ -53,7 +34,8 @@ def class_risks(sizes: np.ndarray) -> dict[str, float]:
 
 
 def _ncp(groups: pd.DataFrame, qi: list[str], domains: dict[str, list[str]]) -> float:
-    """Row-weighted mean NCP of generalized groups over `qi` (see the module docstring)."""
+    """Row-weighted mean NCP of generalized groups over `qi`
+    (docs/explanation/privacy-models.md)."""
     per_attr = []
     for a in qi:
         labels = {v: i for i, v in enumerate(domains[a])}
@@ -92,5 +74,5 @@ def table_risk(rel: ReleaseReader, entry: dict) -> dict[str, float]:
 
 
 def release_risk(rel: ReleaseReader) -> dict[str, dict[str, float]]:
-    """Per table, the figures of the module docstring."""
+    """Per table, the figures of docs/explanation/privacy-models.md."""
     return {t["name"]: table_risk(rel, t) for t in rel.tables}

@@ -1,20 +1,9 @@
-"""The condition language of `vpub query`, `vpub statdb`, `vpub serve` and workload
-files: one grammar (lark, LALR), read by `parse_where` and written by `where_text`.
+"""The condition language of `vpub query`, `vpub statdb`, `vpub serve` and workload files:
+one grammar (lark, LALR), read by `parse_where` and written by `where_text`, whose text
+`parse_where` reads back to the same codes.
 
-    condition ('and' condition)*
-    condition:  attr in (v1, v2, ...)  |  attr = v  |  attr between lo and hi
-
-- A value is bare (`Male`, `17-24`, `3.5`, `Mexicano`: any characters but spaces,
-  commas, parentheses, quotes, backticks and `=`) or quoted: `'...'` or `"..."`, the
-  quote doubled inside (`'it''s'`), any other character allowed (parentheses, commas,
-  newlines, Unicode, leading spaces). A bare value is the label as written.
-- An attribute is a name (`age`, `marital-status`, `a.b`) or backquoted (`` `my col` ``).
-- Keywords `in`, `between`, `and` in any case. `between` compares numbers, inclusive
-  (numeric labels only).
-- Errors are one line and name the column (1-based) where the text stops making sense.
-
-`where_text` writes a condition that `parse_where` reads back to the same codes: labels
-bare where the grammar reads them back unchanged, else single-quoted (a quote doubled).
+The language (values bare or quoted, attributes, keywords, errors):
+docs/reference/conditions.md.
 """
 
 from __future__ import annotations

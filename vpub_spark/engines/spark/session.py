@@ -1,20 +1,9 @@
 """Build the SparkSession from `conf/spark.yaml` settings (docs/explanation/architecture.md).
 
-Local mode `local[*]` is the embedded default; the same code runs under spark-submit
-on any master (settings given by spark-submit win over the defaults here). The driver
-memory is always set explicitly: the JVM default of 1 GiB can hang a job.
-
-The driver JVM's start-up (measured in docs/explanation/performance.md):
-- it maps Spark's classes from a class-data archive (JEP 350) when `vpub spark-archive`
-  has built one for this Java and this Spark (`class_archive()`), instead of loading and
-  verifying them from the jars (the session starts in 2.0 s instead of 5.0 s);
-- for a small input (`SparkSettings.small_input`) it compiles with C1 only
-  (`-XX:TieredStopAtLevel=1`): the optimizing compiler's threads then no longer compete
-  with the job for this machine's cores, which costs more than it gains on a short run.
-  Measured faster at 45k and 100k rows, 7% slower at 1M rows (`auto.SMALL_BYTES`).
-
-The JVM's stderr (Spark's error logs, its Python workers' tracebacks) goes to a log file
-(`log_file`), never to the terminal: an error is one line that names it.
+`local[*]` by default; under spark-submit its settings win. The driver memory is always
+set explicitly, the JVM's stderr goes to a log file (docs/explanation/fault-injection.md),
+and the driver starts from a class-data archive and, on a small input, with C1 only
+(decisions and measurements: docs/explanation/performance.md, "A cold Spark publish").
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
-"""The distributed audit: each task audits one file set of a table (the files
-of one name across the table's parts, which one partition task wrote) and returns a small
-summary; the driver only combines summaries. The driver's memory does not grow with the
-release's rows.
+"""The distributed audit: each task audits one file set of a table with the kind's own
+checks and returns a small summary; the driver only combines summaries, so its memory
+does not grow with the release's rows.
 
-A unit is checked by the kind's own checks (`release/audit/checks.py`, the same code as the
-in-driver audit) on a view of the release that shows only that unit's files. Decisions:
-- Units exist for the kinds whose groups never span two files: `anatomy` and
-  `generalized` (every partition writes whole groups, with group ids from its own
-  range). The driver checks that the units' group-id ranges do not overlap, which makes
-  per-file group checks complete. `projection` tables (as small as their distinct
-  combinations) and `multi_sa` (000's baseline, checked against manifest-wide
-  suppression counts) stay in the driver.
-- A check is passed when it passes in every unit; its detail names the first failing
-  file. The per-table row count and the SHA-256 of every file come back in the
-  summaries and are checked against the manifest here.
+Which kinds are audited in tasks, and why the combined checks are complete:
+docs/explanation/performance.md, "The audit in the tasks".
 """
 
 from __future__ import annotations
@@ -67,7 +57,7 @@ def units(rel: ReleaseReader) -> pd.DataFrame:
 def audit_units(
     path: str, remote: str | None, manifest: str, l: int, todo: pd.DataFrame
 ) -> pd.DataFrame:
-    """In a task: every unit of `todo` audited (see the module docstring). A release whose
+    """In a task: every unit of `todo` audited (docs/explanation/performance.md). A release whose
     parts are on an object store (`remote`) is seen through a task-local directory that
     holds its manifest and the unit's files, fetched from the store."""
     with tempfile.TemporaryDirectory(prefix="vpub-audit-") as tmp:

@@ -1,29 +1,9 @@
-"""The integrity of a private bucket store (`vpub statdb verify STORE`; `StatDB.open`).
+"""The integrity of a private bucket store (`vpub statdb verify STORE`; `StatDB.open`): the
+SHA-256 of every file and of store.json's own content, an optional Ed25519 signature,
+and every bucket's codes and counts, checked from the files alone.
 
-A store (release/stores/store.py, format 2) seals itself like a release: store.json lists the
-SHA-256 of every file under `buckets/` and `groups/` and carries the SHA-256 of its own
-content (`digest`); with a signing key it is also signed (`store.json.sig`, Ed25519,
-the keys of `vpub keys generate`). `verify_store` checks, from the files alone:
-- store.json: readable, of this format, its content matches its digest (not edited),
-  complete (a domain for every QI attribute and the sensitive one);
-- with a verify key, the signature of store.json's bytes (a signed store checked
-  without a key is a warning, as for releases);
-- the files: none listed missing, none unlisted (hidden files aside: a running
-  writer's lock or stage), every file's SHA-256 the listed one;
-- every bucket file a readable Parquet file with integer, non-null `row`, `sub`,
-  `bucket`, QI and sensitive columns, and every code inside its attribute's domain;
-- every tuple once, as many as the source had; every bucket holds each value of its
-  signature equally often, at least m values.
-Any edit of a file changes its SHA-256: swapping two sensitive values inside one bucket
-keeps every bucket's counts (the bucket checks pass) but not the file's bytes. Whoever
-can write the store can also re-seal it (recompute the digests); only the signature,
-checked with a verify key kept apart from the store, detects that. The private audit
-(`vpub audit --state`) runs these checks and re-checks every published marginal too.
-
-Decision: a store of format 1 (no digests) is refused with a one-line message saying
-how to rebuild it, never sealed as it is: its files could already be damaged. A reader
-opening a store while `vpub marginals add` changes it may see the new links before
-store.json lists them, and is refused: open it again.
+Every check, what only the signature detects, and why a format-1 store is refused:
+docs/explanation/statdb.md ("Integrity").
 """
 
 from __future__ import annotations
@@ -58,7 +38,7 @@ KEYS = ("store_id", "m", "seed", "qi", "sensitive", "domains", "source", "publis
 
 
 def verify_store(state: str | Path, verify_key: str | None = None) -> AuditReport:
-    """Every integrity check of the store (see the module docstring); a store on an
+    """Every integrity check of the store (docs/explanation/statdb.md); a store on an
     object store is read from a private local copy."""
     from ...storage import base_name, is_remote, local_input
 

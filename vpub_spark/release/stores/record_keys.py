@@ -1,20 +1,9 @@
-"""The record identifier of an updatable store (`marginals.key`; statdb/update.py): read beside the
-attributes, never encoded, never published, kept only as a keyed hash.
+"""The record identifier of an updatable store (`marginals.key`; statdb/update.py): read
+beside the attributes, never encoded, never published, kept only as a keyed hash.
+`coded_snapshot` reads a table as the store sees it; `attach_keys` gives a new store's
+tuples their identifiers.
 
-`coded_snapshot` reads a table in process as the store sees it: every complete row (the
-spec's missing policy, the identifier counted as one more attribute), the QI and
-sensitive attributes in the store's codes (a value outside the store's domains is
-refused), the identifier as `key0`, `key1` (kernels/hashing.key_hash of its trimmed
-text). It is vectorized: the identifier is never a dictionary (a 6M-distinct column
-through the encoder's per-value dictionary took seconds per million rows); only the
-attributes' few distinct raw values are labelled one by one.
-
-`attach_keys` gives a new store's tuples their identifiers (`keys/part-0.parquet`:
-`row`, `key0`, `key1`): the store's tuples and the source's rows are both put in the
-order of a hash of their codes and paired. Decision: rows with the same QI and sensitive values
-are interchangeable in version 1 (one bucketization of the same multiset), so which
-of their identifiers goes to which of them is the pairing's order, fixed once and kept
-by every later version.
+Decisions: docs/explanation/statdb.md, "Versions" ("Record identifiers").
 """
 
 from __future__ import annotations
@@ -54,8 +43,8 @@ def coded_snapshot(
     domains: Mapping[str, list],
     secret: int,
 ) -> pd.DataFrame:
-    """The table at `path` in the store's codes with its identifiers hashed (see the
-    module docstring); a repeated identifier is refused."""
+    """The table at `path` in the store's codes with its identifiers hashed (see
+    docs/explanation/statdb.md); a repeated identifier is refused."""
     attrs = [a for a in spec.attributes if a.name in domains]
     reading = replace(spec, attributes=(*attrs, Attribute(key)))
     table = read_arrow(path, reading, fmt)
@@ -145,7 +134,7 @@ def check_key(key: str | None, qi, sensitive: str) -> None:
 def attach_keys(store: Path, base: pd.DataFrame, snapshot: pd.DataFrame, columns) -> None:
     """Write `keys/part-0.parquet`: each of the store's tuples (`base`) with the
     identifier of the source row it was made from (`snapshot`, `coded_snapshot`), paired
-    in the order of a 64-bit hash of their `columns`' codes (see the module docstring)."""
+    in the order of a 64-bit hash of their `columns`' codes (docs/explanation/statdb.md)."""
     if len(base) != len(snapshot):
         raise DataError(
             f"the source has {len(snapshot)} complete rows with an identifier, the store {len(base)}"

@@ -1,27 +1,9 @@
-"""The private bucket store of the marginal publisher (002 §3; 004 Lemma 4).
+"""The private bucket store of the marginal publisher (002 §3; 004 Lemma 4): a directory
+with owner-only permissions, never inside a release nor the publication's output root,
+which releases name only by its `store_id`.
 
-A store is a directory with owner-only permissions, never inside a release and never
-inside the publication's output root:
-- `store.json`: an opaque `store_id`, m, the seed, the QI attributes, the sensitive
-  attribute, the domains of those attributes only (labels in code order: what the
-  store serves), the source's row count and fingerprint, `published`: every marginal
-  made from the store (release id, release path, table, attributes), `files`: the
-  SHA-256 of every file under `buckets/` and `groups/`, and `digest`: the SHA-256 of
-  its own content (everything else, as canonical JSON);
-- `store.json.sig` (optional): an Ed25519 signature of store.json's bytes, with the
-  keys of signed releases (`--sign-key`; `signed_by` names the key);
-- `buckets/part-<p>.parquet`: one row per tuple: `row` (a stable id), the QI and
-  sensitive codes, `sub` (its 002 sub-table) and `bucket`;
-- `groups/<release_id>/<table>/part-<p>.parquet`: `row`, `group_id`: which published
-  group of that marginal holds the tuple (what the private audit re-checks);
-- with a record identifier (`marginals.key`): `keys/part-0.parquet` (`row`, `key0`,
-  `key1`: its keyed hash), `key` and `versions` in store.json, and `versions/<n>/` for
-  every update (release/stores/versions.py).
-Releases name the store only by its `store_id`. Every writer of store.json
-(`vpub statdb build`, `vpub publish` with method marginals, `vpub marginals add`) lists
-the digests of the files it wrote (`file_digests`); the checks are in
-release/stores/integrity.py. Format 2 added `files` and `digest`; a format-1 store
-(no digests) is refused with how to rebuild it.
+Its layout: docs/explanation/marginals.md, "Store layout"; its checks:
+release/stores/integrity.py.
 """
 
 from __future__ import annotations

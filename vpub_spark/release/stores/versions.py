@@ -1,21 +1,9 @@
-"""The versions of a private store (release/stores/store.py): what `vpub statdb update` writes.
+"""The versions of a private store (release/stores/store.py): what `vpub statdb update`
+writes, `versions/<n>/`, written once and never changed, listed in store.json only once
+it is in place.
 
-A store built with a record identifier (`marginals.key`) is version 1: its `buckets/`
-files, and `keys/` with each tuple's keyed identifier hash (`key0`, `key1`;
-release/stores/record_keys.py).
-Version n > 1 is a directory `versions/<n>/`, written once, never changed:
-- `deleted.parquet`: `row`, the real tuples of version n - 1 absent from n;
-- `added.parquet`: the inserted tuples as `buckets/` holds them (`row`, keyed hash,
-  QI and sensitive codes, `sub` = -1, `bucket`);
-- `counterfeits.parquet`: `bucket`, `value` (a sensitive code), `count`: version n's
-  counterfeit tuples (kernels/dynamic.py); they hold no QI values.
-store.json lists every version (`versions`: number, opaque id, parent, time, rows,
-inserted, deleted, counterfeits, the snapshot's keyed fingerprint) and the SHA-256 of
-every file of every version (`files`). An update stages its directory beside the
-target, renames it into place, then rewrites store.json: until then the directory is
-unlisted, readers ignore it, and the next update replaces it (a failed update leaves
-version n - 1 as it was). Version n's tuples are version 1's plus every version's
-`added`, minus every version's `deleted`, up to n; its counterfeits are its own.
+The layout: docs/explanation/marginals.md, "Store layout"; how versions are made:
+docs/explanation/statdb.md, "Versions".
 """
 
 from __future__ import annotations
