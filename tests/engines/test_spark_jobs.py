@@ -78,3 +78,61 @@ def test_csv_headers_are_read_without_spark_when_plain(tmp_path):
     assert csv_header(tmp_path / "a.csv", "utf-8") == ["x", "y"]
     (tmp_path / "d.csv.gz").write_bytes(b"")
     assert csv_header(tmp_path, "utf-8") is None
+
+
+def test_xxhash64_is_sparks_own(spark):
+    """The kernels' NumPy `xxhash64` (ints as int, bigints as long, chained) is Spark's."""
+    from pyspark.sql import functions as F
+
+    from vpub_spark.kernels.hashing import spark_xxhash64
+
+    rng = np.random.default_rng(1)
+    a = rng.integers(-(2**31), 2**31, 3000).astype(np.int32)
+    b = rng.integers(0, 50, 3000).astype(np.int32)
+    c = rng.integers(-(2**63), 2**63 - 1, 3000, dtype=np.int64)
+    a[:3], c[:3] = [0, -1, 2**31 - 1], [0, -1, -(2**63)]
+    frame = spark.createDataFrame(pd.DataFrame({"a": a, "b": b, "c": c}))
+    key = -1234567890123456789
+    got = frame.select(
+        F.xxhash64("a", "b", "c").alias("abc"), F.xxhash64(F.lit(key), "b").alias("kb")
+    ).toPandas()
+    assert (got["abc"].to_numpy() == spark_xxhash64([a, b, c]).view(np.int64)).all()
+    keyed = spark_xxhash64([np.full(3000, key, dtype=np.int64), b]).view(np.int64)
+    assert (got["kb"].to_numpy() == keyed).all()
+
+
+@pytest.mark.parametrize(
+    "sharding",
+    ["content", "content_columns", "occurrence", "qi"],
+)
+def test_jvm_shards_and_counts_are_the_kernels(spark, sharding):
+    """The plan's shards and counts as JVM expressions (`engines/spark/shards.py`) give
+    what the kernels give in process, fingerprint halves included."""
+    from vpub_spark.engines.spark.shards import shard_column, shard_count_frame
+    from vpub_spark.kernels.partitioning import ContentShards, QiShards, shard_counts
+    from vpub_spark.kernels.sampling import OCCURRENCE
+
+    rng = np.random.default_rng(2)
+    n = 4000
+    frame = pd.DataFrame(
+        {
+            "age": rng.integers(0, 70, n).astype(np.int32),
+            "zip": rng.integers(0, 9, n).astype(np.int32),
+            "job": rng.integers(0, 5, n).astype(np.int32),
+        }
+    )
+    if sharding == "occurrence":
+        frame[OCCURRENCE] = rng.integers(0, 4, n).astype(np.int64)
+    chosen = {
+        "content": ContentShards(2**127 + 5),
+        "content_columns": ContentShards(7, ("zip", "age")),
+        "occurrence": ContentShards(11, ("age", "zip"), occurrence=True),
+        "qi": QiShards(("zip", "age"), (9, 70)),
+    }[sharding]
+    df = spark.createDataFrame(frame)
+    got = df.select(shard_column(chosen, df.columns).alias("s")).toPandas()["s"].to_numpy()
+    assert (got == chosen.of(frame)).all()
+    key = ["attr", "shard", "value"]
+    jvm = shard_count_frame(df, ["job"], chosen).sort_values(key).reset_index(drop=True)
+    kernel = shard_counts(frame, ["job"], chosen).sort_values(key).reset_index(drop=True)
+    pd.testing.assert_frame_equal(jvm, kernel)

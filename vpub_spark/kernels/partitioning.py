@@ -1,52 +1,9 @@
-"""Partitions and chunks that are l-eligible for every sensitive attribute at once
-(docs/explanation/architecture.md), planned from one counting pass and never from where
-sensitive values lie.
+"""Partitions and chunks that are l-eligible for every sensitive attribute at once, planned
+from one counting pass over `SHARDS` shards and never from where sensitive values lie:
+000's partitions (`plan_partitions`) and 002's chunks (`plan_chunks`).
 
-Every row falls in one of `SHARDS` shards. Engines count, per shard, the rows and the
-values of each sensitive attribute (`shard_counts`, one small frame per batch); the
-driver then groups shards into partitions. Two plans, one rule (the threat model: the
-adversary knows the algorithm, the QI values and every public file, not the secret seed):
-which rows go together is decided by the QI values, the secret key and multisets the
-release publishes anyway; beyond those, the sensitive values decide at most one number
-(P, for 000's partitions).
-
-- 000's partitions (`plan_partitions`, with `ContentShards` over the non-sensitive
-  columns and the row's OCCURRENCE among rows of equal QI): a row's shard is a keyed
-  hash of its QI content and that index (the key derived from the release seed by
-  BLAKE2b, so the shard function reveals nothing of the seed), shard s goes to
-  partition s mod P, and P is the largest number not above the target for which every
-  partition holds rows and is l-eligible. What the plan shows: P, i.e. that for every
-  larger P the secret random split had a partition that was not l-eligible. Every row
-  has a shard of its own (independent, uniform to whoever lacks the key), so that
-  refusal is as likely under every table that gives the published partitions: it
-  tells nothing about which rows hold which values. Decision: a shard per QI content
-  (the first rule) kept rows of equal QI together, so a refusal was likelier when they
-  held one value, and P gave it away (5/9 against 1/2 on six rows,
-  tests/kernels/test_adversary_publishers.py); numbering them costs one sort.
-- 002's chunks (`plan_chunks`, with `QiShards`): runs of QI-consecutive shards cut
-  top-down from the whole table. A range of m rows whose most frequent sensitive value
-  occurs c times is cut at row counts into runs of at least max(l c, chunk_rows) rows,
-  each l-eligible however the values are arranged, and each run is cut again the same
-  way. The cuts read the QI counts and each range's multiset of sensitive values, and a
-  range is a union of published groups, so its multiset is public: every table the
-  release allows is planned exactly like the true one, and the plan shows nothing.
-  Where a value holds more than 1/(2l) of a range, the safe rule cannot cut it, and the
-  range is one chunk however large (one task). Decision: the cut at the lowest level
-  whose runs were all eligible (for Spark's sake) showed that some run of a lower
-  level was not (3/4 on a 6-row case, tests/kernels/test_adversary_plans.py), so it was
-  removed: the posterior bound comes before parallelism.
-P = 1 (one chunk) is the whole table, eligible whenever the rules passed the
-eligibility check, so a plan always exists.
-
-Decision: the hash reads content only (and the occurrence index, itself numbered in the
-order of every column), never the row order. The plan is then a function of the data
-and the seed alone, the same on both engines and on a retried task; the price is that a
-sensitive value near the 1/l limit may leave fewer partitions than the target (a random
-split is not balanced on purpose: balancing would read the sensitive values).
-
-The same pass sums a seed-free 64-bit hash of every row (in two 32-bit halves, so no
-sum overflows): an order-free fingerprint of the table's content, which the manifest
-shows only keyed by the secret seed (release/secret.py).
+What a plan shows, and why that is safe: docs/explanation/threat-model.md, "What a plan
+shows".
 """
 
 from __future__ import annotations
@@ -61,7 +18,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..errors import PrivacyError
-from .hashing import content_hash
+from .hashing import SPARK_SEED, hash_long, spark_xxhash64
 from .sampling import OCCURRENCE
 
 SHARDS = 1024
@@ -73,24 +30,32 @@ COUNT_SCHEMA = pa.schema(
 )
 
 
-def _mix(h: np.ndarray, seed: int) -> np.ndarray:
-    """splitmix64 finalizer of h + seed: decorrelates the shard from the fingerprint hash."""
-    with np.errstate(over="ignore"):
-        z = h + np.uint64(seed & 0xFFFFFFFFFFFFFFFF) * np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return z ^ (z >> np.uint64(31))
-
-
 def shard_key(seed: int) -> int:
     """The shard hash's 64-bit key: BLAKE2b of the release seed, so that whatever the
-    non-cryptographic mix below gives away is not the seed itself."""
+    non-cryptographic hash below gives away is not the seed itself."""
     digest = hashlib.blake2b(seed.to_bytes(16, "big"), digest_size=8, person=b"vpub-shards")
     return int.from_bytes(digest.digest(), "big")
 
 
-def _shards(h: np.ndarray, seed: int) -> np.ndarray:
-    return (_mix(h, shard_key(seed)) % np.uint64(SHARDS)).astype(np.int32)
+def code_hash(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
+    """Spark's `xxhash64` of `columns` of encoded rows (codes as int, OCCURRENCE as
+    bigint; `spark_xxhash64`), uint64: a JVM expression on Spark, NumPy in process."""
+    return spark_xxhash64(
+        [frame[c].to_numpy().astype(np.int64 if c == OCCURRENCE else np.int32) for c in columns]
+    )
+
+
+def keyed_shards(h: np.ndarray, seed: int) -> np.ndarray:
+    """Each hash's shard under the release seed: Spark's `pmod(xxhash64(key, h),
+    SHARDS)`, the key `shard_key(seed)` as a bigint."""
+    key = np.array([shard_key(seed)], dtype=np.uint64)
+    keyed = hash_long(h, hash_long(key, np.uint64(SPARK_SEED))[0])
+    return (keyed & np.uint64(SHARDS - 1)).astype(np.int32)
+
+
+def content_columns(frame_columns: Sequence[str]) -> list[str]:
+    """The columns a row's content hash reads: every one but OCCURRENCE, in order."""
+    return [c for c in frame_columns if c != OCCURRENCE]
 
 
 def shard_of(frame: pd.DataFrame, seed: int, columns: Sequence[str] | None = None) -> np.ndarray:
@@ -104,21 +69,24 @@ class ContentShards:
     """Random shards: a keyed hash of the row's content in `columns` (None: every
     column). With `occurrence`, the hash also reads the row's OCCURRENCE among the rows
     of equal content (`sampling.with_occurrence`; the frames must carry it), so that equal rows
-    get independent shards: anatomy's partitions, where P shows (module docstring)."""
+    get independent shards: anatomy's partitions, where P shows
+    (docs/explanation/threat-model.md)."""
 
     seed: int
     columns: tuple[str, ...] | None = None
     occurrence: bool = False
 
+    def hashed(self, frame_columns: Sequence[str]) -> list[str]:
+        """The columns the shard hash reads, in order, of a frame of `frame_columns`."""
+        cols = list(self.columns or content_columns(frame_columns))
+        return [*cols, OCCURRENCE] if self.occurrence else cols
+
     def of(self, frame: pd.DataFrame, h: np.ndarray | None = None) -> np.ndarray:
-        if self.occurrence:
-            cols = self.columns
-            if cols is None:
-                cols = tuple(c for c in frame.columns if c != OCCURRENCE)
-            h = content_hash(frame[[*cols, OCCURRENCE]], 0)
-        elif self.columns is not None:
-            h = content_hash(frame[list(self.columns)], 0)
-        return _shards(content_hash(frame, 0) if h is None else h, self.seed)
+        """Each row's shard; `h`, the rows' content hash (`code_hash` of every column
+        but OCCURRENCE) where the caller has it and the shard reads the same columns."""
+        if h is None or self.occurrence or self.columns is not None:
+            h = code_hash(frame, self.hashed(list(frame.columns)))
+        return keyed_shards(h, self.seed)
 
 
 def numbers_rows(sharding: object) -> bool:
@@ -159,7 +127,7 @@ def counted_shards(
 ) -> tuple[pd.DataFrame, np.ndarray]:
     """`shard_counts`, and each row's shard (`sharding.of`), for an engine that keeps
     them for the partitions."""
-    h = content_hash(frame.drop(columns=OCCURRENCE, errors="ignore"), 0)
+    h = code_hash(frame, content_columns(list(frame.columns)))
     shards = sharding.of(frame, h)
     shard = shards.astype(np.int64)
     parts = [_tally(ROWS, shard, np.zeros_like(shard), 1)]
@@ -238,8 +206,8 @@ def auto_partitions(rows: int) -> int:
 def plan_partitions(counts: ShardCounts, l: int, target: int | None = None) -> PartitionPlan:
     """The largest P <= target (default `auto_partitions`) for which shard s -> partition
     s mod P gives partitions that are all non-empty and l-eligible for every sensitive
-    attribute (the shards are already a keyed random function of the QI content; see the
-    module docstring for what P shows)."""
+    attribute (the shards are already a keyed random function of the QI content; see
+    docs/explanation/threat-model.md for what P shows)."""
     target = auto_partitions(counts.total) if target is None else target
     if target < 1:
         raise PrivacyError(f"partitions must be >= 1, not {target}")
@@ -258,7 +226,7 @@ def plan_partitions(counts: ShardCounts, l: int, target: int | None = None) -> P
 def plan_chunks(counts: ShardCounts, l: int, chunk_rows: int) -> PartitionPlan:
     """Runs of consecutive shards (QI-local with `QiShards`) of at least `chunk_rows`
     rows, each l-eligible for every sensitive attribute, cut top-down (`_safe_ranges`);
-    the module docstring says why they show nothing. Group ids: a chunk's first row's
+    docs/explanation/threat-model.md says why they show nothing. Group ids: a chunk's first row's
     index (a chunk never makes more groups than rows)."""
     if chunk_rows < 1:
         raise PrivacyError(f"chunk_rows must be >= 1, not {chunk_rows}")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from functools import partial
 from pathlib import Path
 
@@ -206,7 +207,7 @@ class SparkEngine:
         from ...kernels.sampling import sample_keys
 
         cols = list(loaded.names)
-        df = _numbered(loaded.data, cols)
+        df = _numbered(loaded.data, cols, _sizes(loaded))
 
         def keys(batches):
             for b in batches:
@@ -323,13 +324,14 @@ class SparkEngine:
             self._numbered[2].unpersist()
             self._numbered = None
 
-    def _with_occurrence(self, data, sharding):
-        """`data` with OCCURRENCE where the sharding reads it (`_numbered`), cached for
-        the partitions' pass after the counting pass, so the window runs once."""
+    def _with_occurrence(self, loaded: LoadedTable, sharding):
+        """The loaded data with OCCURRENCE where the sharding reads it (`_numbered`),
+        cached for the partitions' pass after the counting pass, so the window runs once."""
         from pyspark import StorageLevel
 
         from ...kernels.partitioning import numbers_rows
 
+        data = loaded.data
         if not numbers_rows(sharding):
             return data
         kept = self._numbered
@@ -337,7 +339,8 @@ class SparkEngine:
             return kept[2]
         if kept is not None:
             kept[2].unpersist()
-        numbered = _numbered(data, sharding.columns).persist(StorageLevel.MEMORY_AND_DISK)
+        numbered = _numbered(data, sharding.columns, _sizes(loaded))
+        numbered = numbered.persist(StorageLevel.MEMORY_AND_DISK)
         self._numbered = (data, sharding, numbered)
         return numbered
 
@@ -347,13 +350,20 @@ class SparkEngine:
         return self.sample(loaded, n, seed).data.toPandas()
 
     def shard_counts(self, loaded: LoadedTable, sensitive, sharding):
-        """Per-batch partial counts (vectorized kernel in mapInArrow), summed by Spark."""
+        """The shard counts (`kernels.partitioning.shard_counts`, summed): JVM
+        expressions and aggregates for the kernels' shardings (`shards.py`), no row in
+        a Python worker; any other sharding by its kernel in `mapInArrow`."""
         import pyarrow as pa
         from pyspark.sql import functions as F
 
         from ...kernels.partitioning import COUNT_SCHEMA, shard_counts
+        from .shards import computes, shard_count_frame
 
         sensitive = list(sensitive)
+        data = self._with_occurrence(loaded, sharding)
+        if computes(sharding):
+            with spark_errors(loaded.source):
+                return shard_count_frame(data, sensitive, sharding)
 
         def run(batches):
             for b in batches:
@@ -362,8 +372,7 @@ class SparkEngine:
                 )
 
         partials = (
-            self._with_occurrence(loaded.data, sharding)
-            .mapInArrow(run, struct_type(COUNT_SCHEMA))
+            data.mapInArrow(run, struct_type(COUNT_SCHEMA))
             .groupBy("attr", "shard", "value")
             .agg(F.sum("count").alias("count"))
         )
@@ -403,6 +412,8 @@ class SparkEngine:
         from pyspark import TaskContext
         from pyspark.sql import types as T
 
+        from .shards import computes, part_key_column
+
         keys = np.asarray(self.partition_keys(plan.parts), dtype=np.int64)
         key_of_shard = keys[plan.shard_part]
         part_of_key = {int(k): p for p, k in enumerate(keys)}
@@ -420,10 +431,15 @@ class SparkEngine:
             task_id = context.partitionId() if context is not None else -1
             return job.run(frame.drop(columns=["__key", *hidden]), part, task_id)
 
-        data = self._with_occurrence(loaded.data, getattr(job, "sharding", None))
+        sharding = getattr(job, "sharding", None)
+        data = self._with_occurrence(loaded, sharding)
         hidden = [c for c in data.columns if c not in loaded.data.columns]
-        tagged = data.mapInArrow(
-            tag, T.StructType(data.schema.fields + [T.StructField("__key", T.LongType())])
+        tagged = (
+            data.withColumn("__key", part_key_column(sharding, data.columns, key_of_shard))
+            if computes(sharding)  # the key in the JVM: the rows reach Python once
+            else data.mapInArrow(
+                tag, T.StructType(data.schema.fields + [T.StructField("__key", T.LongType())])
+            )
         )
         with spark_errors("a partition task failed"):
             return (
@@ -497,10 +513,13 @@ class SparkEngine:
         write_decoded(counts, loaded.dictionaries, directory, "part-00000.parquet")
 
 
-def _numbered(data, columns):
+def _numbered(data, columns, sizes=None):
     """`data` with OCCURRENCE: the window the in-process engine's `with_occurrence`
     mirrors (rows equal in `columns`, None: every column, numbered in the order of every
-    column; kernels/sampling.py)."""
+    column; kernels/sampling.py). With the codes' domain `sizes`, the window partitions
+    by the key columns packed into one bigint and orders by the others packed likewise
+    (the same order: codes are below their sizes), where both fit in 62 bits: Spark
+    sorts one long instead of comparing column by column (docs/explanation/performance.md)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -508,5 +527,31 @@ def _numbered(data, columns):
 
     every = list(data.columns)
     key = every if columns is None else list(columns)
-    window = Window.partitionBy(*key).orderBy(*every) if key else Window.orderBy(*every)
+    rest = [c for c in every if c not in key]
+    if key and sizes is not None and _packs(key, sizes) and _packs(rest, sizes):
+        window = Window.partitionBy(_packed(key, sizes)).orderBy(_packed(rest, sizes))
+    elif key:
+        window = Window.partitionBy(*key).orderBy(*every)
+    else:
+        window = Window.orderBy(*every)
     return data.withColumn(OCCURRENCE, (F.row_number().over(window) - 1).cast("long"))
+
+
+def _sizes(loaded: LoadedTable) -> dict[str, int]:
+    """Each attribute's domain size (its codes are below it)."""
+    return {a: loaded.dictionaries[a].size for a in loaded.names}
+
+
+def _packs(columns, sizes) -> bool:
+    """Whether `columns`' codes pack into one bigint (`_packed`) with no overflow."""
+    return all(c in sizes for c in columns) and math.prod(sizes[c] for c in columns) < 1 << 62
+
+
+def _packed(columns, sizes):
+    """The codes of `columns` as one bigint, in their lexicographic order."""
+    from pyspark.sql import functions as F
+
+    x = F.lit(0).cast("long")
+    for c in columns:
+        x = x * F.lit(int(sizes[c])) + F.col(c).cast("long")
+    return x

@@ -1,0 +1,122 @@
+"""The plan's shards and counts as JVM expressions and aggregates: the shard of a row
+(`kernels/partitioning.py`'s `ContentShards` and `QiShards`) as Spark SQL, so no row
+travels to a Python worker to be tagged or counted. The expressions are the kernels'
+NumPy arithmetic (Spark's `xxhash64`, `spark_xxhash64`); a test checks them equal."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ...kernels.partitioning import (
+    COUNT_COLUMNS,
+    FINGERPRINT,
+    ROWS,
+    SHARDS,
+    ContentShards,
+    QiShards,
+    content_columns,
+    shard_key,
+)
+from ...kernels.sampling import OCCURRENCE
+
+
+def computes(sharding: object) -> bool:
+    """Whether the JVM computes `sharding`'s shards (`shard_column`)."""
+    return isinstance(sharding, ContentShards | QiShards)
+
+
+def code_hash_column(columns: Sequence[str]):
+    """Spark's `xxhash64` of encoded columns: `kernels.partitioning.code_hash`."""
+    from pyspark.sql import functions as F
+
+    return F.xxhash64(*[F.col(c).cast("long" if c == OCCURRENCE else "int") for c in columns])
+
+
+def shard_column(sharding: ContentShards | QiShards, columns: Sequence[str], content_hash=None):
+    """The shard of each row of a frame of `columns` (its content hash `content_hash`
+    where the shard reads every content column), as `sharding.of` computes it.
+
+    Args:
+        sharding: the plan's sharding.
+        columns: the frame's columns (with OCCURRENCE where the sharding reads it).
+        content_hash: `code_hash_column` of the content columns, if already made.
+
+    Returns:
+        A pyspark Column of int shards in [0, SHARDS).
+    """
+    from pyspark.sql import functions as F
+
+    if isinstance(sharding, QiShards):
+        pos, scale = F.lit(0.0), 1.0
+        for a, d in zip(sharding.qi, sharding.sizes, strict=True):
+            scale /= d
+            pos = pos + F.col(a).cast("double") * F.lit(scale)
+        return F.least((pos * F.lit(float(SHARDS))).cast("int"), F.lit(SHARDS - 1))
+    if content_hash is None or sharding.occurrence or sharding.columns is not None:
+        content_hash = code_hash_column(sharding.hashed(list(columns)))
+    key = int(np.array([shard_key(sharding.seed)], dtype=np.uint64).view(np.int64)[0])
+    return F.pmod(F.xxhash64(F.lit(key), content_hash), F.lit(SHARDS)).cast("int")
+
+
+def shard_count_frame(data, sensitive: Sequence[str], sharding) -> pd.DataFrame:
+    """`kernels.partitioning.shard_counts` of the whole of `data` (a Spark DataFrame
+    of codes, with OCCURRENCE where the sharding reads it), summed in one JVM
+    aggregate: each row counted in its shard (and under each sensitive value), and its
+    content hash summed in four 16-bit quarters (no sum overflows below 2**47 rows)
+    for the fingerprint's two halves.
+
+    Args:
+        data: the rows.
+        sensitive: the sensitive attributes counted per shard.
+        sharding: a sharding the JVM computes (`computes`).
+
+    Returns:
+        The counts, as `shard_counts` gives them (attr, shard, value, count).
+    """
+    from pyspark.sql import functions as F
+
+    h = code_hash_column(content_columns(list(data.columns)))
+    quarters = [F.shiftrightunsigned(h, 16 * q).bitwiseAND(F.lit(0xFFFF)) for q in range(4)]
+    none = [F.lit(0).cast("long")] * 4
+    cells = [_cell(F.lit(ROWS), F.lit(0), quarters)] + [
+        _cell(F.lit(i), F.col(s).cast("int"), none) for i, s in enumerate(sensitive)
+    ]
+    counts = (
+        data.select(
+            shard_column(sharding, data.columns, h).alias("shard"),
+            F.explode(F.array(*cells)).alias("x"),
+        )
+        .groupBy(F.col("x.attr").alias("attr"), "shard", F.col("x.value").alias("value"))
+        .agg(F.count(F.lit(1)).alias("count"), *[F.sum(f"x.q{q}").alias(f"q{q}") for q in range(4)])
+        .toPandas()
+    )
+    q = [int(counts[f"q{i}"].sum()) for i in range(4)]  # exact: Python integers
+    halves = [_wrapped(q[0] + (q[1] << 16)), _wrapped(q[2] + (q[3] << 16))]
+    fingerprint = pd.DataFrame({"attr": FINGERPRINT, "shard": 0, "value": [0, 1], "count": halves})
+    out = pd.concat([counts[list(COUNT_COLUMNS)], fingerprint], ignore_index=True)
+    types = {"attr": "int32", "shard": "int32", "value": "int32", "count": "int64"}
+    return out.astype(types)[list(COUNT_COLUMNS)]
+
+
+def _cell(attr, value, quarters):
+    from pyspark.sql import functions as F
+
+    named = [x.alias(f"q{i}") for i, x in enumerate(quarters)]
+    return F.struct(attr.alias("attr"), value.alias("value"), *named)
+
+
+def _wrapped(x: int) -> int:
+    """`x` mod 2**64 as a signed 64-bit integer (the in-process sums wrap alike)."""
+    x %= 1 << 64
+    return x - (1 << 64) if x >= 1 << 63 else x
+
+
+def part_key_column(sharding, columns: Sequence[str], key_of_shard: np.ndarray):
+    """Each row's partition key (`key_of_shard` at its shard), a JVM expression."""
+    from pyspark.sql import functions as F
+
+    keys = F.array(*[F.lit(int(k)) for k in key_of_shard])
+    return F.element_at(keys, shard_column(sharding, columns) + F.lit(1)).cast("long")
