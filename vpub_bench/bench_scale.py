@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from vpub_spark.config import PublishConfig, RandomRules
+from vpub_spark.engines.base import utility_engine
 from vpub_spark.errors import SpecError, VpubError
 from vpub_spark.model import PrivacySpec
 from vpub_spark.publishing.pipeline import publish
@@ -453,7 +454,7 @@ def _spark_kl_runs(bench: BenchKl) -> dict[str, Callable[[], object]]:
         raise SpecError(f"unknown KL forms {sorted(unknown)}; known: {sorted(forms)}")
     applies = {f for f in forms if f != "one-shuffle" or files.estimates is not None}
     runs: dict[str, Callable[[], object]] = {
-        name: partial(engine.release_kl, loaded, files, f)
+        name: partial(utility_engine(engine).release_kl, loaded, files, f)
         for f, name in forms.items()
         if f in bench.forms and f in applies
     }

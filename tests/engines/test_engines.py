@@ -104,3 +104,23 @@ def test_sql_is_a_capability_only_spark_has():
         sql_engine(InProcessEngine())
     assert all(callable(getattr(SparkEngine, m, None)) for m in ("register_tables", "sql"))
     assert not isinstance(InProcessEngine(), SqlEngine)
+
+
+def test_utility_measures_are_a_capability_both_engines_have():
+    """`UtilityEngine` is not part of `Engine`: both engines implement it, and an engine
+    without it is refused in one line."""
+    from types import SimpleNamespace
+
+    from vpub_spark.engines.base import UtilityEngine, utility_engine
+    from vpub_spark.engines.inprocess import InProcessEngine
+    from vpub_spark.engines.spark.engine import SparkEngine
+    from vpub_spark.errors import SpecError
+
+    assert utility_engine(InProcessEngine()) is not None
+    assert all(
+        callable(getattr(SparkEngine, m, None))
+        for m in ("release_kl", "count_cubes", "count_matching")
+    )
+    assert issubclass(SparkEngine, UtilityEngine)
+    with pytest.raises(SpecError, match="the bare engine does not measure utility"):
+        utility_engine(SimpleNamespace(name="bare"))  # type: ignore[arg-type]

@@ -249,31 +249,6 @@ class Engine(Protocol):
         (`kernels/classes.py`); only the summary and the smallest classes come back."""
         ...
 
-    def release_kl(
-        self, loaded: LoadedTable, release: ReleaseFiles, form: str | None = None
-    ) -> float:
-        """The KL divergence of `release` from the loaded source (000 §5.1), computed
-        where the rows are; only sums come back. `form` forces one of the engine's ways
-        of computing it (Spark: `spark/kl.py`'s FORMS); default: the engine's choice."""
-        ...
-
-    def count_cubes(
-        self,
-        loaded: LoadedTable,
-        luts: Mapping[str, np.ndarray],
-        sizes: Mapping[str, int],
-        sets: Sequence[tuple[str, ...]],
-        cubes: Callable[..., dict[tuple[str, ...], np.ndarray]],
-    ) -> dict[tuple[str, ...], np.ndarray]:
-        """The contingency cube of each attribute set of `sets` over the source recoded
-        by `luts` (a code -> the release's code), shaped by `sizes`; `cubes(codes,
-        sets, sizes)` is the counting kernel, run where the rows are."""
-        ...
-
-    def count_matching(self, loaded: LoadedTable, codes: Mapping[str, Sequence[int]]) -> int:
-        """The rows whose every attribute of `codes` holds one of its codes."""
-        ...
-
     # serving
     def map_rows(
         self,
@@ -286,6 +261,82 @@ class Engine(Protocol):
         into `parts` tasks (0: the engine's default parallelism); the rows `run`
         returns (`schema`), in no particular order."""
         ...
+
+
+@runtime_checkable
+class UtilityEngine(Protocol):
+    """A capability: the utility measures computed where the rows are (`vpub utility`
+    on an engine asks for it with `utility_engine`). Both engines have it; an engine
+    without it is refused in one line."""
+
+    def release_kl(
+        self, loaded: LoadedTable, release: ReleaseFiles, form: str | None = None
+    ) -> float:
+        """The KL divergence of `release` from the loaded source (000 §5.1), computed
+        where the rows are; only sums come back.
+
+        Args:
+            loaded: the release's source, loaded.
+            release: the release's files, as the engine reads them.
+            form: one of the engine's ways of computing it (Spark: `spark/kl.py`'s
+                FORMS); default: the engine's choice.
+
+        Returns:
+            The divergence, in nats.
+        """
+        ...
+
+    def count_cubes(
+        self,
+        loaded: LoadedTable,
+        luts: Mapping[str, np.ndarray],
+        sizes: Mapping[str, int],
+        sets: Sequence[tuple[str, ...]],
+        cubes: Callable[..., dict[tuple[str, ...], np.ndarray]],
+    ) -> dict[tuple[str, ...], np.ndarray]:
+        """The contingency cube of each attribute set over the source recoded into the
+        release's codes, counted where the rows are.
+
+        Args:
+            loaded: the source, loaded.
+            luts: per attribute, a source code -> the release's code.
+            sizes: per attribute, the release's domain size (the cubes' shape).
+            sets: the attribute sets.
+            cubes: the counting kernel, `cubes(codes, sets, sizes)`.
+
+        Returns:
+            Each set's cube.
+        """
+        ...
+
+    def count_matching(self, loaded: LoadedTable, codes: Mapping[str, Sequence[int]]) -> int:
+        """How many rows hold, in every attribute of `codes`, one of its codes.
+
+        Args:
+            loaded: the source, loaded.
+            codes: per attribute, the codes a row may hold.
+
+        Returns:
+            The count.
+        """
+        ...
+
+
+def utility_engine(engine: Engine) -> UtilityEngine:
+    """The engine as one that measures utility where the rows are.
+
+    Args:
+        engine: any engine.
+
+    Returns:
+        The same engine.
+
+    Raises:
+        SpecError: it has no utility measures.
+    """
+    if not isinstance(engine, UtilityEngine):
+        raise SpecError(f"the {engine.name} engine does not measure utility")
+    return engine
 
 
 @runtime_checkable

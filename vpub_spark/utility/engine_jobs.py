@@ -13,7 +13,7 @@ from functools import partial
 import numpy as np
 import pyarrow.parquet as pq
 
-from ..engines.base import Engine, LoadedTable, ReleaseFiles
+from ..engines.base import Engine, LoadedTable, ReleaseFiles, utility_engine
 from ..estimate.codes import EST, Query, recoding, with_unpublished
 from ..estimate.models import AnatomyModel, ProjectionModel
 from ..release.kinds import table_kind
@@ -70,15 +70,18 @@ def _file_estimates(
 
 def engine_counts(engine: Engine, loaded: LoadedTable, luts, sizes) -> CubeCounts:
     """`CubeCounts` over a loaded source whose codes `luts` map to the release's."""
+    measuring = utility_engine(engine)
 
     def exact(q: Query) -> int:  # a set too large for a cube: one filter per query
         codes = {
             a: [int(c) for c in np.flatnonzero(np.isin(luts[a], list(values)))]
             for a, values in q.items()
         }
-        return engine.count_matching(loaded, codes)
+        return measuring.count_matching(loaded, codes)
 
-    return CubeCounts(sizes, partial(engine.count_cubes, loaded, luts, sizes, cubes=cubes), exact)
+    return CubeCounts(
+        sizes, partial(measuring.count_cubes, loaded, luts, sizes, cubes=cubes), exact
+    )
 
 
 def release_space(rel: ReleaseReader, loaded: LoadedTable):
@@ -99,7 +102,7 @@ def engine_utility(
         engine.load(source, table_spec_from_dict(rel.manifest["source"]["table_spec"]))
     )
     t0 = time.perf_counter()
-    kl = engine.release_kl(loaded, release_files(rel, loaded))
+    kl = utility_engine(engine).release_kl(loaded, release_files(rel, loaded))
     t1 = time.perf_counter()
     models, domains, luts, sizes = release_space(rel, loaded)
     wl = draw_workload(
