@@ -404,8 +404,11 @@ class SparkEngine:
         return [found[p] for p in range(parts)]
 
     def run_partitions(self, loaded: LoadedTable, plan, job):
-        """One shuffle: tag rows with their partition's key, `repartition(P, key)`, and run
-        `job.run` per partition with applyInPandas; returns the summary rows (the job
+        """One shuffle: each row's partition key (a JVM expression for the kernels'
+        shardings, else `job.shards` in `mapInArrow`), `repartition(P, key)`, and
+        `job.run` once per partition in a `mapInArrow` task, which gets its rows as
+        Arrow batches, codes only: no sort by the key (as `groupBy().applyInPandas`
+        adds) and no column the job does not read. Returns the summary rows (the job
         says how rows map to shards and what a partition does: publishing/)."""
         import numpy as np
         import pyarrow as pa
@@ -417,6 +420,7 @@ class SparkEngine:
         keys = np.asarray(self.partition_keys(plan.parts), dtype=np.int64)
         key_of_shard = keys[plan.shard_part]
         part_of_key = {int(k): p for p, k in enumerate(keys)}
+        summary = job.summary_schema
 
         def tag(batches):
             for b in batches:
@@ -425,15 +429,17 @@ class SparkEngine:
                     frame.assign(__key=key_of_shard[job.shards(frame)]), preserve_index=False
                 )
 
-        def task(frame):
-            part = part_of_key[int(frame["__key"].iloc[0])]
-            context = TaskContext.get()
-            task_id = context.partitionId() if context is not None else -1
-            return job.run(frame.drop(columns=["__key", *hidden]), part, task_id)
+        def task(batches):
+            rows = pa.Table.from_batches(list(batches))
+            if rows.num_rows:
+                part = part_of_key[rows.column("__key")[0].as_py()]
+                context = TaskContext.get()
+                task_id = context.partitionId() if context is not None else -1
+                out = job.run(rows.drop(["__key"]).to_pandas(), part, task_id)
+                yield pa.RecordBatch.from_pandas(out, schema=summary, preserve_index=False)
 
         sharding = getattr(job, "sharding", None)
         data = self._with_occurrence(loaded, sharding)
-        hidden = [c for c in data.columns if c not in loaded.data.columns]
         tagged = (
             data.withColumn("__key", part_key_column(sharding, data.columns, key_of_shard))
             if computes(sharding)  # the key in the JVM: the rows reach Python once
@@ -444,8 +450,8 @@ class SparkEngine:
         with spark_errors("a partition task failed"):
             return (
                 tagged.repartition(plan.parts, "__key")
-                .groupBy("__key")
-                .applyInPandas(task, struct_type(job.summary_schema))
+                .select(*loaded.data.columns, "__key")
+                .mapInArrow(task, struct_type(summary))
                 .toPandas()
             )
 
