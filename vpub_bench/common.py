@@ -85,6 +85,16 @@ def sweeps_option(default: tuple[tuple, ...], parameters: Sequence[str], fixable
     )
 
 
+def sample_rows_option():
+    """The `input.sample_rows` option of a comparison that may sample its input."""
+    return option(None, key="input.sample_rows", minimum=1, doc="a seeded sample of the input")
+
+
+def model_option(model: str):
+    """The `privacy.model` option of a comparison of one privacy model."""
+    return option(None, key="privacy.model", choices=(model,), doc=f"the privacy model ({model})")
+
+
 @dataclass(frozen=True, kw_only=True)
 class ComparisonConfig:
     """What every comparison's config file holds (`vpub compare`): its input, output,

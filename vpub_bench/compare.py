@@ -33,7 +33,15 @@ from vpub_spark.utility.kl import kl_divergence
 from vpub_spark.utility.queries import relative_errors, workload
 from vpub_spark.utility.score import kl_scorer
 
-from .common import ComparisonConfig, load_input, optional, run_record, sweeps_option
+from .common import (
+    ComparisonConfig,
+    load_input,
+    model_option,
+    optional,
+    run_record,
+    sample_rows_option,
+    sweeps_option,
+)
 
 PARAMETERS = ("c", "l", "lhs", "qd", "p")
 
@@ -44,12 +52,8 @@ class CompareConfig(ComparisonConfig):
 
     PARAMETERS: ClassVar[tuple[str, ...]] = PARAMETERS
     out: str = option("out/compare", key="output.path", doc="where the results go")
-    sample_rows: int | None = option(
-        None, key="input.sample_rows", minimum=1, doc="a seeded sample of the input first"
-    )
-    model: str | None = option(
-        None, key="privacy.model", choices=("l-diversity",), doc="the privacy model (l-diversity)"
-    )
+    sample_rows: int | None = sample_rows_option()
+    model: str | None = model_option("l-diversity")
     l: int = option(2, key="privacy.l", minimum=2, doc="l, where a sweep does not vary it")
     methods: tuple[str, ...] = option(
         ("uad", "gd", "single_attribute"),

@@ -33,7 +33,7 @@ from .box_estimators import (
     cumulative,
     fitted,
 )
-from .common import ComparisonConfig, load_input, sweeps_option
+from .common import ComparisonConfig, load_input, model_option, sample_rows_option, sweeps_option
 
 PARAMETERS = ("m", "s", "marginal", "w", "skew")
 METHODS = (
@@ -55,12 +55,8 @@ class MarginalsCompareConfig(ComparisonConfig):
 
     PARAMETERS: ClassVar[tuple[str, ...]] = PARAMETERS
     out: str = option("out/compare/marginals", key="output.path", doc="where the results go")
-    sample_rows: int | None = option(
-        None, key="input.sample_rows", minimum=1, doc="a seeded sample of the input first"
-    )
-    model: str | None = option(
-        None, key="privacy.model", choices=("m-invariance",), doc="the privacy model (m-invariance)"
-    )
+    sample_rows: int | None = sample_rows_option()
+    model: str | None = model_option("m-invariance")
     m: int = option(6, key="privacy.m", minimum=2, doc="m, where a sweep does not vary it")
     sensitive: str = option(key="marginals.sensitive", required=True, doc="the sensitive attribute")
     marginals: tuple[tuple[str, tuple[str, ...]], ...] = option(

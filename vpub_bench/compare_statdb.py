@@ -36,7 +36,13 @@ from vpub_spark.kernels.statdb import (
 from vpub_spark.options import option
 from vpub_spark.statdb.workload import workload
 
-from .common import ComparisonConfig, load_input, optional, sweeps_option
+from .common import (
+    ComparisonConfig,
+    load_input,
+    model_option,
+    optional,
+    sweeps_option,
+)
 from .compare import label_axes, save_figure
 from .compare_marginals import bucketize_table
 
@@ -55,9 +61,7 @@ class StatdbCompareConfig(ComparisonConfig):
 
     PARAMETERS: ClassVar[tuple[str, ...]] = PARAMETERS
     out: str = option("out/compare/statdb", key="output.path", doc="where the results go")
-    model: str | None = option(
-        None, key="privacy.model", choices=("m-invariance",), doc="the privacy model (m-invariance)"
-    )
+    model: str | None = model_option("m-invariance")
     m: int = option(10, key="privacy.m", minimum=2, doc="m of the buckets")
     sensitive: str = option(key="statdb.sensitive", required=True, doc="the sensitive attribute")
     qi: tuple[str, ...] = option(

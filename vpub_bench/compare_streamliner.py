@@ -22,7 +22,7 @@ from vpub_spark.kernels.statdb import qi_mask
 from vpub_spark.kernels.streamliner import ALGORITHMS, streamline
 from vpub_spark.options import option
 
-from .common import ComparisonConfig, load_input, sweeps_option
+from .common import ComparisonConfig, load_input, model_option, sweeps_option
 from .compare_marginals import generalized_estimator
 
 PARAMETERS = ("l", "n")
@@ -39,9 +39,7 @@ class StreamlinerCompareConfig(ComparisonConfig):
 
     PARAMETERS: ClassVar[tuple[str, ...]] = PARAMETERS
     out: str = option("out/compare/streamliner", key="output.path", doc="where results go")
-    model: str | None = option(
-        None, key="privacy.model", choices=("l-diversity",), doc="the privacy model (l-diversity)"
-    )
+    model: str | None = model_option("l-diversity")
     l: int = option(8, key="privacy.l", minimum=2, doc="l, where a sweep does not vary it")
     sensitive: str = option(
         key="streamliner.sensitive", required=True, doc="the sensitive attribute"
