@@ -143,13 +143,13 @@ def test_a_publish_on_spark_started_early_commits(table, tmp_path):
 
 
 def test_the_time_model_prefers_spark_only_for_many_rows_on_many_cores(monkeypatch):
-    """On C cores in process takes s n + p n / C, Spark f + q n / C (q about 8p): below
+    """On C cores in process takes s n + p n / C, Spark f + q n / C (q about 4p): below
     (q - p) / s cores in process is faster at any size; on 64 cores Spark wins above
     f / (s - (q - p) / 64) rows."""
     rows_beyond = auto.SPARK_FIXED_S / (
         auto.INPROCESS_SERIAL_S - (auto.SPARK_CORE_S - auto.INPROCESS_CORE_S) / 64
     )
-    assert 150e6 < rows_beyond < 250e6  # about 200M rows (docs/how-to/choose-engine.md)
+    assert 70e6 < rows_beyond < 110e6  # about 90M rows (docs/how-to/choose-engine.md)
     here, spark = auto.predicted_seconds(10**9, 2)
     assert here < spark  # 2 cores: in process however large
     monkeypatch.setattr(auto, "available_memory", lambda: 2**50)  # memory is no limit here

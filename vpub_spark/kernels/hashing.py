@@ -66,30 +66,46 @@ def spark_xxhash64(columns: list[np.ndarray], seed: int = SPARK_SEED) -> np.ndar
         for c in columns:
             if c.dtype == np.int64 or c.dtype == np.uint64:
                 h = hash_long(c.view(np.uint64), h)
-            else:
-                h = _hash_int(c.astype(np.int64).view(np.uint64) & _LOW, h)
+            else:  # an int: its low 32 bits
+                low = c.astype(np.int32, copy=False).view(np.uint32).astype(np.uint64)
+                h = _hash_int(low, h)
     return h
 
 
 def hash_long(value: np.ndarray, seed: np.ndarray | np.uint64) -> np.ndarray:
     """Spark's `XXH64.hashLong(value, seed)`, elementwise on uint64."""
     with np.errstate(over="ignore"):
-        h = seed + _P5 + np.uint64(8)
-        h = h ^ (_rotl(value * _P2, 31) * _P1)
-        return _fmix(_rotl(h, 27) * _P1 + _P4)
+        h = seed + (_P5 + np.uint64(8))
+        k = value * _P2
+        _rotl(k, 31)
+        k *= _P1
+        h ^= k
+        _rotl(h, 27)
+        h *= _P1
+        h += _P4
+        return _fmix(h)
 
 
 def _hash_int(value: np.ndarray, seed: np.ndarray) -> np.ndarray:
-    h = seed + _P5 + np.uint64(4)
-    h ^= value * _P1
-    return _fmix(_rotl(h, 23) * _P2 + _P3)
+    """Spark's `XXH64.hashInt`; `value` (uint64 low 32 bits, a fresh array) is reused."""
+    h = seed + (_P5 + np.uint64(4))
+    value *= _P1
+    h ^= value
+    _rotl(h, 23)
+    h *= _P2
+    h += _P3
+    return _fmix(h)
 
 
-def _rotl(x: np.ndarray, r: int) -> np.ndarray:
-    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+def _rotl(x: np.ndarray, r: int) -> None:
+    """Rotate left by `r` bits, in place."""
+    high = x >> np.uint64(64 - r)
+    x <<= np.uint64(r)
+    x |= high
 
 
 def _fmix(h: np.ndarray) -> np.ndarray:
+    """XXH64's final mix, in place."""
     h ^= h >> np.uint64(33)
     h *= _P2
     h ^= h >> np.uint64(29)
