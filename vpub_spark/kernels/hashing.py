@@ -10,6 +10,8 @@ hash in 18 ms, against 46 ms for pandas' `hash_pandas_object`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -19,11 +21,13 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _LOW = np.uint64(0xFFFFFFFF)
 
 
-def content_hash(frame: pd.DataFrame, seed: int) -> np.ndarray:
-    """uint64 hash of each row's integer codes and `seed`; depends on content, never on
-    row order."""
-    columns = [frame[c].to_numpy() for c in frame.columns]
-    for name, c in zip(frame.columns, columns, strict=True):
+def content_hash(frame: pd.DataFrame, seed: int, names: Sequence[str] | None = None) -> np.ndarray:
+    """uint64 hash of each row's integer codes (of the columns `names`, default all,
+    read in place: no copy of the frame) and `seed`; depends on content, never on row
+    order."""
+    names = list(frame.columns) if names is None else list(names)
+    columns = [frame[c].to_numpy() for c in names]
+    for name, c in zip(names, columns, strict=True):
         if not np.issubdtype(c.dtype, np.integer):
             raise TypeError(f"content_hash takes integer codes; {name} is {c.dtype}")
     salt = _mix(np.array([seed & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64))[0]

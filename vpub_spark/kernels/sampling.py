@@ -33,7 +33,7 @@ def with_occurrence(frame: pd.DataFrame, columns: Sequence[str] | None) -> pd.Da
     key = cols if columns is None else list(columns)
     rest = [frame[c].to_numpy() for c in cols if c not in key]
     n = len(frame)
-    run = content_hash(frame[key], 0) if key else np.zeros(n, dtype=np.uint64)
+    run = content_hash(frame, 0, key) if key else np.zeros(n, dtype=np.uint64)
     order = np.lexsort([*rest[::-1], run])  # runs of equal `columns`, then every column
     ordered = run[order]
     first = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
