@@ -1,1 +1,1 @@
-"""The Spark engine: session, IO, dictionary encoding and the applyInPandas adapters."""
+"""The Spark engine: session, IO, dictionary encoding, the plan in SQL and the Arrow task adapters."""
