@@ -100,8 +100,13 @@ class SqlTable:
 
 class PartitionJob(Protocol):
     """The work of one partition, shipped to the tasks (small, picklable): how rows map
-    to shards (`shards`), what a partition does (`run`: kernels, then writing its part
-    files), and the Arrow schema of the summary rows `run` returns."""
+    to shards (`sharding`, which an engine may compute where the rows are, e.g. as
+    Spark SQL; `shards(frame)` is `sharding.of(frame)`), what a partition does (`run`:
+    kernels, then writing its part files), and the Arrow schema of the summary rows
+    `run` returns."""
+
+    @property
+    def sharding(self) -> Sharding: ...
 
     @property
     def summary_schema(self) -> pa.Schema: ...

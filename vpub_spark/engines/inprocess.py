@@ -262,11 +262,9 @@ class InProcessEngine:
         """Each row's shard under the job: the plan's, if it counted this very frame
         with the job's sharding, else hashed again on the workers."""
         kept, self._kept_shards = self._kept_shards, None
-        if kept and kept[0]() is frame and kept[1] == getattr(job, "sharding", None):
+        if kept and kept[0]() is frame and kept[1] == job.sharding:
             return kept[2]
-        return np.concatenate(
-            self._row_slices(_numbered(frame, getattr(job, "sharding", None)), job.shards)
-        )
+        return np.concatenate(self._row_slices(_numbered(frame, job.sharding), job.shards))
 
     def combination_counts(self, loaded: LoadedTable, columns):
         """Rows per distinct combination of `columns` (codes + `count`), sorted."""

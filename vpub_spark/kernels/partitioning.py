@@ -41,7 +41,10 @@ def code_hash(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     """Spark's `xxhash64` of `columns` of encoded rows (codes as int, OCCURRENCE as
     bigint; `spark_xxhash64`), uint64: a JVM expression on Spark, NumPy in process."""
     return spark_xxhash64(
-        [frame[c].to_numpy().astype(np.int64 if c == OCCURRENCE else np.int32) for c in columns]
+        [
+            frame[c].to_numpy().astype(np.int64 if c == OCCURRENCE else np.int32, copy=False)
+            for c in columns
+        ]
     )
 
 

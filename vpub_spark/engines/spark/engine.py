@@ -350,34 +350,13 @@ class SparkEngine:
         return self.sample(loaded, n, seed).data.toPandas()
 
     def shard_counts(self, loaded: LoadedTable, sensitive, sharding):
-        """The shard counts (`kernels.partitioning.shard_counts`, summed): JVM
-        expressions and aggregates for the kernels' shardings (`shards.py`), no row in
-        a Python worker; any other sharding by its kernel in `mapInArrow`."""
-        import pyarrow as pa
-        from pyspark.sql import functions as F
+        """The shard counts (`kernels.partitioning.shard_counts`, summed), as JVM
+        expressions and one aggregate (`shards.py`): no row in a Python worker."""
+        from .shards import shard_count_frame
 
-        from ...kernels.partitioning import COUNT_SCHEMA, shard_counts
-        from .shards import computes, shard_count_frame
-
-        sensitive = list(sensitive)
         data = self._with_occurrence(loaded, sharding)
-        if computes(sharding):
-            with spark_errors(loaded.source):
-                return shard_count_frame(data, sensitive, sharding)
-
-        def run(batches):
-            for b in batches:
-                yield pa.RecordBatch.from_pandas(
-                    shard_counts(b.to_pandas(), sensitive, sharding), preserve_index=False
-                )
-
-        partials = (
-            data.mapInArrow(run, struct_type(COUNT_SCHEMA))
-            .groupBy("attr", "shard", "value")
-            .agg(F.sum("count").alias("count"))
-        )
         with spark_errors(loaded.source):
-            return partials.toPandas()  # small: shards x sensitive domains
+            return shard_count_frame(data, list(sensitive), sharding)
 
     def combination_counts(self, loaded: LoadedTable, columns):
         """Rows per distinct combination of `columns` (codes + `count`), sorted: an
@@ -404,30 +383,22 @@ class SparkEngine:
         return [found[p] for p in range(parts)]
 
     def run_partitions(self, loaded: LoadedTable, plan, job):
-        """One shuffle: each row's partition key (a JVM expression for the kernels'
-        shardings, else `job.shards` in `mapInArrow`), `repartition(P, key)`, and
-        `job.run` once per partition in a `mapInArrow` task, which gets its rows as
-        Arrow batches, codes only: no sort by the key (as `groupBy().applyInPandas`
-        adds) and no column the job does not read. Returns the summary rows (the job
-        says how rows map to shards and what a partition does: publishing/)."""
+        """One shuffle: each row's partition key as a JVM expression of its shard
+        (`job.sharding`, `shards.py`), `repartition(P, key)`, and `job.run` once per
+        partition in a `mapInArrow` task, which gets its rows as Arrow batches, codes
+        only: no sort by the key (as `groupBy().applyInPandas` adds), and each row
+        reaches Python once. Returns the summary rows (the job says what a partition
+        does: publishing/)."""
         import numpy as np
         import pyarrow as pa
         from pyspark import TaskContext
-        from pyspark.sql import types as T
 
-        from .shards import computes, part_key_column
+        from .shards import part_key_column
 
         keys = np.asarray(self.partition_keys(plan.parts), dtype=np.int64)
         key_of_shard = keys[plan.shard_part]
         part_of_key = {int(k): p for p, k in enumerate(keys)}
         summary = job.summary_schema
-
-        def tag(batches):
-            for b in batches:
-                frame = b.to_pandas()
-                yield pa.RecordBatch.from_pandas(
-                    frame.assign(__key=key_of_shard[job.shards(frame)]), preserve_index=False
-                )
 
         def task(batches):
             rows = pa.Table.from_batches(list(batches))
@@ -438,18 +409,12 @@ class SparkEngine:
                 out = job.run(rows.drop(["__key"]).to_pandas(), part, task_id)
                 yield pa.RecordBatch.from_pandas(out, schema=summary, preserve_index=False)
 
-        sharding = getattr(job, "sharding", None)
-        data = self._with_occurrence(loaded, sharding)
-        tagged = (
-            data.withColumn("__key", part_key_column(sharding, data.columns, key_of_shard))
-            if computes(sharding)  # the key in the JVM: the rows reach Python once
-            else data.mapInArrow(
-                tag, T.StructType(data.schema.fields + [T.StructField("__key", T.LongType())])
-            )
-        )
+        data = self._with_occurrence(loaded, job.sharding)
+        key = part_key_column(job.sharding, data.columns, key_of_shard)
         with spark_errors("a partition task failed"):
             return (
-                tagged.repartition(plan.parts, "__key")
+                data.withColumn("__key", key)
+                .repartition(plan.parts, "__key")
                 .select(*loaded.data.columns, "__key")
                 .mapInArrow(task, struct_type(summary))
                 .toPandas()

@@ -15,17 +15,12 @@ from ...kernels.partitioning import (
     FINGERPRINT,
     ROWS,
     SHARDS,
-    ContentShards,
     QiShards,
+    Sharding,
     content_columns,
     shard_key,
 )
 from ...kernels.sampling import OCCURRENCE
-
-
-def computes(sharding: object) -> bool:
-    """Whether the JVM computes `sharding`'s shards (`shard_column`)."""
-    return isinstance(sharding, ContentShards | QiShards)
 
 
 def code_hash_column(columns: Sequence[str]):
@@ -35,7 +30,7 @@ def code_hash_column(columns: Sequence[str]):
     return F.xxhash64(*[F.col(c).cast("long" if c == OCCURRENCE else "int") for c in columns])
 
 
-def shard_column(sharding: ContentShards | QiShards, columns: Sequence[str], content_hash=None):
+def shard_column(sharding: Sharding, columns: Sequence[str], content_hash=None):
     """The shard of each row of a frame of `columns` (its content hash `content_hash`
     where the shard reads every content column), as `sharding.of` computes it.
 
@@ -57,11 +52,11 @@ def shard_column(sharding: ContentShards | QiShards, columns: Sequence[str], con
         return F.least((pos * F.lit(float(SHARDS))).cast("int"), F.lit(SHARDS - 1))
     if content_hash is None or sharding.occurrence or sharding.columns is not None:
         content_hash = code_hash_column(sharding.hashed(list(columns)))
-    key = int(np.array([shard_key(sharding.seed)], dtype=np.uint64).view(np.int64)[0])
-    return F.pmod(F.xxhash64(F.lit(key), content_hash), F.lit(SHARDS)).cast("int")
+    key = F.lit(_wrapped(shard_key(sharding.seed)))  # the key as a bigint
+    return F.pmod(F.xxhash64(key, content_hash), F.lit(SHARDS)).cast("int")
 
 
-def shard_count_frame(data, sensitive: Sequence[str], sharding) -> pd.DataFrame:
+def shard_count_frame(data, sensitive: Sequence[str], sharding: Sharding) -> pd.DataFrame:
     """`kernels.partitioning.shard_counts` of the whole of `data` (a Spark DataFrame
     of codes, with OCCURRENCE where the sharding reads it), summed in one JVM
     aggregate: each row counted in its shard (and under each sensitive value), and its
@@ -71,7 +66,7 @@ def shard_count_frame(data, sensitive: Sequence[str], sharding) -> pd.DataFrame:
     Args:
         data: the rows.
         sensitive: the sensitive attributes counted per shard.
-        sharding: a sharding the JVM computes (`computes`).
+        sharding: the plan's sharding.
 
     Returns:
         The counts, as `shard_counts` gives them (attr, shard, value, count).
@@ -114,7 +109,7 @@ def _wrapped(x: int) -> int:
     return x - (1 << 64) if x >= 1 << 63 else x
 
 
-def part_key_column(sharding, columns: Sequence[str], key_of_shard: np.ndarray):
+def part_key_column(sharding: Sharding, columns: Sequence[str], key_of_shard: np.ndarray):
     """Each row's partition key (`key_of_shard` at its shard), a JVM expression."""
     from pyspark.sql import functions as F
 
