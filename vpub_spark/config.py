@@ -332,10 +332,9 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
     Raises:
         SpecError: one line naming `where` and the dotted key at fault.
     """
-    if not isinstance(d, dict):
-        raise SpecError(f"{where}: expected a mapping")
-    # a file without rules has none (a config built in code draws random ones)
-    return parse_file(PublishConfig, {"rules": None} | d, where)
+    if isinstance(d, dict):  # a file without rules has none (code draws random ones)
+        d = {"rules": None} | d
+    return parse_file(PublishConfig, d, where)  # anything else: "expected a mapping"
 
 
 PATHS = (
