@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 PY      = $(BIN)/python
 
-.PHONY: demo test lint docs wheel-check mutation-check bench-docs bench-scale bench-statdb bench-update bench-lake compare-adult compare-texas bench-generate bench-publish bench-publish-10m bench-workers bench-texas bench-utility bench-multi-sa bench-marginals compare-marginals compare-marginals-skew bench-bip-adult bench-cluster bench-cold spark-archive clean check-java
+.PHONY: demo test lint docs wheel-check mutation-check bench-docs bench-scale bench-statdb bench-update bench-lake compare-adult compare-texas bench-generate bench-publish bench-publish-10m bench-workers bench-texas bench-utility bench-multi-sa bench-marginals bench-frame compare-marginals compare-marginals-skew bench-bip-adult bench-cluster bench-cold spark-archive clean check-java
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -68,7 +68,7 @@ bench-generate: check-java $(VENV)/.installed
 DOCS_DATA := docs/benchmarks/data
 
 # every benchmark and comparison the docs show, one after another (hours on 2 cores)
-bench-docs: bench-publish bench-publish-10m bench-workers bench-texas bench-cold bench-utility bench-marginals bench-scale bench-statdb bench-update compare-adult compare-texas bench-bip-adult compare-marginals compare-marginals-skew bench-lake
+bench-docs: bench-publish bench-publish-10m bench-workers bench-texas bench-cold bench-utility bench-marginals bench-frame bench-scale bench-statdb bench-update compare-adult compare-texas bench-bip-adult compare-marginals compare-marginals-skew bench-lake
 
 # a comparison's means, run record and plots, into the docs (from OUT to FIGURES)
 define copy-comparison
@@ -121,6 +121,11 @@ bench-multi-sa: check-java $(VENV)/.installed-bench
 bench-marginals: check-java $(VENV)/.installed-bench
 	$(BIN)/vpub bench marginals --rows 1000000 --m 6 --out out/bench-1m
 	cp out/bench-1m/marginals.json $(DOCS_DATA)/marginals-1m.json
+
+# a 1M-row Spark DataFrame published against the same rows from Parquet, on Spark
+bench-frame: check-java $(VENV)/.installed-bench
+	$(BIN)/vpub bench frame --rows 1000000 --repeat 3 --out out/bench-frame
+	cp out/bench-frame/frame.json $(DOCS_DATA)/frame-1m.json
 
 # publish on Spark at 1M and 3M rows: time per step, driver memory, a fitted cost model
 # (add sizes, e.g. --rows 1e6,3e6,1e7,3e7, where the machine allows)

@@ -21,7 +21,8 @@ ACCESS = {
 }
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port free on loopback now (the test servers bind it next)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -31,14 +32,14 @@ def test_environment() -> dict[str, str]:
     """The environment that points pyarrow and boto3 at a server on a free loopback port.
     conftest sets it when the test session starts, before any Spark JVM, whose Python
     workers (the upload tasks) inherit the environment the JVM was launched with."""
-    return ACCESS | {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{_free_port()}"}
+    return ACCESS | {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}"}
 
 
 @contextlib.contextmanager
 def s3_server(port: int | None = None) -> Iterator[dict[str, str]]:
     """Start moto_server on `port` (default: a free one) on loopback; yield the
     environment that points pyarrow and boto3 at it (endpoint, region, credentials)."""
-    port = port or _free_port()
+    port = port or free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
         stdout=subprocess.DEVNULL,

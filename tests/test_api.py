@@ -99,3 +99,16 @@ def test_importing_the_package_imports_nothing_heavy():
     probe = "import sys, vpub_spark; print(sorted(m.split('.')[0] for m in sys.modules))"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout
     assert not {"pandas", "pyarrow", "numpy", "pyspark"} & set(eval(loaded))
+
+
+def test_open_store_answers_with_an_interval_that_holds_the_true_count(tmp_path):
+    from release_helpers import job_table, marginal_release
+
+    marginal_release(tmp_path, seed=3, n=800)
+    store = vpub_spark.open_store(tmp_path / "private" / "s")
+    frame = job_table(3, 800)
+    answer = store.count("age = '20'")
+    truth = int((frame["age"].astype(str) == "20").sum())
+    assert answer.low <= truth <= answer.high
+    with pytest.raises(vpub_spark.VpubError):
+        vpub_spark.open_store(tmp_path / "out")

@@ -11,6 +11,7 @@ from vpub_spark.report import console
 
 from .bench import BenchPublish, BenchUtility, bench_publish, bench_utility
 from .bench_cold import BenchCold, bench_cold
+from .bench_frame import BenchFrame, bench_frame
 from .bench_lake import BenchLake, bench_lake
 from .bench_methods import (
     BenchMarginals,
@@ -77,6 +78,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         "statdb": (BenchStatdb, bench_statdb),
         "update": (BenchUpdate, bench_update),
         "lake": (BenchLake, bench_lake),
+        "frame": (BenchFrame, bench_frame),
         "streamliner": (BenchStreamliner, bench_streamliner),
         "serve": (BenchServe, bench_serve),
         "scale": (BenchScale, bench_scale),
@@ -189,6 +191,20 @@ def _bench_lake(bn) -> None:
     bl.add_argument("--repeat", type=int, default=3)
     bl.add_argument("--seed", type=SEED, default=7)
     bl.add_argument("--out", default="out/bench-lake", help="where lake.json goes")
+
+
+def _bench_frame(bn) -> None:
+    bf = bn.add_parser(
+        "frame", help="a Spark DataFrame published against the same rows from Parquet, on Spark"
+    )
+    bf.add_argument("--rows", type=int, default=1_000_000)
+    bf.add_argument("--l", type=whole_number(2), default=5)
+    bf.add_argument("--c", type=int, default=5, help="random rules")
+    bf.add_argument("--lhs", type=int, default=3, help="attributes per rule, at most")
+    bf.add_argument("--repeat", type=int, default=3)
+    bf.add_argument("--seed", type=SEED, default=7)
+    bf.add_argument("--spark-conf", default=None)
+    bf.add_argument("--out", default="out/bench-frame", help="where frame.json goes")
 
 
 def _bench_statdb(bn) -> None:
@@ -327,6 +343,7 @@ def register(sub) -> None:
         _bench_statdb,
         _bench_update,
         _bench_lake,
+        _bench_frame,
         _bench_streamliner,
         _bench_serve,
         _bench_scale,

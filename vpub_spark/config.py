@@ -52,11 +52,32 @@ class PublishConfig:
     """A job config (docs/reference/config.md, generated from these options)."""
 
     input_path: str = option(
+        "",
         doc="a CSV or Parquet file or directory, a data set written by `vpub datasets`, or "
-        "`s3://...`",
+        "`s3://...`; or a table: `catalog:db.patients`, `delta:PATH`, `iceberg:ns.table` "
+        "(as the three keys below set it)",
         key="input.path",
-        shown="required",
-        required=True,
+        shown="required, or one of the three below",
+    )
+    input_catalog: str | None = option(
+        None,
+        doc="instead of a path, a table of the Spark session's catalog (`db.patients`); "
+        "with `input.iceberg`, the Iceberg catalog: a SQLAlchemy URI or a REST `https://` URL",
+        key="input.catalog",
+    )
+    input_delta: str | None = option(
+        None, doc="instead of a path, a Delta table's directory or URI", key="input.delta"
+    )
+    input_iceberg: str | None = option(
+        None,
+        doc="instead of a path, an Iceberg table, `namespace.table`, of `input.catalog`",
+        key="input.iceberg",
+    )
+    input_version: int | None = option(
+        None,
+        doc="the Delta version or Iceberg snapshot id to read (the manifest records the one read)",
+        key="input.version",
+        shown="the latest",
     )
     table: str | None = option(
         None,
@@ -184,6 +205,7 @@ class PublishConfig:
     def __post_init__(self) -> None:
         # the method's name and what it needs (privacy model, rules, its own section) are
         # checked by the method registry (publishing/registry.py), before any work
+        self._one_input()
         if self.engine not in ENGINES:
             raise SpecError(f"engine must be auto, spark or inprocess, not {self.engine!r}")
         if self.partitions is not None and (
@@ -204,6 +226,31 @@ class PublishConfig:
                 f"release_id {self.release_id!r} must be a plain, non-hidden directory name"
             )
 
+    def _one_input(self) -> None:
+        """One input: `input.path`, or a table (`catalog:`, `delta:`, `iceberg:`), which
+        `input_path` then names; with an Iceberg table, `input.catalog` is its catalog."""
+        iceberg = self.input_iceberg or self.input_path.startswith("iceberg:")
+        tables = {
+            "catalog": None if iceberg else self.input_catalog,
+            "delta": self.input_delta,
+            "iceberg": self.input_iceberg,
+        }
+        given = [f"{kind}:{name}" for kind, name in tables.items() if name]
+        if len(given) > 1 or (given and self.input_path not in ("", given[0])):
+            raise SpecError(
+                "give one input: input.path, input.catalog, input.delta or input.iceberg"
+            )
+        if not given and not self.input_path:
+            raise SpecError("input.path is required (or input.catalog, input.delta, input.iceberg)")
+        if given:
+            object.__setattr__(self, "input_path", given[0])
+        if iceberg and not self.input_catalog:
+            raise SpecError("input.iceberg needs input.catalog: the Iceberg catalog's URI")
+        if self.input_version is not None and not self.input_path.startswith(
+            ("delta:", "iceberg:")
+        ):
+            raise SpecError("input.version applies to input.delta and input.iceberg")
+
     @property
     def diversity(self) -> int:
         """The bound every group keeps, 1/diversity: l under l-diversity, m under
@@ -211,7 +258,12 @@ class PublishConfig:
         return self.privacy.parameter
 
     def with_overrides(self, **kw: Any) -> PublishConfig:
-        return replace(self, **{k: v for k, v in kw.items() if v is not None})
+        given = {k: v for k, v in kw.items() if v is not None}
+        if "input_path" in given:  # --input replaces the config's input, whichever it is
+            given |= {"input_delta": None, "input_iceberg": None}
+            if not given["input_path"].startswith("iceberg:"):  # (else: its catalog)
+                given |= {"input_catalog": None, "input_version": None}
+        return replace(self, **given)
 
     @property
     def secret_seed(self) -> int:
@@ -229,8 +281,10 @@ class PublishConfig:
         d = asdict(self)
         for key in ("seed", "seed_file", "private_dir", "workers"):
             d.pop(key)
-        for key in ("input_path", "table", "output_path", "spark", "sign_key"):
+        for key in ("input_path", "input_delta", "table", "output_path", "spark", "sign_key"):
             d[key] = public_path(d[key])
+        if str(self.input_catalog).startswith("sqlite:///"):  # an Iceberg catalog's file
+            d["input_catalog"] = f"sqlite:///{public_path(d['input_catalog'][10:])}"
         if d.get("marginals"):
             d["marginals"]["state"] = PRIVATE
         d["privacy"] = self.privacy.as_dict()
@@ -339,6 +393,7 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
 
 PATHS = (
     ("input", "path"),
+    ("input", "delta"),
     ("input", "table"),
     ("output", "path"),
     ("output", "sign_key"),

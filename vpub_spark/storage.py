@@ -28,6 +28,15 @@ from .errors import DataError, StorageError, VpubError
 SCHEME = "s3://"
 
 
+TABLE_KINDS = ("catalog", "delta", "iceberg")  # inputs that are tables (sources.py)
+
+
+def table_kind(input_path: str) -> str | None:
+    """`catalog`, `delta` or `iceberg` for a table input (`kind:name`), else None."""
+    kind = input_path.split(":", 1)[0]
+    return kind if kind in TABLE_KINDS and ":" in input_path else None
+
+
 def is_remote(path: str | Path | None) -> TypeGuard[str]:
     """Whether `path` is an `s3://` URI (a `Path` never is: it would collapse the `//`)."""
     return isinstance(path, str) and path.startswith(SCHEME)

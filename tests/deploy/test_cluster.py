@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 from release_helpers import config, contents, same_contents
+from s3_helpers import free_port
 
 from vpub_spark.engines.inprocess import InProcessEngine
 from vpub_spark.publishing.pipeline import publish
@@ -31,18 +31,12 @@ SETTINGS = dict(partitions=PARTITIONS, seed=7)
 RULES = {"random": {"c": 5, "lhs": 3, "seed": 2}}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     env = os.environ | {
         "CLUSTER_DIR": str(tmp_path_factory.mktemp("cluster")),
-        "MASTER_PORT": str(_free_port()),
-        "MASTER_UI_PORT": str(_free_port()),
+        "MASTER_PORT": str(free_port()),
+        "MASTER_UI_PORT": str(free_port()),
         "WORKER_CORES": "1",
         "WORKER_MEMORY": "1536m",
         "PYTHON": sys.executable,

@@ -31,12 +31,14 @@ ORDER = [
     "gnf",  # Guardian Normal Form on schemas (no data)
     "storage",  # object-store I/O
     "encoding",  # dictionary encoding
+    "frames",  # tables given as data frames: their specs inferred from the schema
     "kernels",  # pure NumPy/pandas on one encoded chunk
     "decompose",  # schema design: which tables to publish
     "engines",  # where the rows live: Spark or in process
     "estimate",  # a published table's estimate model, in code space
     "release",  # the release format: layout, manifest, kinds, read, audit, private store
     "lake",  # publishing into a data lake: commit protocol, catalog of releases, SQL tables
+    "sources",  # tables as input: a catalog's, Delta's, Iceberg's
     "datasets",  # the Adult preset and synthetic data sets, written through an engine
     "settings",  # the methods' config sections (multi-SA, marginals, streamliner)
     "config",  # job configs, parsed once

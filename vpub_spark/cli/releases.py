@@ -148,6 +148,8 @@ def cmd_prune(args: argparse.Namespace) -> int:
 def cmd_register(args: argparse.Namespace) -> int:
     if args.iceberg is not None:
         return _register_iceberg(args)
+    if args.delta is not None:
+        return _register_delta(args)
     from ..engines import make_engine
     from ..engines.base import sql_engine
     from ..engines.settings import SparkSettings
@@ -188,6 +190,22 @@ def _register_iceberg(args: argparse.Namespace) -> int:
         done = register_iceberg(rel, catalog, warehouse, args.namespace)
     for name, changed in zip(done.tables, done.changed, strict=True):
         console.print(f"{name}: " + ("a new snapshot" if changed else "already holds this release"))
+    return 0
+
+
+def _register_delta(args: argparse.Namespace) -> int:
+    """`--delta`: Delta tables of the release's parts (lake/delta.py), no Spark."""
+    from ..lake.delta import default_location, register_delta
+    from ..release.reader import open_release
+
+    rel = open_release(Root(args.root).uri(args.release_id))
+    location = args.delta or default_location(args.root)
+    with console.status("writing Delta tables ..."):
+        done = register_delta(rel, location)
+    print(f"Delta tables under {location}:")
+    for name, changed in zip(done.tables, done.changed, strict=True):
+        state = "a new version" if changed else "already holds this release"
+        print(f"  {name.rsplit('/', 1)[-1]}: {state}")
     return 0
 
 
@@ -270,7 +288,7 @@ def _register_register(rs) -> None:
     """`vpub releases register`: Spark SQL tables, or Iceberg tables."""
     rg = rs.add_parser(
         "register",
-        help="SQL tables over a release's parts (Spark catalog or Hive metastore), or Iceberg tables",
+        help="SQL tables over a release's parts (Spark catalog or Hive metastore), or Iceberg or Delta tables",
     )
     rg.add_argument("root")
     rg.add_argument("release_id")
@@ -295,4 +313,13 @@ def _register_register(rs) -> None:
         help="where Iceberg's metadata goes (default ROOT/_iceberg/warehouse; the data stay the release's files)",
     )
     rg.add_argument("--namespace", default="vpub", help="the Iceberg namespace (default vpub)")
+    rg.add_argument(
+        "--delta",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="DIR",
+        help="Delta Lake tables instead (deltalake, no JVM), under DIR (default ROOT/_delta): "
+        "one version per release of a family",
+    )
     rg.set_defaults(func=cmd_register)

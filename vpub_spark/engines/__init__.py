@@ -53,6 +53,14 @@ def make_engine(
     raise SpecError(f"engine must be auto, spark or inprocess, not {name!r}")
 
 
+def session_engine(session: Any) -> Engine:
+    """The Spark engine on a given session (a Spark DataFrame's, classic or Spark
+    Connect), not one it builds."""
+    from .spark.engine import SparkEngine
+
+    return SparkEngine(session=session)
+
+
 def choose(
     name: str, spark_conf: SparkSettings | None, input_path: str, workers: int | None = None
 ) -> tuple[str, SparkSettings, str]:
@@ -62,10 +70,21 @@ def choose(
     gets the small-input JVM settings (`auto.small_input`)."""
     from dataclasses import replace
 
+    from ..storage import table_kind
     from .auto import choose_engine, small_input
     from .settings import SparkSettings
 
     settings = spark_conf or SparkSettings()
+    table = table_kind(input_path)
+    if name == "auto" and table is not None:
+        chosen = "spark" if table == "catalog" else "inprocess"
+        return (
+            chosen,
+            settings,
+            f"a {table} table is read {'on Spark' if chosen == 'spark' else 'in process'}",
+        )
+    if name == "auto" and settings.remote_url is not None:
+        return "spark", settings, f"a Spark Connect server is configured ({settings.remote_url})"
     choice = choose_engine(input_path, settings.master, workers) if name == "auto" else None
     chosen, why = (choice.engine, choice.reason) if choice else (name, "as configured")
     if chosen == "spark" and small_input(input_path, choice.peak if choice else None):
@@ -137,5 +156,6 @@ __all__ = [
     "make_engine",
     "run_archiving",
     "spark_error_line",
+    "session_engine",
     "start_early",
 ]

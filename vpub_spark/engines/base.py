@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from ..encoding import Dictionary, EncodingPlan, build_dictionary
 from ..errors import DataError, SpecError, without_values
+from ..frames import FrameInput
 from ..kernels.classes import ClassJob, ClassSummary
 from ..kernels.partitioning import PartitionPlan, Sharding
 from ..model import TableSpec
@@ -152,6 +153,22 @@ class Engine(Protocol):
         Raises:
             DataError: the data do not fit the spec (missing values under `reject`, a
                 value outside the bins, no rows).
+        """
+        ...
+
+    def load_frame(self, frame: FrameInput) -> LoadedTable:
+        """Encode a frame's rows (`load` for rows given as a frame, `frames.py`).
+
+        Args:
+            frame: the rows and their table spec.
+
+        Returns:
+            The loaded table, as `load` returns it.
+
+        Raises:
+            SpecError: a frame this engine cannot publish, or columns the spec names
+                that the frame lacks.
+            DataError: the data do not fit the spec, as for `load`.
         """
         ...
 
@@ -371,6 +388,21 @@ class SqlEngine(Protocol):
 
         Returns:
             The rows.
+        """
+        ...
+
+    def catalog_table(self, name: str) -> Any:
+        """A table of the session's catalog, as a DataFrame of the session (`frames.py`
+        publishes it).
+
+        Args:
+            name: the table's name (`db.table`).
+
+        Returns:
+            The table's DataFrame; no row is read yet.
+
+        Raises:
+            SpecError: no such table.
         """
         ...
 

@@ -13,6 +13,7 @@ import pyarrow.dataset as ds
 
 from ..encoding import encode_batch, raw_value_counts
 from ..errors import SpecError
+from ..frames import FrameInput
 from ..kernels.anatomy import COUNT as ANATOMY_COUNT
 from ..kernels.classes import (
     COUNT,
@@ -97,6 +98,16 @@ def lf_newlines(table: pa.Table) -> pa.Table:
     return table
 
 
+def _loaded(table: pa.Table, spec: TableSpec, source: str) -> LoadedTable:
+    """A table's rows encoded, in this process."""
+    raw, rows, missing = raw_value_counts(table, spec)
+    plan, dictionaries, counts = plan_encoding(spec, raw, rows, missing)
+    encoded = encode_batch(table, plan)
+    return LoadedTable(
+        spec, dictionaries, counts, rows, missing, encoded.to_pandas(), source=source
+    )
+
+
 class InProcessEngine:
     """Rows in pandas; partitions and row slices run on every core in forked workers
     (`pool.py`), through the same jobs as Spark's tasks, with the serial run's results.
@@ -144,13 +155,15 @@ class InProcessEngine:
     def load(self, path: str, spec: TableSpec, fmt: str | None = None) -> LoadedTable:
         if detect_format(path, fmt) == "parquet":
             return load_parquet(path, spec, self._light_workers_for)
-        table = read_arrow(path, spec, fmt)
-        raw, rows, missing = raw_value_counts(table, spec)
-        plan, dictionaries, counts = plan_encoding(spec, raw, rows, missing)
-        encoded = encode_batch(table, plan)
-        return LoadedTable(
-            spec, dictionaries, counts, rows, missing, encoded.to_pandas(), source=str(path)
-        )
+        return _loaded(read_arrow(path, spec, fmt), spec, str(path))
+
+    def load_frame(self, frame: FrameInput) -> LoadedTable:
+        """An Arrow table's rows (a pandas frame's, converted); a Spark DataFrame is
+        refused: it is published on its own session (the Spark engine)."""
+        if frame.on_spark:
+            raise SpecError("a Spark DataFrame is published on its session: use engine spark")
+        check_columns(frame.data.column_names, frame.spec, frame.name)
+        return _loaded(frame.data.select(frame.columns), frame.spec, frame.name)
 
     # --- data sets -------------------------------------------------------------
     def sample(self, loaded: LoadedTable, n: int, seed: int) -> LoadedTable:

@@ -32,6 +32,12 @@ class SparkSettings:
     master: str = option(
         "local[*]", doc="the Spark master: `local[*]`, `spark://host:7077`, `k8s://...`"
     )
+    remote: str | None = option(
+        None,
+        doc="a Spark Connect server, `sc://host:15002`, instead of a driver in this process "
+        "(default: `$SPARK_REMOTE`); `master` and the JVM settings are then the server's",
+        shown="`$SPARK_REMOTE`",
+    )
     app_name: str = option("vpub", doc="the application's name")
     driver_memory: str = option("4g", doc="the driver's heap (a JVM size)")
     shuffle_partitions: int | None = option(
@@ -49,6 +55,13 @@ class SparkSettings:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "conf", tuple(sorted(self.conf)))  # one order, any YAML
+
+    @property
+    def remote_url(self) -> str | None:
+        """The Spark Connect server to use (`remote`, else `$SPARK_REMOTE`), or None."""
+        import os
+
+        return self.remote or os.environ.get("SPARK_REMOTE") or None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> SparkSettings:

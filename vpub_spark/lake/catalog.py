@@ -138,9 +138,10 @@ DIFFED = ("family", "method", "privacy", "rules", "partitions", "software_versio
 
 def _source_of(m: dict) -> tuple:
     """What two releases' sources can be compared by: their fingerprints are keyed by each
-    release's secret seed (release/secret.py), so rows, columns and table spec."""
+    release's secret seed (release/secret.py), so rows, columns, table spec and a table
+    input's version."""
     s = m.get("source", {})
-    return (s.get("rows"), s.get("columns"), s.get("table_spec"))
+    return (s.get("rows"), s.get("columns"), s.get("table_spec"), s.get("version"))
 
 
 def diff(a: dict, b: dict) -> list[tuple[str, object, object]]:

@@ -53,20 +53,27 @@ def _file_io() -> dict[str, str]:
     return {k: os.environ[v] for k, v in env.items() if os.environ.get(v)}
 
 
-def open_catalog(uri: str, warehouse: str) -> Any:
-    """A SQL catalog (an SQLAlchemy URI) or a REST catalog (`http(s)://`)."""
+def open_catalog(uri: str, warehouse: str | None) -> Any:
+    """A SQL catalog (an SQLAlchemy URI) or a REST catalog (`http(s)://`); without a
+    warehouse, one to read from (a SQLite file that does not exist is an error)."""
     from pyiceberg.catalog import load_catalog
 
+    kind = "rest" if uri.startswith(("http://", "https://")) else "sql"
+    if warehouse is None:
+        if uri.startswith("sqlite:///") and not os.path.exists(uri.removeprefix("sqlite:///")):
+            raise SpecError(f"no Iceberg catalog at {uri}")
+        return load_catalog("vpub", type=kind, uri=uri, **_file_io())
     if uri.startswith("sqlite:///"):
         os.makedirs(os.path.dirname(uri.removeprefix("sqlite:///")) or ".", exist_ok=True)
-    kind = "rest" if uri.startswith(("http://", "https://")) else "sql"
     location = warehouse if is_remote(warehouse) else f"file://{os.path.abspath(warehouse)}"
     if not is_remote(warehouse):
         os.makedirs(warehouse, exist_ok=True)
     return load_catalog("vpub", type=kind, uri=uri, warehouse=location, **_file_io())
 
 
-def _check_registrable(rel: ReleaseReader) -> None:
+def check_registrable(rel: ReleaseReader) -> None:
+    """Refuse a release that is not committed or records no passed audit (Iceberg and
+    Delta registration alike)."""
     if not rel.committed:
         raise DataError(f"{rel.path}: only a committed release can be registered")
     audit = rel.manifest.get("audit") or {}
@@ -84,7 +91,8 @@ def _files(rel: ReleaseReader, table: str, part: str) -> list[str]:
     return [str((rel.part_dir(table, part) / f).resolve()) for f in names]
 
 
-def _properties(rel: ReleaseReader) -> dict[str, str]:
+def release_properties(rel: ReleaseReader) -> dict[str, str]:
+    """The properties a registered table (or its snapshot, its Delta commit) carries."""
     m = rel.manifest
     audit = m.get("audit") or {}
     return {
@@ -101,11 +109,11 @@ def register_iceberg(
 ) -> Registered:
     """One Iceberg table per part of the release's tables, each gaining one overwrite
     snapshot of the release's files (docs/how-to/data-lake.md)."""
-    _check_registrable(rel)
+    check_registrable(rel)
     logging.getLogger("pyiceberg.io.pyarrow").setLevel(logging.ERROR)  # "statistics missing"
     catalog = open_catalog(catalog_uri, warehouse)
     catalog.create_namespace_if_not_exists(namespace)
-    family, props = family_of(rel.manifest), _properties(rel)
+    family, props = family_of(rel.manifest), release_properties(rel)
     names, changed = [], []
     for entry in rel.tables:
         for part in entry["parts"]:

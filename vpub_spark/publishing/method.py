@@ -203,9 +203,11 @@ def choose_rules(cfg: PublishConfig, loaded: LoadedTable) -> tuple[tuple[Rule, .
 def source_entry(cfg: PublishConfig, loaded: LoadedTable, fingerprint: str) -> dict:
     """The manifest's `source`: where it was read, its rows and columns, its table spec,
     and its fingerprint keyed by the secret seed (unkeyed, it would let an adversary
-    test a candidate table; release/secret.py)."""
+    test a candidate table; release/secret.py); a Delta or Iceberg input's version read."""
+    version = {"version": cfg.input_version} if cfg.input_version is not None else {}
     return {
         "path": public_path(cfg.input_path),
+        **version,
         "rows": loaded.rows,
         "rows_read": loaded.rows_read,
         "rows_dropped": loaded.rows_dropped,

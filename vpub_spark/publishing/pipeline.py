@@ -19,6 +19,7 @@ from ..config import PublishConfig
 from ..datasets.presets import input_table
 from ..engines.base import Engine, LoadedTable
 from ..errors import SpecError
+from ..frames import FrameInput
 from ..kernels.partitioning import fingerprint
 from ..lake.catalog import Root, latest, set_latest
 from ..lake.commit import Steps, audit_and_commit, staged_release, staged_store
@@ -27,6 +28,8 @@ from ..release.layout import RESERVED, part_location, release_target
 from ..release.manifest import header, seal
 from ..release.secret import default_private_dir, owner_only, write_run_record
 from ..release.stores.store import check_store_location
+from ..sources import read_table_input
+from ..storage import table_kind
 from .method import (
     Design,
     Method,
@@ -42,13 +45,20 @@ from .suppression import apply_budget
 Observer = Callable[[str], AbstractContextManager[object]]
 
 
-def publish(cfg: PublishConfig, engine: Engine, observer: Observer | None = None) -> PublishResult:
+def publish(
+    cfg: PublishConfig,
+    engine: Engine,
+    observer: Observer | None = None,
+    frame: FrameInput | None = None,
+) -> PublishResult:
     """Publish, audit and commit one release (docs/explanation/architecture.md).
 
     Args:
         cfg: the job config (`load_config`, `config_from_dict`).
         engine: the engine that reads the input and writes the tables.
         observer: told each step as it starts and ends (the command line's progress).
+        frame: the rows as a frame (`frames.frame_input`), read instead of
+            `cfg.input_path`, which then only names them.
 
     Returns:
         The committed release: its path, manifest, audit report and step times.
@@ -60,26 +70,17 @@ def publish(cfg: PublishConfig, engine: Engine, observer: Observer | None = None
     """
     method = method_for(cfg)
     step = Steps(observer)
-    path, spec = input_table(cfg.input_path, cfg.table, engine.reads_object_stores)
-    cfg = replace(
-        with_secret_seed(cfg),
-        release_id=cfg.release_id
-        or f"{spec.name}-{cfg.method}-{cfg.privacy.letter}{cfg.diversity}",
-        family=cfg.family or f"{spec.name}-{cfg.method}",
-    )
+    cfg, frame, path, spec = _input(cfg, engine, frame)
     target = release_target(cfg.output_path, str(cfg.release_id))
-    reserved = [a for a in spec.names if a in RESERVED]
-    if reserved:
-        raise SpecError(
-            f"attribute names {', '.join(RESERVED)} are reserved for release columns; rename {', '.join(reserved)}"
-        )
     private = method.store(cfg)
     records = None if private else _private_dir(cfg)  # checked before any work
     with ExitStack() as stack:  # locks and stages first: a refused run does no work
         stage = stack.enter_context(staged_release(target, cfg.overwrite, cfg.wait_s, engine))
         store = stack.enter_context(staged_store(private, cfg.wait_s)) if private else None
         with step("read and encode"):
-            loaded = engine.persist(engine.load(path, spec, cfg.input_format))
+            loaded = engine.persist(
+                engine.load_frame(frame) if frame else engine.load(path, spec, cfg.input_format)
+            )
         stack.callback(engine.unpersist, loaded)
         loaded, suppression = apply_budget(cfg, engine, loaded, method.suppresses)
         with step(method.design_step):
@@ -93,6 +94,42 @@ def publish(cfg: PublishConfig, engine: Engine, observer: Observer | None = None
         write_run_record(records, cfg.output_path, str(cfg.release_id), cfg.secret_seed)
     set_latest(Root(cfg.output_path), str(cfg.family), str(cfg.release_id))
     return PublishResult(target, manifest, report, dict(step.timings), summary)
+
+
+def _input(cfg: PublishConfig, engine: Engine, frame: FrameInput | None):
+    """(the config with its seed and release id, the frame or None, the input path,
+    its table spec): a table input read as a frame (`_table_input`), files resolved."""
+    if frame is None and table_kind(cfg.input_path):
+        frame, cfg = _table_input(cfg, engine)
+    if frame is not None and cfg.marginals is not None and cfg.marginals.key:
+        raise SpecError("marginals.key: an updatable store reads its identifiers from files")
+    path, spec = (
+        (cfg.input_path, frame.spec)
+        if frame is not None
+        else input_table(cfg.input_path, cfg.table, engine.reads_object_stores)
+    )
+    cfg = replace(
+        with_secret_seed(cfg),
+        release_id=cfg.release_id
+        or f"{spec.name}-{cfg.method}-{cfg.privacy.letter}{cfg.diversity}",
+        family=cfg.family or f"{spec.name}-{cfg.method}",
+    )
+    reserved = [a for a in spec.names if a in RESERVED]
+    if reserved:
+        raise SpecError(
+            f"attribute names {', '.join(RESERVED)} are reserved for release columns; rename {', '.join(reserved)}"
+        )
+    return cfg, frame, path, spec
+
+
+def _table_input(cfg: PublishConfig, engine: Engine) -> tuple[FrameInput, PublishConfig]:
+    """A table input's rows (`sources.py`), with `input.table`'s spec where one is given,
+    and the config recording the version read."""
+    from ..tablespec import load_table_spec
+
+    spec = load_table_spec(cfg.table) if cfg.table is not None else None
+    read = read_table_input(cfg.input_path, cfg.input_catalog, cfg.input_version, spec, engine)
+    return read.frame, replace(cfg, input_version=read.version)
 
 
 def _private_dir(cfg: PublishConfig) -> Path:

@@ -71,6 +71,8 @@ PRIVATE = "(private: named by store.store_id)"  # what a manifest shows for a pr
 def public_path(path: str | None) -> str | None:
     """A path as a release may show it: relative paths as given; an absolute one only by
     its last component (`.../name`), so no release names the machine's directories."""
+    if path is not None and path.startswith("delta:"):  # a Delta table input (sources.py)
+        return f"delta:{public_path(path.removeprefix('delta:'))}"
     if path is None or not Path(path).is_absolute():
         return path
     return f".../{Path(path).name}"

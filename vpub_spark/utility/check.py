@@ -314,6 +314,32 @@ def check_table(
         raise DataError(
             f"{e}; declare the order of {sensitive}'s labels in a table spec (order: or bins), e.g. --table SPEC"
         ) from None
+    return _report(engine, loaded, qi, sensitive, model, ordered, worst, how)
+
+
+def check_frame(
+    engine,
+    data: Any,
+    qi: list[str],
+    sensitive: str,
+    model: Model,
+    ordered: bool = False,
+    worst: int = WORST,
+    weight: str | None = None,
+) -> CheckReport:
+    """`check_table` of a frame (a pandas or pyspark DataFrame, a pyarrow Table:
+    `frames.py`); `weight` a column of per-row weights, None for every row once."""
+    from ..frames import frame_input
+
+    check_names(qi, sensitive)
+    how = Reading(weight)
+    spec = table_spec_from_dict(spec_for(qi, sensitive, ordered, how))
+    loaded = engine.load_frame(frame_input(data, spec))
+    return _report(engine, loaded, qi, sensitive, model, ordered, worst, how)
+
+
+def _report(engine, loaded, qi, sensitive, model, ordered, worst, how: Reading) -> CheckReport:
+    """The measures of a loaded table and its checks against `model`."""
     values = _share_values(how, ordered) if how.shares else _labels(loaded, sensitive)
     weigh = None
     if how.weighted:

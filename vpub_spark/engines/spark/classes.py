@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 from ...kernels.classes import COUNT, MEASURES, ClassJob, ClassSummary, class_measures, distribution
 from .errors import spark_errors
 from .schema import struct_type
+from .session import default_parallelism
 
 
 def _counts(loaded, job: ClassJob):
@@ -38,7 +39,7 @@ def _measure_shard(job: ClassJob, p: pd.Series):
 
 def _measured(loaded, job: ClassJob, counts):
     """Every class's measures, in tasks (k in rows, not units)."""
-    parts = max(1, loaded.data.sparkSession.sparkContext.defaultParallelism)
+    parts = max(1, default_parallelism(loaded.data.sparkSession))
     with spark_errors(loaded.source):
         totals = counts.groupBy(job.sensitive).agg(F.sum(COUNT).alias(COUNT)).toPandas()
     p = distribution(totals.set_index(job.sensitive)[COUNT])

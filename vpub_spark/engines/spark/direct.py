@@ -23,6 +23,7 @@ from ...storage import is_remote
 from ..base import unreadable
 from ..files import data_files, detect_format
 from .schema import struct_type
+from .session import default_parallelism
 
 TASK_ROWS = 8_000_000
 """At most about this many source rows per task (a task's row groups), and never fewer
@@ -123,7 +124,7 @@ def raw_frame(spark, path: str, columns: list[str], run: Callable, schema):
 def source_frame(spark, path: str, task: Callable, schema):
     """One task per split of the files' row groups (`row_group_splits`), `task` called
     with its splits' batch."""
-    splits = row_group_splits(path, spark.sparkContext.defaultParallelism)
+    splits = row_group_splits(path, default_parallelism(spark))
     return item_frame(spark, splits, ("file", "first", "end"), task, schema)
 
 

@@ -11,6 +11,8 @@ import numpy as np
 import pyarrow as pa
 
 from ...encoding import EncodingPlan, encode_batch
+from ...errors import SpecError
+from ...frames import FrameInput
 from ...kernels.classes import ClassJob, ClassSummary
 from ...model import TableSpec
 from ...storage import is_remote
@@ -33,7 +35,7 @@ from .read import (
     store_frame,
 )
 from .schema import struct_type
-from .session import SparkSettings, get_session
+from .session import SparkSettings, default_parallelism, get_session
 
 
 def _encoder(plan: EncodingPlan):
@@ -77,21 +79,25 @@ class SparkEngine:
     reads_object_stores = True
     audits_in_tasks = True
 
-    def __init__(self, settings: SparkSettings | None = None):
+    def __init__(self, settings: SparkSettings | None = None, session=None):
+        """Args:
+        settings: how to build the session (`get_session`).
+        session: a session to use instead (a Spark DataFrame's, `frames.py`)."""
         self.settings = settings or SparkSettings()
+        self._session = session
         self._numbered: tuple | None = None  # (data, sharding, data numbered and cached)
 
     @property
     def spark(self):
         """The session (started on first use)."""
-        return get_session(self.settings)
+        return self._session if self._session is not None else get_session(self.settings)
 
     def start(self) -> float:
         """Start the session now, outside any timed step; its start-up time in seconds."""
         import time
 
         t0 = time.perf_counter()
-        get_session(self.settings)
+        _ = self.spark
         return time.perf_counter() - t0
 
     def read(self, path: str, spec: TableSpec, fmt: str | None = None):
@@ -145,43 +151,59 @@ class SparkEngine:
         Parquet source of plain columns (`readable_directly`) is read by the tasks
         themselves in both passes, a range of row groups each (`direct.py`): no source
         row crosses from the JVM to Python."""
+        df = self.read(path, spec, fmt)
+        columns = sorted({a.column for a in spec.attributes})
+        direct = readable_directly(path, fmt, set(columns))
+        return self._loaded(df, spec, str(path), (path, fmt) if direct else None, files=True)
+
+    def load_frame(self, frame: FrameInput) -> LoadedTable:
+        """A frame's rows: a Spark DataFrame's on its session (its columns checked and
+        selected, then encoded as a file's), an Arrow table's sent to Spark as Arrow."""
+        df = frame.data if frame.on_spark else self.spark.createDataFrame(frame.data)
+        with spark_errors(frame.name):
+            check_columns(df.columns, frame.spec, frame.name)
+        return self._loaded(df.select(*frame.columns), frame.spec, frame.name, None, files=False)
+
+    def _loaded(
+        self, df, spec: TableSpec, source: str, direct: tuple | None, files: bool
+    ) -> LoadedTable:
+        """`df`'s rows encoded (`load`); `direct`: the local Parquet files' (path,
+        format) when the tasks read them themselves; `files`: `df` reads files."""
         from pyspark.sql import functions as F
 
         from ...encoding import RAW_COUNT_SCHEMA, raw_count_batch, raw_counts_from
 
-        df = self.read(path, spec, fmt)
         columns = sorted({a.column for a in spec.attributes})
-        direct = readable_directly(path, fmt, set(columns))
 
         def count(batches):
             for b in batches:
                 yield raw_count_batch(b, spec)
 
         counted = (
-            raw_frame(self.spark, path, columns, count, struct_type(RAW_COUNT_SCHEMA))
+            raw_frame(self.spark, direct[0], columns, count, struct_type(RAW_COUNT_SCHEMA))
             if direct  # the tasks read the files: no JVM rows
             else df.mapInArrow(count, struct_type(RAW_COUNT_SCHEMA))
         )
-        with spark_errors(path):
+        with spark_errors(source):
             sums = (
                 counted.groupBy("attr", "value")
                 .agg(F.sum("count").alias("count"))
                 .collect()  # small: one row per distinct raw value of each attribute
             )
-        if any("\ufffd" in (r["value"] or "") for r in sums) and not is_remote(path):
-            check_decoded(df, spec)
+        if any("\ufffd" in (r["value"] or "") for r in sums) and files and not is_remote(source):
+            check_decoded(df, spec)  # a local CSV's replaced bytes
         raw, rows, missing_rows = raw_counts_from(
             ((r["attr"], r["value"], r["count"]) for r in sums), spec
         )
         plan, dictionaries, counts = plan_encoding(spec, raw, rows, missing_rows)
-        source = DirectSource(path, plan) if direct else None
+        tasks_read = DirectSource(direct[0], plan) if direct else None
         encoded = (
-            direct_frame(self.spark, source, iter, struct_type(plan.schema))
-            if source is not None
+            direct_frame(self.spark, tasks_read, iter, struct_type(plan.schema))
+            if tasks_read is not None
             else df.mapInArrow(_encoder(plan), struct_type(plan.schema))
         )
         return LoadedTable(
-            spec, dictionaries, counts, rows, missing_rows, encoded, str(path), source
+            spec, dictionaries, counts, rows, missing_rows, encoded, source, tasks_read
         )
 
     # --- data sets -------------------------------------------------------------
@@ -295,7 +317,7 @@ class SparkEngine:
     ) -> None:
         """Tasks over the block numbers (at most 4 per core), each making its blocks
         itself; `progress` is not called (the rows never pass through the driver)."""
-        parts = max(1, min(blocks, self.spark.sparkContext.defaultParallelism * 4))
+        parts = max(1, min(blocks, default_parallelism(self.spark) * 4))
 
         def make(batches):
             for b in batches:
@@ -459,6 +481,21 @@ class SparkEngine:
         with spark_errors("--sql"):  # a bad query: one line
             return self.spark.sql(query).limit(limit).toPandas()
 
+    def catalog_table(self, name: str):
+        """The catalog's table `name` (its schema resolved: a missing table fails here)."""
+        from .errors import is_spark_error
+
+        try:
+            df = self.spark.table(name)
+            df.schema  # noqa: B018
+        except Exception as e:
+            if not is_spark_error(e):
+                raise
+            raise SpecError(
+                f"catalog:{name}: no such table in the Spark session's catalog"
+            ) from None
+        return df
+
     def map_rows(self, frame, run, schema, parts):
         """`run` per task over `frame` spread on `parts` tasks (`frame_tasks`); for small
         driver-side frames such as a query workload, never for the data. A frame made
@@ -468,9 +505,7 @@ class SparkEngine:
 
         if frame.empty:
             return frame.iloc[0:0].reindex(columns=schema.names)
-        parts = max(
-            1, min(len(frame), parts if parts > 0 else self.spark.sparkContext.defaultParallelism)
-        )
+        parts = max(1, min(len(frame), parts if parts > 0 else default_parallelism(self.spark)))
         with spark_errors("map rows"):
             return frame_tasks(self.spark, frame, run, schema, parts).toPandas()
 

@@ -11,6 +11,7 @@ from urllib.parse import unquote
 from ...errors import DataError, VpubError, without_values
 
 VPUB_KINDS = ("VpubError", "DataError", "SpecError", "PrivacyError", "StorageError")
+NO_MODULE = "docs/how-to/python-api.md#publishing-a-frame"
 
 
 def is_spark_error(error: BaseException) -> bool:
@@ -52,6 +53,8 @@ def one_line(what: str, text: str, since: int = 0) -> VpubError:
     if worker:
         kind, message = worker[-1]
         line = message if kind in VPUB_KINDS else f"{what}: {kind}: {message}"
+        if "No module named 'vpub_spark'" in message:
+            line += f" in Spark's Python workers: set PYSPARK_PYTHON to a Python that has it ({NO_MODULE})"
     elif java and file:
         line = f"{file}: cannot read the input: {_clean(java[-1])}"
     elif java:

@@ -25,6 +25,7 @@ from ..base import ReleaseFiles
 from ..kl_sums import kl_sums
 from .errors import spark_errors
 from .schema import struct_type
+from .session import default_parallelism
 
 EST = "__est"
 KEY = "__key"
@@ -155,8 +156,8 @@ def per_core(df):
     once per core, not once per input split (a source of many small files has many
     splits; the benchmark sources here have 2, so it changed nothing there). A task
     then reads its rows in `CHUNK_ROWS` chunks, so its memory does not grow with them."""
-    cores = df.sparkSession.sparkContext.defaultParallelism
-    return df.coalesce(cores) if df.rdd.getNumPartitions() > cores else df
+    cores = default_parallelism(df.sparkSession)
+    return df.coalesce(cores)  # (no-op when it has fewer partitions)
 
 
 def chunks(batches, rows: int):
@@ -291,7 +292,7 @@ def distinct_rows(loaded) -> tuple[Any, Packing | None]:
     Spark's aggregate by the columns with their COUNT, one partition per core."""
     from pyspark.sql import functions as F
 
-    cores = loaded.data.sparkSession.sparkContext.defaultParallelism
+    cores = default_parallelism(loaded.data.sparkSession)
     packed = packed_rows(loaded)
     if packed is None:
         grouped = loaded.data.groupBy(*loaded.names).agg(F.count(F.lit(1)).alias(COUNT))
@@ -328,7 +329,7 @@ def direct_keys(engine, loaded, packing: Packing):
     rows a second (measured; docs/explanation/performance.md)."""
     from .direct import direct_frame
 
-    parts = max(engine.spark.sparkContext.defaultParallelism, -(-loaded.rows // KEYS_PER_TASK))
+    parts = max(default_parallelism(engine.spark), -(-loaded.rows // KEYS_PER_TASK))
     routes = engine.partition_keys(parts)
     blobs = direct_frame(
         engine.spark,

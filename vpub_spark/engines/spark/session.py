@@ -135,10 +135,12 @@ def get_session(settings: SparkSettings | None = None, dump_archive: Path | None
         _EARLY[0].join()
     from pyspark.sql import SparkSession
 
+    settings = settings or SparkSettings()
+    if (url := settings.remote_url) is not None:
+        return _connect(url, settings)
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    settings = settings or SparkSettings()
     require_java()
     # Python workers must run the interpreter that has vpub_spark installed.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -160,8 +162,64 @@ def get_session(settings: SparkSettings | None = None, dump_archive: Path | None
         if k not in submitted:  # what spark-submit was told wins over our defaults
             builder = builder.config(k, v)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setLogLevel("ERROR")  # a classic session: Spark Connect returned above
     return spark
+
+
+# what a session sets over Spark Connect: the SQL settings among ours (the others, and
+# `master`, are the server's; docs/how-to/spark-connect.md); a session's Hadoop settings
+# are its SQL settings without the `spark.hadoop.` prefix
+_HADOOP = "spark.hadoop."
+_SESSION_CONF = (
+    "spark.sql.execution.arrow.pyspark.enabled",
+    "spark.sql.execution.arrow.maxRecordsPerBatch",
+    "spark.sql.session.timeZone",
+    "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning",
+    "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs",
+)
+
+
+def _connect(url: str, settings: SparkSettings):
+    """A Spark Connect session to `url` with our SQL settings (and the shuffle
+    partitions and `spark.sql.*` ones `settings` give); no JVM, no py4j here."""
+    from pyspark.sql import SparkSession
+
+    conf = {k: v for k, v in DEFAULT_CONF.items() if k in _SESSION_CONF}
+    if settings.shuffle_partitions:
+        conf["spark.sql.shuffle.partitions"] = str(settings.shuffle_partitions)
+    conf |= {k: v for k, v in settings.conf if k.startswith(("spark.sql.", _HADOOP))}
+    try:
+        spark = SparkSession.builder.remote(url).getOrCreate()
+        for key, value in conf.items():
+            spark.conf.set(key.removeprefix(_HADOOP), value)
+    except Exception as e:  # pyspark's and gRPC's: the server is not there, or refuses
+        if not type(e).__module__.startswith(("pyspark", "grpc")):
+            raise
+        first = next((x.strip() for x in str(e).splitlines() if x.strip()), type(e).__name__)
+        raise VpubError(f"Spark Connect server {url}: {first}") from None
+    _quiet_python_logs()
+    return spark
+
+
+def is_connect(spark) -> bool:
+    """Whether `spark` is a Spark Connect session (no `sparkContext`, no RDDs)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+_PARALLELISM: dict[str, int] = {}
+
+
+def default_parallelism(spark) -> int:
+    """The session's default parallelism (its cores in local mode): `sparkContext`'s, or,
+    over Spark Connect, the partitions of a `range` (which has that many), asked once."""
+    if not is_connect(spark):
+        return int(spark.sparkContext.defaultParallelism)
+    if spark.session_id not in _PARALLELISM:
+        from pyspark.sql import functions as F
+
+        ids = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("p"))
+        _PARALLELISM[spark.session_id] = max(1, ids.distinct().count())
+    return _PARALLELISM[spark.session_id]
 
 
 _LOG: list[Path] = []
