@@ -240,8 +240,6 @@ class PublishConfig:
             raise SpecError(
                 "give one input: input.path, input.catalog, input.delta or input.iceberg"
             )
-        if not given and not self.input_path:
-            raise SpecError("input.path is required (or input.catalog, input.delta, input.iceberg)")
         if given:
             object.__setattr__(self, "input_path", given[0])
         if iceberg and not self.input_catalog:
@@ -388,7 +386,12 @@ def config_from_dict(d: Any, where: str = "config") -> PublishConfig:
     """
     if isinstance(d, dict):  # a file without rules has none (code draws random ones)
         d = {"rules": None} | d
-    return parse_file(PublishConfig, d, where)  # anything else: "expected a mapping"
+    cfg = parse_file(PublishConfig, d, where)  # anything else: "expected a mapping"
+    if not cfg.input_path:
+        raise SpecError(
+            f"{where}: input.path is required (or input.catalog, input.delta, input.iceberg)"
+        )
+    return cfg
 
 
 PATHS = (

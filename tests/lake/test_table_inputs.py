@@ -152,3 +152,66 @@ def test_a_catalog_table_publishes_on_spark_what_its_rows_as_parquet_do(spark, v
             _publish({"catalog": "clinic.patients"}, tmp_path / "ip", engine="inprocess")
     finally:
         spark.sql("DROP DATABASE IF EXISTS clinic CASCADE")
+
+
+HIVE_TABLE = """
+import sys
+import pandas as pd
+from vpub_spark.engines.spark.session import SparkSettings, get_session
+spark = get_session(SparkSettings.load(sys.argv[1]))
+spark.createDataFrame(pd.read_parquet(sys.argv[2])).write.saveAsTable("default.patients")
+"""
+
+
+@pytest.mark.spark
+def test_a_hive_metastore_table_is_published_from_the_command_line(versions, tmp_path):
+    """A table saved to a Hive metastore by one session, published by `vpub publish`
+    in another (`--input catalog:...`); a missing table is one line and exit 2."""
+    settings = tmp_path / "hive.yaml"
+    hive = {
+        "spark.sql.catalogImplementation": "hive",
+        "spark.sql.warehouse.dir": str(tmp_path / "warehouse"),
+        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={tmp_path / 'metastore'};create=true",
+    }
+    settings.write_text(yaml.safe_dump({"master": "local[1]", "driver_memory": "1g", "conf": hive}))
+    rows = tmp_path / "rows.parquet"
+    versions[1].to_parquet(rows)
+    run = {"capture_output": True, "text": True, "timeout": 600, "cwd": tmp_path}
+    made = subprocess.run([sys.executable, "-c", HIVE_TABLE, str(settings), str(rows)], **run)
+    assert made.returncode == 0, made.stderr[-2000:]
+    job = tmp_path / "job.yaml"
+    config = {"input": {"path": "unused"}, "rules": RULES, "privacy": {"l": 3}, "seed": 4}
+    config |= {"engine": "spark", "spark": str(settings), "output": {"path": str(tmp_path / "out")}}
+    job.write_text(yaml.safe_dump(config))
+    cli = [sys.executable, "-m", "vpub_spark.cli", "publish", "--config", str(job)]
+    done = subprocess.run([*cli, "--input", "catalog:default.patients"], **run)
+    assert done.returncode == 0, done.stderr[-2000:]
+    files = _publish({"path": _as_parquet(versions[1], tmp_path / "pq")}, tmp_path / "files")
+    published = next((tmp_path / "out").glob("*/manifest.json")).parent
+    assert same_contents(contents(published), contents(files.path))
+    missing = subprocess.run([*cli, "--input", "catalog:default.nothing"], **run)
+    assert missing.returncode == 2
+    lines = missing.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no such table" in lines[0], missing.stderr
+    assert [p.name for p in (tmp_path / "out").iterdir() if not p.name.startswith("_")] == [
+        published.name
+    ]
+
+
+def test_a_delta_column_of_another_type_is_one_line_exit_2(tmp_path):
+    from deltalake import write_deltalake
+
+    path = tmp_path / "visits"
+    write_deltalake(str(path), pa.table({"age": [30, 40], "visits": [[1, 2], [3]]}))
+    job = tmp_path / "job.yaml"
+    config = {"input": {"delta": str(path)}, "rules": ["age -> visits"], "privacy": {"l": 2}}
+    job.write_text(yaml.safe_dump(config | {"output": {"path": str(tmp_path / "out")}}))
+    done = subprocess.run(
+        [sys.executable, "-m", "vpub_spark.cli", "publish", "--config", str(job)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "column visits" in lines[0], done.stderr
+    assert not (tmp_path / "out").exists()
