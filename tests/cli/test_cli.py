@@ -200,6 +200,7 @@ def test_every_feature_registers_its_commands():
         "statdb",
         "update",
         "lake",
+        "frame",
         "scale",
         "kl",
         "streamliner",
