@@ -1,7 +1,7 @@
 """Check that a change publishes the same releases: publish every method on both
 engines with one seed, before and after, and compare the releases' tables.
 
-    python scripts/same_release.py publish OUT [--engines inprocess,spark] [--rows N]
+    python scripts/same_release.py publish OUT [--engines inprocess,spark] [--rows N] [--one-process]
     python scripts/same_release.py compare OUT_BEFORE OUT_AFTER
     python scripts/same_release.py compare RELEASE_A RELEASE_B
 
@@ -52,8 +52,19 @@ METHODS: dict[str, dict] = {  # method -> its config's keys besides input, outpu
 }
 
 
+ONE_PROCESS: list[bool] = []  # --one-process: every command through `main`, in this process
+
+
 def vpub(*args: str) -> None:
-    """Run this checkout's command line (its code, not an installed one)."""
+    """Run this checkout's command line (its code, not an installed one): a new process
+    per command, or with --one-process `vpub_spark.cli.main` here (one Spark session,
+    one Spark Connect client, for all of them)."""
+    if ONE_PROCESS:
+        from vpub_spark.cli import main
+
+        if main(list(args)) != 0:
+            raise SystemExit(f"vpub {' '.join(args)} failed")
+        return
     done = subprocess.run(
         [sys.executable, "-m", "vpub_spark.cli", *args], cwd=ROOT, capture_output=True, text=True
     )
@@ -130,11 +141,13 @@ def main(argv: list[str]) -> int:
     run.add_argument("out", type=Path)
     run.add_argument("--engines", default="inprocess,spark")
     run.add_argument("--rows", type=int, default=6000)
+    run.add_argument("--one-process", action="store_true", help="every command in this process")
     check = sub.add_parser("compare")
     check.add_argument("a", type=Path)
     check.add_argument("b", type=Path)
     args = parser.parse_args(argv)
     if args.command == "publish":
+        ONE_PROCESS.extend([True] if args.one_process else [])
         publish_all(args.out, args.engines.split(","), args.rows)
         return 0
     return 0 if compare(args.a, args.b) else 1

@@ -65,19 +65,18 @@ def _table_name(name: str) -> str:
 
 
 def _catalog_frame(engine: Engine, name: str, spec: TableSpec | None, what: str) -> FrameInput:
+    """A catalog table as a frame of the engine's session (no row read yet)."""
     df = sql_engine(engine).catalog_table(name)
     return frame_input(df, spec, name=_table_name(name), what=what)
 
 
 def _delta(path: str, version: int | None):
+    """A Delta table's rows at `version` (None: the latest) as Arrow, and the version."""
     from deltalake import DeltaTable
     from deltalake.exceptions import DeltaError, TableNotFoundError
 
-    from .storage import is_remote
-
-    where = path if is_remote(path) else str(path)
     try:
-        table = DeltaTable(where, version=version)
+        table = DeltaTable(path, version=version)
     except TableNotFoundError:
         raise SpecError(f"delta:{public_path(path)}: no Delta table there") from None
     except DeltaError as e:
@@ -91,6 +90,8 @@ def _delta(path: str, version: int | None):
 
 
 def _iceberg(uri: str, name: str, snapshot: int | None):
+    """An Iceberg table's rows at `snapshot` (None: the current) as Arrow, and the
+    snapshot read."""
     from pyiceberg.exceptions import NoSuchTableError
 
     from .lake.iceberg import open_catalog

@@ -1,7 +1,8 @@
 """Every method over Spark Connect, as a user runs it: a real Spark Connect server on
 loopback (deploy/connect-server.sh: pyspark's own sbin script and spark-connect jar),
-`SPARK_REMOTE` set, and the command line publishing (scripts/same_release.py, every
-method), auditing and querying on the Spark engine through it. The releases equal the
+`SPARK_REMOTE` set, and the command line (`main`, one client process per step)
+publishing (scripts/same_release.py, every method), auditing and querying on the Spark
+engine through it. The releases equal the
 in-process engine's for the same seed (which the engine-equality tests prove equal to a
 classic Spark session's). A bad column is one line and exit 2.
 
@@ -66,7 +67,7 @@ def published(server, tmp_path_factory):
     for engine, remote in (("spark", server), ("inprocess", None)):
         done = _run(
             [sys.executable, str(SAME_RELEASE), "publish", str(out / engine)]
-            + ["--engines", engine, "--rows", str(ROWS)],
+            + ["--engines", engine, "--rows", str(ROWS), "--one-process"],
             remote,
             timeout=1200,
         )

@@ -66,7 +66,8 @@ def choose(
 ) -> tuple[str, SparkSettings, str]:
     """The engine's name for a run on `input_path`, its Spark settings, and why it was
     chosen (`auto` decides by the input's size, this machine's memory and cores, and
-    the Spark master; a named engine is taken as named). A Spark run on a small input
+    the Spark master; a catalog table or a Spark Connect server means Spark, a Delta or
+    Iceberg table in process; a named engine is taken as named). A Spark run on a small input
     gets the small-input JVM settings (`auto.small_input`)."""
     from dataclasses import replace
 
