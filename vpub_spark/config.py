@@ -32,6 +32,7 @@ from .settings import BIP_MODES as BIP_MODES
 from .settings import MarginalSettings as MarginalSettings
 from .settings import MultiSaSettings as MultiSaSettings
 from .settings import StreamlinerSettings as StreamlinerSettings
+from .storage import table_kind
 from .tablespec import load_yaml
 
 ENGINES = ("auto", "spark", "inprocess")
@@ -229,7 +230,7 @@ class PublishConfig:
     def _one_input(self) -> None:
         """One input: `input.path`, or a table (`catalog:`, `delta:`, `iceberg:`), which
         `input_path` then names; with an Iceberg table, `input.catalog` is its catalog."""
-        iceberg = self.input_iceberg or self.input_path.startswith("iceberg:")
+        iceberg = self.input_iceberg or table_kind(self.input_path) == "iceberg"
         tables = {
             "catalog": None if iceberg else self.input_catalog,
             "delta": self.input_delta,
@@ -244,8 +245,9 @@ class PublishConfig:
             object.__setattr__(self, "input_path", given[0])
         if iceberg and not self.input_catalog:
             raise SpecError("input.iceberg needs input.catalog: the Iceberg catalog's URI")
-        if self.input_version is not None and not self.input_path.startswith(
-            ("delta:", "iceberg:")
+        if self.input_version is not None and table_kind(self.input_path) not in (
+            "delta",
+            "iceberg",
         ):
             raise SpecError("input.version applies to input.delta and input.iceberg")
 
@@ -259,7 +261,7 @@ class PublishConfig:
         given = {k: v for k, v in kw.items() if v is not None}
         if "input_path" in given:  # --input replaces the config's input, whichever it is
             given |= {"input_delta": None, "input_iceberg": None}
-            if not given["input_path"].startswith("iceberg:"):  # (else: its catalog)
+            if table_kind(given["input_path"]) != "iceberg":  # (else: its catalog)
                 given |= {"input_catalog": None, "input_version": None}
         return replace(self, **given)
 
@@ -281,8 +283,9 @@ class PublishConfig:
             d.pop(key)
         for key in ("input_path", "input_delta", "table", "output_path", "spark", "sign_key"):
             d[key] = public_path(d[key])
-        if str(self.input_catalog).startswith("sqlite:///"):  # an Iceberg catalog's file
-            d["input_catalog"] = f"sqlite:///{public_path(d['input_catalog'][10:])}"
+        catalog = self.input_catalog or ""
+        if catalog.startswith("sqlite:///"):  # an Iceberg catalog's file
+            d["input_catalog"] = f"sqlite:///{public_path(catalog.removeprefix('sqlite:///'))}"
         if d.get("marginals"):
             d["marginals"]["state"] = PRIVATE
         d["privacy"] = self.privacy.as_dict()

@@ -10,11 +10,10 @@ from ..errors import SpecError
 from ..release.reader import ReleaseReader
 from ..storage import is_remote, join
 from .catalog import family_of
-from .iceberg import Registered, check_registrable, release_properties
+from .iceberg import RELEASE_ID, Registered, check_registrable, release_properties
 from .sql import sql_name
 
 DELTA_DIR = "_delta"  # under a releases root: the default location of the tables
-RELEASE_ID = "vpub.release_id"
 
 
 def register_delta(rel: ReleaseReader, location: str) -> Registered:

@@ -154,7 +154,7 @@ class SparkEngine:
         df = self.read(path, spec, fmt)
         columns = sorted({a.column for a in spec.attributes})
         direct = readable_directly(path, fmt, set(columns))
-        return self._loaded(df, spec, str(path), (path, fmt) if direct else None, files=True)
+        return self._loaded(df, spec, str(path), path if direct else None, files=True)
 
     def load_frame(self, frame: FrameInput) -> LoadedTable:
         """A frame's rows: a Spark DataFrame's on its session (its columns checked and
@@ -165,10 +165,10 @@ class SparkEngine:
         return self._loaded(df.select(*frame.columns), frame.spec, frame.name, None, files=False)
 
     def _loaded(
-        self, df, spec: TableSpec, source: str, direct: tuple | None, files: bool
+        self, df, spec: TableSpec, source: str, direct: str | None, files: bool
     ) -> LoadedTable:
-        """`df`'s rows encoded (`load`); `direct`: the local Parquet files' (path,
-        format) when the tasks read them themselves; `files`: `df` reads files."""
+        """`df`'s rows encoded (`load`); `direct`: the local Parquet source's path when
+        the tasks read its files themselves; `files`: `df` reads files."""
         from pyspark.sql import functions as F
 
         from ...encoding import RAW_COUNT_SCHEMA, raw_count_batch, raw_counts_from
@@ -180,7 +180,7 @@ class SparkEngine:
                 yield raw_count_batch(b, spec)
 
         counted = (
-            raw_frame(self.spark, direct[0], columns, count, struct_type(RAW_COUNT_SCHEMA))
+            raw_frame(self.spark, direct, columns, count, struct_type(RAW_COUNT_SCHEMA))
             if direct  # the tasks read the files: no JVM rows
             else df.mapInArrow(count, struct_type(RAW_COUNT_SCHEMA))
         )
@@ -196,7 +196,7 @@ class SparkEngine:
             ((r["attr"], r["value"], r["count"]) for r in sums), spec
         )
         plan, dictionaries, counts = plan_encoding(spec, raw, rows, missing_rows)
-        tasks_read = DirectSource(direct[0], plan) if direct else None
+        tasks_read = DirectSource(direct, plan) if direct else None
         encoded = (
             direct_frame(self.spark, tasks_read, iter, struct_type(plan.schema))
             if tasks_read is not None
