@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 PY      = $(BIN)/python
 
-.PHONY: demo test lint docs wheel-check mutation-check bench-docs bench-scale bench-statdb bench-update bench-lake compare-adult compare-texas bench-generate bench-publish bench-publish-10m bench-workers bench-texas bench-utility bench-multi-sa bench-marginals bench-frame compare-marginals compare-marginals-skew bench-bip-adult bench-cluster bench-cold spark-archive clean check-java
+.PHONY: demo test lint docs wheel-check mutation-check bench-docs bench-scale bench-statdb bench-update bench-lake compare-adult compare-texas bench-generate bench-publish bench-publish-10m bench-workers bench-texas bench-utility bench-multi-sa bench-marginals bench-frame bench-report compare-marginals compare-marginals-skew bench-bip-adult bench-cluster bench-cold spark-archive clean check-java
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -51,7 +51,10 @@ demo: check-java $(VENV)/.installed
 
 test: check-java $(VENV)/.installed-dev
 	scripts/install_browser.sh
-	$(BIN)/pytest -q
+	# two workers, each test file on one of them (its module fixtures, such as a
+	# cluster or a Spark Connect server, start once): 24 min against 31 on 2 cores,
+	# since most slow tests wait on JVMs and subprocesses
+	$(BIN)/pytest -q -n 2 --dist loadfile
 
 # ruff (lint and format) and mypy; CI runs this before the tests
 lint: $(VENV)/.installed-dev
@@ -68,7 +71,7 @@ bench-generate: check-java $(VENV)/.installed
 DOCS_DATA := docs/benchmarks/data
 
 # every benchmark and comparison the docs show, one after another (hours on 2 cores)
-bench-docs: bench-publish bench-publish-10m bench-workers bench-texas bench-cold bench-utility bench-marginals bench-frame bench-scale bench-statdb bench-update compare-adult compare-texas bench-bip-adult compare-marginals compare-marginals-skew bench-lake
+bench-docs: bench-publish bench-publish-10m bench-workers bench-texas bench-cold bench-utility bench-marginals bench-frame bench-report bench-scale bench-statdb bench-update compare-adult compare-texas bench-bip-adult compare-marginals compare-marginals-skew bench-lake
 
 # a comparison's means, run record and plots, into the docs (from OUT to FIGURES)
 define copy-comparison
@@ -126,6 +129,11 @@ bench-marginals: check-java $(VENV)/.installed-bench
 bench-frame: check-java $(VENV)/.installed-bench
 	$(BIN)/vpub bench frame --rows 1000000 --repeat 3 --out out/bench-frame
 	cp out/bench-frame/frame.json $(DOCS_DATA)/frame-1m.json
+
+# vpub report and vpub explore as a user runs them: Adult, and a 10M-row sal release
+bench-report: $(VENV)/.installed-bench
+	$(BIN)/vpub bench report --adult data/adult --rows 10000000 --out out/bench-report
+	cp out/bench-report/report.json $(DOCS_DATA)/report.json
 
 # publish on Spark at 1M and 3M rows: time per step, driver memory, a fitted cost model
 # (add sizes, e.g. --rows 1e6,3e6,1e7,3e7, where the machine allows)

@@ -9,23 +9,23 @@ import time
 from vpub_spark.cli.common import SEED, config_of, engines, whole_number
 from vpub_spark.report import console
 
-from .bench import BenchPublish, BenchUtility, bench_publish, bench_utility
-from .bench_cold import BenchCold, bench_cold
-from .bench_frame import BenchFrame, bench_frame
-from .bench_lake import BenchLake, bench_lake
-from .bench_methods import (
-    BenchMarginals,
-    BenchMultiSa,
-    BenchStreamliner,
-    bench_marginals,
-    bench_multi_sa,
-    bench_streamliner,
-)
-from .bench_peers import BenchPeers, bench_peers
-from .bench_scale import BenchKl, BenchScale, bench_kl, bench_scale
-from .bench_statdb import BenchServe, BenchStatdb, bench_serve, bench_statdb
-from .bench_update import BenchUpdate, bench_update
-from .comparison import load_comparison, run_comparison
+BENCHMARKS = {  # `vpub bench WHAT`: (its module, its config, its job), imported when run
+    "publish": ("bench", "BenchPublish", "bench_publish"),
+    "multi-sa": ("bench_methods", "BenchMultiSa", "bench_multi_sa"),
+    "marginals": ("bench_methods", "BenchMarginals", "bench_marginals"),
+    "utility": ("bench", "BenchUtility", "bench_utility"),
+    "statdb": ("bench_statdb", "BenchStatdb", "bench_statdb"),
+    "update": ("bench_update", "BenchUpdate", "bench_update"),
+    "lake": ("bench_lake", "BenchLake", "bench_lake"),
+    "frame": ("bench_frame", "BenchFrame", "bench_frame"),
+    "report": ("bench_report", "BenchReport", "bench_report"),
+    "streamliner": ("bench_methods", "BenchStreamliner", "bench_streamliner"),
+    "serve": ("bench_statdb", "BenchServe", "bench_serve"),
+    "scale": ("bench_scale", "BenchScale", "bench_scale"),
+    "kl": ("bench_scale", "BenchKl", "bench_kl"),
+    "peers": ("bench_peers", "BenchPeers", "bench_peers"),
+    "cold": ("bench_cold", "BenchCold", "bench_cold"),
+}
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -33,6 +33,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     marginals against ANGEL): run the sweeps, write results and plots, print the means."""
     from rich.progress import Progress
     from rich.table import Table
+
+    from .comparison import load_comparison, run_comparison
 
     comp = load_comparison(args.config, args.repeats, args.queries, args.out)
     cfg, t0 = comp.cfg, time.perf_counter()
@@ -70,22 +72,11 @@ def worker_counts(text: str) -> tuple[int, ...]:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """Every benchmark: its typed config from the arguments, then the run."""
-    kind, run = {
-        "publish": (BenchPublish, bench_publish),
-        "multi-sa": (BenchMultiSa, bench_multi_sa),
-        "marginals": (BenchMarginals, bench_marginals),
-        "utility": (BenchUtility, bench_utility),
-        "statdb": (BenchStatdb, bench_statdb),
-        "update": (BenchUpdate, bench_update),
-        "lake": (BenchLake, bench_lake),
-        "frame": (BenchFrame, bench_frame),
-        "streamliner": (BenchStreamliner, bench_streamliner),
-        "serve": (BenchServe, bench_serve),
-        "scale": (BenchScale, bench_scale),
-        "kl": (BenchKl, bench_kl),
-        "peers": (BenchPeers, bench_peers),
-        "cold": (BenchCold, bench_cold),
-    }[args.what]
+    from importlib import import_module
+
+    module, config, job = BENCHMARKS[args.what]
+    loaded = import_module(f".{module}", __package__)
+    kind, run = getattr(loaded, config), getattr(loaded, job)
     given: dict[str, tuple] = {"engines": engines(args.engines)} if hasattr(args, "engines") else {}
     if args.what == "peers":
         given = {"qi": engines(args.qi)}
@@ -93,7 +84,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         given["forms"] = engines(args.forms)
     if hasattr(args, "workers") and args.what != "serve":  # in-process worker counts
         given["workers"] = worker_counts(args.workers)
-    run(config_of(kind, args, **given))  # type: ignore[operator]
+    run(config_of(kind, args, **given))
     return 0
 
 
@@ -205,6 +196,18 @@ def _bench_frame(bn) -> None:
     bf.add_argument("--seed", type=SEED, default=7)
     bf.add_argument("--spark-conf", default=None)
     bf.add_argument("--out", default="out/bench-frame", help="where frame.json goes")
+
+
+def _bench_report(bn) -> None:
+    br = bn.add_parser(
+        "report", help="vpub report and vpub explore on Adult (and --rows of sal), as commands"
+    )
+    br.add_argument("--adult", default="data/adult", help="the raw Adult files")
+    br.add_argument("--rows", type=int, default=0, help="also a sal release of this many rows")
+    br.add_argument("--repeat", type=int, default=3)
+    br.add_argument("--vary", default="l=2,3,5,8,10")
+    br.add_argument("--seed", type=SEED, default=7)
+    br.add_argument("--out", default="out/bench-report", help="where report.json goes")
 
 
 def _bench_statdb(bn) -> None:
@@ -344,6 +347,7 @@ def register(sub) -> None:
         _bench_update,
         _bench_lake,
         _bench_frame,
+        _bench_report,
         _bench_streamliner,
         _bench_serve,
         _bench_scale,

@@ -190,6 +190,8 @@ def test_every_feature_registers_its_commands():
         "export",
         "check",
         "spark-archive",
+        "report",
+        "explore",
     }
     bench = next(a for a in sub.choices["bench"]._actions if a.dest == "what")
     assert set(bench.choices) == {
@@ -201,6 +203,7 @@ def test_every_feature_registers_its_commands():
         "update",
         "lake",
         "frame",
+        "report",
         "scale",
         "kl",
         "streamliner",

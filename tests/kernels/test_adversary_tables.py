@@ -38,8 +38,7 @@ from vpub_spark.model import PublishedTable
 from vpub_spark.publishing.anatomy import AnatomyJob
 from vpub_spark.publishing.pipeline import publish
 from vpub_spark.release.audit.release import audit_release
-from vpub_spark.release.export import guarantee_lines
-from vpub_spark.serve.catalog import guarantee
+from vpub_spark.release.export import guarantee, guarantee_lines
 
 
 def _release(groupings, rows: np.ndarray) -> tuple:

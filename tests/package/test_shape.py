@@ -43,11 +43,13 @@ ORDER = [
     "settings",  # the methods' config sections (multi-SA, marginals, streamliner)
     "config",  # job configs, parsed once
     "utility",  # estimates over whole releases: KL, queries, risk; `vpub check`
+    "reporting",  # a release's report and a sweep's page: facts, plots, HTML
     "publishing",  # the pipeline and its methods
     "statdb",  # the statistical database
     "serve",  # HTTP over the statistical database and the releases
     "report",  # the terminal reports of the commands
     "demo",  # `vpub demo`: a generated table published and audited end to end
+    "explore",  # `vpub explore`: a config published at several l (or m), measured
     "api",  # the public API (`vpub_spark.publish`, `open_release`, `Release`)
     "cli",  # `vpub`
 ]

@@ -236,3 +236,71 @@ def test_a_new_user_counts_and_estimates_on_real_labels(labels_store, browser, t
             )
             assert not browser.find_element(By.ID, "error").is_displayed()
         browser.save_screenshot(str(tmp_path / "labels.png"))
+
+
+REPORT_FIGURE = DOCS_FIGURE.parent / "report.png"
+
+
+def test_the_release_report_opens_from_the_page(store, browser, tmp_path):
+    """The release's page links to its report; the report, fetched with the token,
+    shows every section of the reader's view and its plots (each image decoded, wider
+    and taller than nothing), and no request leaves the server (loopback)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ready
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    token = tmp_path / "token"
+    token.write_text("page-token")
+    with running(ServeSettings(str(store[0]), str(store[1].parent), str(token), rate=0)) as url:
+        wait = WebDriverWait(browser, 60)
+        browser.get(url + "/")
+        wait.until(ready.visibility_of_element_located((By.ID, "token")))
+        browser.find_element(By.ID, "token").send_keys("page-token")
+        browser.find_element(By.ID, "token-save").click()
+        wait.until(
+            lambda b: b.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "yes"
+        )
+        browser.find_element(By.ID, "release-r").click()
+        wait.until(ready.text_to_be_present_in_element((By.ID, "release-audit"), "Audit passed"))
+        link = browser.find_element(By.ID, "release-report")
+        assert link.get_attribute("href") == url + "/releases/r/report"
+        page = browser.current_window_handle
+        link.click()
+        wait.until(lambda b: len(b.window_handles) == 2)
+        browser.switch_to.window(next(h for h in browser.window_handles if h != page))
+        wait.until(ready.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Release report: r"))
+        text = browser.find_element(By.TAG_NAME, "body").text
+        for section in (
+            "The guarantee",
+            "The audit",
+            "The tables",
+            "What this release cannot show",
+        ):
+            assert section in text
+        assert "The owner's view" not in text and "Audit PASSED" in text
+        sizes = browser.execute_script(
+            "return [...document.images].map((i) => [i.complete, i.naturalWidth, i.naturalHeight])"
+        )
+        assert len(sizes) >= 4 and all(done and w > 0 and h > 0 for done, w, h in sizes)
+        _report_screenshot(browser, tmp_path)
+        fetched = browser.execute_script(
+            "return performance.getEntriesByType('resource').map((e) => e.name)"
+        )
+        browser.switch_to.window(page)
+        fetched += browser.execute_script(
+            "return performance.getEntriesByType('resource').map((e) => e.name)"
+        )
+    assert fetched and all(u.startswith((url + "/", "data:", "blob:")) for u in fetched), fetched
+
+
+def _report_screenshot(browser, tmp_path) -> None:
+    """The docs' picture of a report (docs/tutorials/report.md), taken here."""
+    from PIL import Image
+
+    shot = tmp_path / "report.png"
+    browser.save_screenshot(str(shot))
+    with Image.open(shot) as image:
+        assert image.width >= 1000 and image.height >= 800
+        assert len(image.convert("RGB").getcolors(maxcolors=1 << 16) or range(1 << 16)) > 50
+    if os.access(REPORT_FIGURE.parent, os.W_OK):
+        shutil.copyfile(shot, REPORT_FIGURE)

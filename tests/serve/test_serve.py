@@ -221,6 +221,27 @@ def test_the_catalog_summarizes_audits_and_estimates(server, store):
     assert call(server, "/releases/r/estimate", {})[1]["field"] == "where"
 
 
+def test_a_release_report_is_the_readers_view(server, store):
+    """`/releases/{id}/report`: `vpub report`'s page without a source (no owner's view,
+    nothing private), allowed to load nothing; behind the token like every endpoint."""
+    from vpub_spark.reporting.facts import release_facts
+    from vpub_spark.reporting.html import release_page
+
+    req = urllib.request.Request(server + "/releases/r/report")
+    req.add_header("Authorization", "Bearer s3cret")
+    with urllib.request.urlopen(req, timeout=60) as r:
+        page, headers = r.read().decode(), r.headers
+    assert headers["Content-Type"].startswith("text/html")
+    assert "default-src 'none'" in headers["Content-Security-Policy"]
+    assert page == release_page(release_facts(store[1]))
+    assert "<h1>Release report: r</h1>" in page and "owner's view" not in page.replace(
+        "the reader's view", ""
+    )
+    assert str(store[1].parent) not in page and 'seed":' not in page
+    assert call(server, "/releases/nope/report")[0] == 404
+    assert call(server, "/releases/r/report", token=None)[0] == 401
+
+
 def test_openapi_and_the_page_are_served(server):
     from vpub_spark.serve.app import openapi_document
 

@@ -17,14 +17,14 @@ COMMANDS_GROUP = "vpub_spark.commands"  # entry points: `register(subparsers)` o
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import data, demo, publish, query, releases, rules, serve, statdb
+    from . import data, demo, publish, query, releases, report, rules, serve, statdb
 
     p = argparse.ArgumentParser(
         prog="vpub", description="Privacy-preserving publication of microdata on Spark."
     )
     p.add_argument("--version", action="version", version=f"vpub_spark {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    for feature in (data, rules, publish, statdb, serve, query, releases, demo):
+    for feature in (data, rules, publish, statdb, serve, query, releases, report, demo):
         feature.register(sub)
     for plugin in _plugins():
         plugin(sub)

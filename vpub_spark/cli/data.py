@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import time
 
-from ..datasets.fetch import adult_directory, copy_raw
-from ..datasets.presets import resolve_input, write_adult, write_generated
 from ..report import check_report, console, profile_table
 from .common import SEED, engine_of, engine_options
 
 
 def cmd_datasets_adult(args: argparse.Namespace) -> int:
+    from ..datasets.fetch import adult_directory, copy_raw
+    from ..datasets.presets import write_adult
+
     path = args.path
     if args.download:
         with console.status("downloading Adult from the UCI archive (once; then cached) ..."):
@@ -29,6 +30,8 @@ def cmd_datasets_adult(args: argparse.Namespace) -> int:
 
 def cmd_datasets_generate(args: argparse.Namespace) -> int:
     from rich.progress import Progress
+
+    from ..datasets.presets import write_generated
 
     engine = engine_of(args)
     with console.status(f"starting the {engine.name} engine ..."):
@@ -71,6 +74,8 @@ def cmd_datasets_generate(args: argparse.Namespace) -> int:
 
 def load(args: argparse.Namespace):
     """The table of `--input` (with `--table`), loaded by the chosen engine."""
+    from ..datasets.presets import resolve_input
+
     path, spec = resolve_input(args.input, args.table)
     return engine_of(args).load(path, spec)
 

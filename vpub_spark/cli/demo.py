@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from ..demo import Demo, run_demo
 from .common import config_of, engine_options
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from ..demo import Demo, run_demo  # imported when run: `vpub` starts faster
+
     return run_demo(config_of(Demo, args))
 
 

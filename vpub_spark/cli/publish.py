@@ -12,8 +12,6 @@ from ..engines import engine_for
 from ..engines.settings import SparkSettings
 from ..errors import SpecError
 from ..lake.commit import Steps
-from ..publishing.marginals_add import add_marginal
-from ..publishing.pipeline import publish
 from ..release.audit.release import audit_release
 from ..release.signing import generate_keys
 from ..release.stores.audit import audit_store
@@ -30,6 +28,8 @@ from .common import (
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
+    from ..publishing.pipeline import publish  # the methods' kernels: imported when run
+
     cfg = with_overrides(
         load_config(args.config),
         l=args.l,
@@ -71,6 +71,8 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 
 def cmd_marginals_add(args: argparse.Namespace) -> int:
+    from ..publishing.marginals_add import add_marginal
+
     attrs = [a.strip() for a in args.attributes.split(",") if a.strip()]
     t0 = time.perf_counter()
     result = add_marginal(

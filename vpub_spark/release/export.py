@@ -95,6 +95,25 @@ def _describe(column: str, entry: dict, layout: str) -> str:
     return "quasi-identifier, as in the source (exact for anatomy and projections)"
 
 
+def guarantee(manifest: dict) -> str:
+    """The privacy guarantee in words: `l-diversity (l = 10) on 5 rules Q -> S`; a
+    release made with an option named unsafe says it has no posterior guarantee, one
+    of several tables of sensitive values that it holds per table
+    (docs/explanation/threat-model.md)."""
+    privacy = dict(manifest.get("privacy") or {})
+    model = str(privacy.pop("model", "?"))
+    params = ", ".join(f"{k} = {v}" for k, v in privacy.items())
+    rules = len(manifest.get("rules") or [])
+    on = f" on {rules} rule{'s' * (rules != 1)} Q -> S" if rules else ""
+    words = f"{model} ({params}){on}" if params else f"{model}{on}"
+    unsafe, joined = unsafe_option(manifest), joined_sensitive_tables(manifest)
+    if unsafe:
+        words += f", audited only: no posterior guarantee ({unsafe})"
+    elif joined:
+        words += f", posterior guarantee per table ({len(joined)} tables of sensitive values)"
+    return words
+
+
 def guarantee_lines(manifest: dict) -> list[str]:
     """The two guarantees in words (docs/explanation/threat-model.md): the audited one,
     proved from the files, and the posterior one, a property of the algorithm that the

@@ -20,7 +20,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.schemas import SchemaGenerator
 
@@ -36,6 +36,8 @@ from .queries import Bad, query_of
 
 MAX_BODY = 16_384
 STATIC = Path(__file__).parent / "static"
+REPORT_POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+"""A report loads nothing and runs nothing: its images are data URIs, its style inline."""
 ENV = "VPUB_SERVE"  # the settings, as JSON, for `--workers N` processes
 
 
@@ -254,6 +256,21 @@ class Api:
         except UnknownRelease as e:
             raise ApiError(404, str(e), "id") from None
 
+    async def report(self, request: Request) -> Response:
+        """One release's report.
+        ---
+        summary: vpub report's page of one release, the reader's view (no source, nothing private)
+        parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+        responses: {200: {description: a self-contained HTML page, content: {text/html: {schema: {type: string}}}}, 404: {description: unknown release}}
+        """
+        self.guard(request)
+        rid = request.path_params["id"]
+        try:
+            page = await run_in_threadpool(self._catalog().report, rid)
+        except UnknownRelease as e:
+            raise ApiError(404, str(e), "id") from None
+        return HTMLResponse(page, headers={"Content-Security-Policy": REPORT_POLICY})
+
     async def estimate(self, request: Request) -> JSONResponse:
         """An estimate from a release.
         ---
@@ -288,6 +305,7 @@ ENDPOINTS = (  # (path, Api method, HTTP methods)
     ("/statdb/count", "count", ["POST"]),
     ("/releases", "releases", None),
     ("/releases/{id}", "release", None),
+    ("/releases/{id}/report", "report", None),
     ("/releases/{id}/estimate", "estimate", ["POST"]),
 )
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataError, VpubError
-from ..model import joined_sensitive_tables, unsafe_option
 from ..release.audit.release import audit_release
+from ..release.export import guarantee
 from ..release.layout import MANIFEST, SUCCESS
 from ..release.reader import open_release, read_manifest
 from ..utility.queries import Estimator
@@ -32,25 +32,6 @@ from ..utility.where import increasing_numbers, parse_where, range_text
 
 class UnknownRelease(VpubError):
     """No committed release of that id under the catalog's directory."""
-
-
-def guarantee(manifest: dict) -> str:
-    """The privacy guarantee in words: `l-diversity (l = 10) on 5 rules Q -> S`; a
-    release made with an option named unsafe says it has no posterior guarantee, one
-    of several tables of sensitive values that it holds per table
-    (docs/explanation/threat-model.md)."""
-    privacy = dict(manifest.get("privacy") or {})
-    model = str(privacy.pop("model", "?"))
-    params = ", ".join(f"{k} = {v}" for k, v in privacy.items())
-    rules = len(manifest.get("rules") or [])
-    on = f" on {rules} rule{'s' * (rules != 1)} Q -> S" if rules else ""
-    words = f"{model} ({params}){on}" if params else f"{model}{on}"
-    unsafe, joined = unsafe_option(manifest), joined_sensitive_tables(manifest)
-    if unsafe:
-        words += f", audited only: no posterior guarantee ({unsafe})"
-    elif joined:
-        words += f", posterior guarantee per table ({len(joined)} tables of sensitive values)"
-    return words
 
 
 def example_where(domains: Mapping[str, Sequence[Any]], attributes: list[str]) -> str | None:
@@ -100,6 +81,7 @@ class Catalog:
     root: Path
     _audits: dict = field(default_factory=dict)
     _estimators: dict = field(default_factory=dict)
+    _reports: dict = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _dirs(self) -> dict[str, Path]:
@@ -163,6 +145,18 @@ class Catalog:
                 n = int(rel.manifest["source"]["rows"])
                 self._estimators[rid] = (stamp, Estimator(models, n, domains))
             return self._estimators[rid][1]
+
+    def report(self, rid: str) -> str:
+        """`vpub report`'s page of the release, the reader's view (no source), made on
+        first use and again when its manifest changes."""
+        from ..reporting.facts import release_facts
+        from ..reporting.html import release_page
+
+        path = self._path(rid)
+        stamp = (path / MANIFEST).stat().st_mtime_ns
+        if self._reports.get(rid, (None,))[0] != stamp:
+            self._reports[rid] = (stamp, release_page(release_facts(path)))
+        return self._reports[rid][1]
 
     def estimate(self, rid: str, where: str) -> tuple[float, int]:
         """`vpub query`'s estimate of COUNT(*) WHERE `where`, and the release's rows."""

@@ -5,7 +5,7 @@ spec the manifest records (in-process engine)."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -27,6 +27,8 @@ class Utility:
     redrawn: int
     kl_seconds: float
     queries_seconds: float
+    errors: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False, compare=False)
+    """Each query's relative error, in the workload's order (the report's histogram)."""
 
     @classmethod
     def of(cls, kl: float, errors: np.ndarray, redrawn: int, times: list[float]) -> Utility:
@@ -41,6 +43,7 @@ class Utility:
             redrawn,
             t1 - t0,
             t2 - t1,
+            np.asarray(errors, dtype=float),
         )
 
 
@@ -65,7 +68,23 @@ def load_source(rel, source: str, domains: dict[str, list[str]]):
 def evaluate(
     release: str, source: str, qd: int = 3, p: float = 0.4, queries: int = 1000, seed: int = 0
 ) -> Utility:
+    """`vpub utility`: KL divergence and a random workload's relative errors (000 §6.1).
+
+    Args:
+        release: the release's directory.
+        source: the source it was published from, read with the manifest's table spec.
+        qd: attributes per query; p: the share of each attribute's values a query holds.
+        queries: the workload's size; seed: the workload's seed (public: it draws queries).
+
+    Returns:
+        The figures (`Utility`).
+    """
     _, models, domains, src = load_release_and_source(release, source)
+    return evaluate_loaded(models, domains, src, qd, p, queries, seed)
+
+
+def evaluate_loaded(models, domains, src, qd: int, p: float, queries: int, seed: int) -> Utility:
+    """`evaluate` of a release's models and its source's codes already read."""
     t0 = time.perf_counter()
     kl = kl_divergence(models, src, domains)
     t1 = time.perf_counter()

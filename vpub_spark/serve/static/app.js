@@ -147,6 +147,7 @@ async function openRelease(id) {
       ? "Audit passed: " + r.audit.checks + " checks on the published files."
       : "Audit FAILED: " + r.audit.failures.join("; ");
     audit.className = r.audit.passed ? "ok" : "bad";
+    document.getElementById("release-report").href = "/releases/" + encodeURIComponent(id) + "/report";
     listItems("release-tables", r.tables.map((t) =>
       t.name + " (" + t.kind + "): " + t.attributes.join(", ") + (t.rows ? ", " + t.rows.toLocaleString() + " rows" : "")));
     listItems("release-gnf", (r.gnf ? r.gnf.verdicts : []).map((v) => {
@@ -163,6 +164,25 @@ async function openRelease(id) {
     document.getElementById("estimate-example").textContent = (r.example ? "For example: " + r.example + ". " : "") +
       "Quote a label holding spaces, commas, parentheses or quotes ('Mexican (Mexicano)'), a quote inside doubled ('it''s').";
   } catch (e) {
+    showError(e.message);
+  }
+}
+
+async function openReport(event) {
+  // with a token, the report is fetched with it and shown from memory (a link cannot
+  // send the Authorization header); without one, the link is followed as it is
+  const token = sessionStorage.getItem("vpub-token");
+  if (!token) return;
+  event.preventDefault();
+  showError("");
+  const tab = window.open("", "_blank");
+  try {
+    const response = await fetch(event.currentTarget.href, { headers: { Authorization: "Bearer " + token } });
+    if (!response.ok) throw new Error((await response.json().catch(() => ({}))).error || response.statusText);
+    const page = await response.text();
+    tab.location.href = URL.createObjectURL(new Blob([page], { type: "text/html" }));
+  } catch (e) {
+    tab.close();
     showError(e.message);
   }
 }
@@ -233,6 +253,7 @@ async function start() {
 
 document.getElementById("count-form").addEventListener("submit", count);
 document.getElementById("estimate-form").addEventListener("submit", estimate);
+document.getElementById("release-report").addEventListener("click", openReport);
 document.getElementById("sens-all").addEventListener("click", () => sensitiveBoxes().forEach((b) => { b.checked = true; }));
 document.getElementById("sens-none").addEventListener("click", () => sensitiveBoxes().forEach((b) => { b.checked = false; }));
 document.getElementById("token-save").addEventListener("click", () => {

@@ -1,0 +1,152 @@
+"""`vpub report` of a golden release (Adult, UAD, l = 2, a fixed seed): every section
+there, every number the one the corresponding command prints (`vpub audit --json`,
+`vpub releases show --json`, `vpub utility`); the owner's sections only with the
+source; bad input refused in one line with nothing written."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from vpub_spark.cli import main
+from vpub_spark.release.layout import COUNT, GROUP
+from vpub_spark.reporting.facts import group_sizes, release_facts
+
+ROOT = Path(__file__).resolve().parents[2]
+ADULT = ROOT.parent / "shared" / "data" / "adult"
+CONF = ROOT / "conf" / "adult_uad.yaml"
+SECTIONS = ("The guarantee", "The audit", "The tables", "What this release cannot show")
+OWNER = "The owner's view"
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def page_data(html: str) -> dict:
+    found = re.search(
+        r'<script type="application/json" id="report-data">(.*?)</script>', html, re.S
+    )
+    assert found, "the page carries its numbers"
+    return json.loads(found.group(1).replace("<\\/", "</"))
+
+
+@pytest.fixture(scope="module")
+def adult(tmp_path_factory) -> Path:
+    """The golden release: conf/adult_uad.yaml on the real Adult data, seed 7."""
+    if not ADULT.is_dir():
+        pytest.skip("shared/data/adult is not beside the checkout")
+    out = tmp_path_factory.mktemp("adult") / "releases"
+    code = main(
+        ["publish", "--config", str(CONF), "--input", str(ADULT), "--out", str(out)]
+        + ["--seed", "7", "--engine", "inprocess", "--release-id", "adult-uad-l2"]
+    )
+    assert code == 0
+    return out / "adult-uad-l2"
+
+
+def test_every_number_is_the_one_its_command_prints(adult, capsys, tmp_path):
+    out = tmp_path / "report.html"
+    code, said, _ = run(capsys, "report", adult, "--source", ADULT, "--out", out)
+    assert code == 0 and "owner's view" in said and out.is_file()
+    html = out.read_text()
+    data = page_data(html)
+    for section in (*SECTIONS, OWNER):
+        assert f"<h2>{section}" in html
+    figures = sum(1 if t["kind"] == "projection" else 2 for t in data["tables"])
+    assert html.count('<img src="data:image/svg+xml;base64,') == figures + 1 + 7  # 7 attributes
+
+    code, audit, _ = run(capsys, "audit", adult, "--source", ADULT, "--json")
+    assert code == 0 and data["audit"] == json.loads(audit)
+    assert f'Audit <span class="ok">PASSED</span>: {data["audit"]["checks"]} checks' in html
+
+    code, shown, _ = run(capsys, "releases", "show", adult.parent, "adult-uad-l2", "--json")
+    risk = json.loads(shown)["risk"]
+    assert {
+        t["name"]: {k: round(v, 4) for k, v in t["risk"].items()} for t in data["tables"]
+    } == risk
+
+    code, utility, _ = run(capsys, "utility", adult, "--source", ADULT, "--engine", "inprocess")
+    kl = re.search(r"KL divergence: (\S+) nats", utility).group(1)
+    mean, median = re.search(r"mean (\S+), median (\S+)", " ".join(utility.split())).groups()
+    assert f"{data['utility']['kl']:.4f}" == kl and f"<b>{kl}</b> nats" in html
+    u = data["utility"]
+    assert (f"{u['mean_relative_error']:.4f}", f"{u['median_relative_error']:.4f}") == (
+        mean,
+        median,
+    )
+    assert f"<b>{mean}</b>, median {median}" in html
+
+    manifest = json.loads((adult / "manifest.json").read_text())
+    assert len(data["rules"]) == len(manifest["rules"])
+    assert all("with probability above 1/2" in s for s in data["rules"])
+    assert data["lineage"] == ["adult-uad-l2"] and data["signature"] == "unsigned"
+    grouped = {t["name"]: t["groups"] for t in manifest["tables"] if "groups" in t}
+    assert (
+        grouped
+        and {t["name"]: t["groups"] for t in data["tables"] if t["name"] in grouped} == grouped
+    )
+
+
+def test_the_facts_are_the_files_and_the_source(adult):
+    """Anatomy publishes every attribute's distribution exactly: the estimate of each
+    value is its true count; every group holds at least l distinct values."""
+    facts = release_facts(adult, str(ADULT))
+    assert facts.owner is not None
+    for a in facts.owner.attributes:
+        assert a.true.sum() == facts.manifest["source"]["rows"]
+        np.testing.assert_allclose(a.estimate, a.true, rtol=1e-9)
+    for t, entry in zip(facts.tables, facts.manifest["tables"], strict=True):
+        assert t.sizes.sum() == t.rows
+        if t.kind == "projection":
+            assert t.distinct is None  # cells, no sensitive values
+        else:
+            assert (
+                t.distinct is not None and t.distinct.min() >= 2 and len(t.sizes) == entry["groups"]
+            )
+
+
+def test_the_readers_view_has_no_owner_section(adult, capsys, tmp_path):
+    out = tmp_path / "reader.html"
+    code, said, _ = run(capsys, "report", adult, "--out", out)
+    html = out.read_text()
+    assert code == 0 and "reader's view" in said
+    assert OWNER not in html and "utility" not in page_data(html)
+    assert all(f"<h2>{s}" in html for s in SECTIONS)
+    assert "http://" not in html and "https://" not in html  # nothing to fetch
+
+
+def test_group_sizes_of_an_st_with_a_suppressed_group():
+    st = pa.table(
+        {
+            GROUP: [0, 0, 0, 1, 1, 2],
+            "s": ["a", "b", "b", None, None, "c"],
+            "u": ["x", "x", "y", None, None, "x"],
+            COUNT: [1, 2, 1, 3, 0, 2],
+        }
+    )
+    sizes, distinct = group_sizes(st, ["s", "u"])
+    assert sizes.tolist() == [4, 3, 2] and distinct.tolist() == [3, 0, 1]
+    sizes, distinct = group_sizes(st.drop_columns(["u"]), "s")
+    assert distinct.tolist() == [2, 0, 1]
+
+
+def test_bad_input_is_one_line_and_writes_nothing(adult, capsys, tmp_path):
+    out = tmp_path / "r.html"
+    (tmp_path / "empty").mkdir()
+    code, _, err = run(capsys, "report", tmp_path / "empty", "--out", out)
+    assert code == 2 and "not a release" in err and len(err.strip().splitlines()) == 1
+    part = tmp_path / "part"  # the training file without the test file: other rows
+    part.mkdir()
+    (part / "adult.data.csv").write_bytes((ADULT / "adult.data.csv").read_bytes())
+    code, _, err = run(capsys, "report", adult, "--source", part, "--out", out)
+    assert code == 2 and "not the data release adult-uad-l2 was published from" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not out.exists() and not list(tmp_path.glob(".r.html*"))
