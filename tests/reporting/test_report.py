@@ -15,7 +15,7 @@ import pytest
 
 from vpub_spark.cli import main
 from vpub_spark.release.layout import COUNT, GROUP
-from vpub_spark.reporting.facts import group_sizes, release_facts
+from vpub_spark.reporting.facts import group_sizes, limits, release_facts, rule_sentences
 
 ROOT = Path(__file__).resolve().parents[2]
 ADULT = ROOT.parent / "shared" / "data" / "adult"
@@ -150,3 +150,71 @@ def test_bad_input_is_one_line_and_writes_nothing(adult, capsys, tmp_path):
     assert code == 2 and "not the data release adult-uad-l2 was published from" in err
     assert len(err.strip().splitlines()) == 1
     assert not out.exists() and not list(tmp_path.glob(".r.html*"))
+
+
+def test_a_source_with_other_values_is_refused_and_the_owners_secret_is_checked(
+    adult, capsys, tmp_path
+):
+    """The same rows but one value changed: the multisets differ, refused; the true
+    source with the owner's run record: the keyed fingerprint is checked and passes."""
+    from release_helpers import run_record
+
+    changed = tmp_path / "changed"
+    changed.mkdir()
+    (changed / "adult.test.csv").write_bytes((ADULT / "adult.test.csv").read_bytes())
+    lines = (ADULT / "adult.data.csv").read_text().splitlines(keepends=True)
+    row = lines[1].split(",")  # the first row after the header
+    row[5] = "Widowed" if row[5] != "Widowed" else "Divorced"  # marital-status
+    (changed / "adult.data.csv").write_text(lines[0] + ",".join(row) + "".join(lines[2:]))
+    out = tmp_path / "r.html"
+    code, _, err = run(capsys, "report", adult, "--source", changed, "--out", out)
+    assert code == 2 and "not the data release adult-uad-l2 was published from" in err
+    assert "equals the source" in err and not out.exists()
+    secret = run_record("adult-uad-l2")
+    code, _, _ = run(capsys, "report", adult, "--source", ADULT, "--secret", secret, "--out", out)
+    assert code == 0
+    checks = page_data(out.read_text())["audit"]
+    assert checks["passed"] and "source: fingerprint" in out.read_text()
+
+
+def test_the_sentences_are_as_strong_as_the_release_makes_them():
+    """A violated rule, an unsafe option, tables grouped apart and a failed audit each
+    weaken the sentence; a plain release states the bound."""
+    base = {
+        "privacy": {"model": "l-diversity", "l": 3},
+        "rules": [{"lhs": ["a"], "rhs": "s"}, {"lhs": ["b"], "rhs": "s"}],
+        "gnf": {
+            "verdicts": [
+                {"rule": 0, "status": "guardian", "reason": "t1 is the guardian table"},
+                {"rule": 1, "status": "violated", "reason": "a path b - s"},
+            ]
+        },
+        "tables": [],
+    }
+    plain = rule_sentences(base)
+    assert plain[0].endswith(
+        "cannot tell their s with probability above 1/3 (t1 is the guardian table)."
+    )
+    assert plain[1].startswith("Rule 2, b -> s: NOT guaranteed")
+    unsafe = rule_sentences(base | {"method_cost": {"assign": "local-unsafe"}})
+    assert "no posterior bound" in unsafe[0] and "above 1/3" not in unsafe[0].split("(")[0]
+    assert any(
+        "only the audited bound holds" in x
+        for x in limits(base | {"method_cost": {"assign": "local-unsafe"}})
+    )
+    assert "this is not shown" in rule_sentences(base, audited=False)[0]
+
+
+def test_a_damaged_release_is_reported_as_failed(adult, capsys, tmp_path):
+    import shutil
+
+    copy = tmp_path / "releases" / "adult-uad-l2"
+    shutil.copytree(adult, copy)
+    for f in (copy / "tables").glob("*/st/*.parquet"):
+        f.unlink()
+    out = tmp_path / "failed.html"
+    code, said, _ = run(capsys, "report", copy, "--out", out)
+    html = out.read_text()
+    assert code == 1 and "audit FAILED" in said
+    assert 'Audit <span class="bad">FAILED</span>' in html and "unreadable: " in html
+    assert "this is not shown" in html

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -15,18 +14,17 @@ from ..report import console
 
 
 def write_page(out: Path, html: str) -> None:
-    """`html` into `out`, whole or not at all."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    """`html` into `out` (its directory must exist), whole or not at all: written to a
+    temporary file beside it, flushed to disk, then renamed into place."""
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with open(tmp, "x", encoding="utf-8") as f:  # the umask's mode, as any new file
             f.write(html)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # as a file opened for writing (mkstemp's is 0600)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, out)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 
@@ -38,14 +36,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     with console.status("auditing and measuring the release ..."):
         facts = release_facts(args.release, args.source, args.secret, args.verify_key)
         html = release_page(facts)
-    out = Path(args.out or f"{facts.release_id}-report.html")
+    out = Path(args.out or f"{Path(facts.release_id).name}-report.html")
     write_page(out, html)
     view = "owner's view, with the source" if args.source else "reader's view"
     console.print(
         f"report of {facts.release_id} ({view}; audit {'passed' if facts.audit.passed else 'FAILED'}) "
         f"written to {out} ({len(html) / 1024:,.0f} KiB) in {time.perf_counter() - t0:.1f} s"
     )
-    return 0
+    return 0 if facts.audit.passed else 1  # as vpub audit: a failed audit is exit 1
 
 
 def cmd_explore(args: argparse.Namespace) -> int:

@@ -15,24 +15,25 @@ has no groups: its cells' counts stand for them, and it has no sensitive values)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import DataError
+from ..errors import DataError, VpubError
 from ..lake.catalog import Root, lineage, manifests
-from ..release.audit.checks import AuditReport
-from ..release.audit.release import audit_release
+from ..model import joined_sensitive_tables, unsafe_option
+from ..release.audit.checks import AuditReport, per_group_cells
+from ..release.audit.release import UNREADABLE, audit_release
 from ..release.export import guarantee, guarantee_lines
-from ..release.layout import COUNT, GROUP
+from ..release.layout import COUNT, GROUP, SIZE
 from ..release.reader import ReleaseReader, open_release
 from ..utility.evaluate import Utility, evaluate_loaded, load_source
 from ..utility.queries import Estimator
 from ..utility.release_models import release_models
-from ..utility.risk import release_risk
+from ..utility.risk import table_risk
 
 WORKLOAD = {"qd": 3, "p": 0.4, "queries": 1000, "seed": 0}
 """`vpub utility`'s workload defaults: the report's owner view uses the same."""
@@ -51,6 +52,8 @@ class TableFacts:
     sizes: np.ndarray
     distinct: np.ndarray | None
     risk: dict[str, float]
+    error: str | None = None
+    """Why the table could not be read (an audit that failed), else None."""
 
 
 @dataclass(frozen=True)
@@ -113,59 +116,83 @@ def release_facts(
     rel = open_release(path)
     m = rel.manifest
     audit = audit_release(path, source=source, verify_key=verify_key, secret=secret)
-    if source is not None:
-        _source_matches(audit, source, str(m.get("release_id")))
+    _owner_inputs_match(audit, source, str(m.get("release_id")))
     return ReleaseFacts(
         release_id=str(m.get("release_id")),
         manifest=m,
         guarantee=guarantee(m),
-        rule_sentences=rule_sentences(m),
+        rule_sentences=rule_sentences(m, audit.passed),
         guarantee_lines=[line.removeprefix("- ").replace("`", "") for line in guarantee_lines(m)],
         audit=audit,
         signature=_signature(m, verify_key, audit),
-        lineage=_lineage(Path(path), m),
-        tables=[_table_facts(rel, entry, risk) for entry, risk in _risks(rel)],
+        lineage=_lineage(str(path), m),
+        tables=[_table_facts(rel, entry) for entry in rel.tables],
         limits=limits(m),
         owner=owner_facts(rel, source) if source is not None else None,
     )
 
 
-def _source_matches(audit: AuditReport, source: str, release_id: str) -> None:
-    """Refuse a source whose rows or multisets differ from the release's."""
+def _owner_inputs_match(audit: AuditReport, source: str | None, release_id: str) -> None:
+    """Refuse an owner's secret that did not make the release, then a source whose rows
+    or multisets differ from the release's (every source check of the audit names the
+    source)."""
     for c in audit.failures:
-        if c.name.startswith("source:") or "the source" in c.name:
+        if c.name == "secrecy: the owner's proof":
+            raise DataError(f"--secret: {c.detail}")
+    if source is None:
+        return
+    for c in audit.failures:
+        if "source" in c.name:
             raise DataError(
                 f"{Path(source).name}: not the data release {release_id} was published from "
                 f"({c.name}: {c.detail})"
             )
 
 
-def _risks(rel: ReleaseReader) -> list[tuple[dict, dict[str, float]]]:
-    risks = release_risk(rel)
-    return [(entry, risks[entry["name"]]) for entry in rel.tables]
+def rule_sentences(m: dict, audited: bool = True) -> list[str]:
+    """One plain sentence per rule (per marginal table for m-invariance without rules):
+    who knows what, and the bound, as strong as the release makes it. A GNF verdict
+    that the schema violates, an option without the posterior guarantee, tables of
+    sensitive values grouped apart, or a failed audit each say so in the sentence.
 
+    Args:
+        m: the release's manifest.
+        audited: whether the audit of the files passed.
 
-def rule_sentences(m: dict) -> list[str]:
-    """One plain sentence per rule (per marginal table, for m-invariance): who knows
-    what, and the bound; the GNF verdict that makes it hold."""
-    privacy = m.get("privacy") or {}
-    p = privacy.get("l") or privacy.get("m")
+    Returns:
+        The sentences, in rule order.
+    """
+    p = (m.get("privacy") or {}).get("l") or (m.get("privacy") or {}).get("m")
     verdicts = {v.get("rule"): v for v in (m.get("gnf") or {}).get("verdicts", [])}
+    unsafe, joined = unsafe_option(m), joined_sensitive_tables(m)
+    bound = f"with probability above 1/{p}"
+    if unsafe:
+        bound = f"beyond what the audit shows (no group shows a value in more than 1/{p} of its rows; made with {unsafe}, which has no posterior bound)"
+    elif joined:
+        bound += f" from any one of the tables {', '.join(joined)} (not from them combined)"
+    if not audited:
+        bound += "; but the audit of these files FAILED, so this is not shown"
     out = []
     for i, r in enumerate(m.get("rules") or []):
-        why = verdicts.get(i, {}).get("reason")
+        v = verdicts.get(i, {})
+        who = f"Rule {i + 1}, {', '.join(r['lhs'])} -> {r['rhs']}: "
+        if v.get("status") == "violated":
+            out.append(
+                who
+                + f"NOT guaranteed: the schema violates Guardian Normal Form ({v.get('reason')})."
+            )
+            continue
+        why = f" ({v['reason']})" if v.get("reason") else ""
         out.append(
-            f"Rule {i + 1}, {', '.join(r['lhs'])} -> {r['rhs']}: whoever knows a person's "
-            f"{', '.join(r['lhs'])} and reads this release cannot tell their {r['rhs']} "
-            f"with probability above 1/{p}" + (f" ({why})." if why else ".")
+            who + f"whoever knows a person's {', '.join(r['lhs'])} and reads this release "
+            f"cannot tell their {r['rhs']} {bound}{why}."
         )
-    if not out and privacy.get("model") == "m-invariance":
+    if not out and (m.get("privacy") or {}).get("model") == "m-invariance":
         for t in m.get("tables") or []:
             qi = [a for a in t.get("attributes", []) if a != t.get("sensitive")]
             out.append(
                 f"Marginal {t['name']}: whoever knows a person's {', '.join(qi)} cannot tell "
-                f"their {t.get('sensitive')} with probability above 1/{p}, in this release "
-                "and in every release published from the same private store."
+                f"their {t.get('sensitive')} {bound}."
             )
     return out
 
@@ -180,12 +207,23 @@ def limits(m: dict) -> list[str]:
         "from their quasi-identifiers. It does not hide who is in the table, and facts "
         f"true of a whole group stay visible: a group where every value but one is rare "
         f"still shows that the common one is likely (never above 1/{p} for a person).",
-        "It holds against anyone who knows the algorithm, this software and every "
+        "The bound holds against anyone who knows the algorithm, this software and every "
         "published file, but not the owner's secret seed or private store; whoever has "
         "those can re-run the algorithm and learn more.",
         "Counts estimated from the release are estimates: within a group, the release "
         "does not say which person holds which sensitive value.",
     ]
+    if unsafe_option(m):
+        out.append(
+            f"It was made with {unsafe_option(m)}: an adversary who knows the algorithm can "
+            f"infer a value with probability above 1/{p}; only the audited bound holds."
+        )
+    if joined_sensitive_tables(m):
+        out.append(
+            "Its tables of different sensitive attributes were grouped each on its own: "
+            "whoever knows how those attributes go together can combine the tables' groups "
+            "beyond the bound of each."
+        )
     if (m.get("partitions") or 1) > 1:
         out.append(
             f"The release shows that the rows were split into {m['partitions']} partitions; "
@@ -208,37 +246,61 @@ def _signature(m: dict, verify_key: str | None, audit: AuditReport) -> str:
     return f"signed by {m['signed_by']}: " + ("verified" if ok else "DOES NOT VERIFY")
 
 
-def _lineage(path: Path, m: dict) -> list[str]:
-    """The releases of its family this one supersedes, newest first (itself first)."""
-    found = manifests(Root(str(path.resolve().parent)))
+def _lineage(path: str, m: dict) -> list[str]:
+    """The releases of its family this one supersedes, newest first (itself first),
+    from the releases beside it (a local directory or an object store's prefix)."""
     rid = str(m.get("release_id"))
+    parent = (
+        path.rstrip("/").rsplit("/", 1)[0] if "://" in path else str(Path(path).resolve().parent)
+    )
+    try:
+        found = manifests(Root(parent))
+    except VpubError:  # a root that cannot be listed: the release alone
+        return [rid]
     return lineage(found, rid) if rid in found else [rid]
 
 
-def _table_facts(rel: ReleaseReader, entry: dict, risk: dict[str, float]) -> TableFacts:
+def _table_facts(rel: ReleaseReader, entry: dict) -> TableFacts:
+    """A table's facts; one that cannot be read (the audit says why) has its error."""
     s = entry.get("sensitive")
-    sensitive = ", ".join(s) if isinstance(s, list) else str(s or "")
-    if entry.get("kind") == "projection":
-        counts = rel.read(entry["name"], "counts", [COUNT])
-        sizes, distinct = _ints(counts[COUNT]), None
-    else:
-        sizes, distinct = group_sizes(rel.read(entry["name"], "st"), s)
-    return TableFacts(
-        name=entry["name"],
+    facts = TableFacts(
+        name=str(entry.get("name")),
         kind=str(entry.get("kind")),
         attributes=list(entry.get("attributes", [])),
-        sensitive=sensitive,
+        sensitive=", ".join(s) if isinstance(s, list) else str(s or ""),
         rows=int(entry.get("rows", 0)),
-        sizes=sizes,
-        distinct=distinct,
-        risk=risk,
+        sizes=np.zeros(0, np.int64),
+        distinct=None,
+        risk={},
     )
+    try:
+        sizes, distinct = _groups(rel, entry)
+        return replace(facts, sizes=sizes, distinct=distinct, risk=table_risk(rel, entry))
+    except UNREADABLE as e:
+        return replace(facts, error=str(e) or type(e).__name__)
+
+
+def _groups(rel: ReleaseReader, entry: dict) -> tuple[np.ndarray, np.ndarray | None]:
+    """(rows per group, distinct sensitive values per group): a projection's cells and
+    no values; a generalized table's sizes from its groups part (the ST of a marginal
+    holds counterfeits too, the sizes only people)."""
+    name = entry["name"]
+    if entry.get("kind") == "projection":
+        return _ints(rel.read(name, "counts", [COUNT])[COUNT]), None
+    st = rel.read(name, "st")
+    sizes, distinct = group_sizes(st, entry.get("sensitive"))
+    if entry.get("kind") == "generalized":
+        groups = rel.read(name, "groups", [GROUP, SIZE])
+        people = groups.group_by(GROUP).aggregate([(SIZE, "sum")]).sort_by(GROUP)
+        sizes = _ints(people[f"{SIZE}_sum"])
+    return sizes, distinct
 
 
 def group_sizes(st: pa.Table, sensitive: str | list[str] | None) -> tuple[np.ndarray, np.ndarray]:
     """Per group of an ST (group, sensitive value(s), count): its size and its number of
     distinct sensitive values (combinations, for several; a suppressed group's null
-    values count as none).
+    values count as none), from the auditor's per-group pass (`per_group_cells`, NumPy
+    over the writer's order) for one attribute, Arrow's group-by for several.
 
     Args:
         st: the table's ST part.
@@ -252,12 +314,17 @@ def group_sizes(st: pa.Table, sensitive: str | list[str] | None) -> tuple[np.nda
     shown = st.filter(pc.greater(st[COUNT], 0))
     for a in names:
         shown = shown.filter(pc.is_valid(shown[a]))
-    cells = shown.group_by([GROUP, *names]).aggregate([])
-    per = cells.group_by(GROUP).aggregate([([], "count_all")]).sort_by(GROUP)
-    groups, with_values = _ints(sizes[GROUP]), _ints(per[GROUP])
+    runs = per_group_cells(shown, names[0]) if len(names) == 1 and shown.num_rows else None
+    if runs is not None:
+        with_values, per = runs[0], runs[4]
+    else:
+        cells = shown.group_by([GROUP, *names]).aggregate([])
+        counted = cells.group_by(GROUP).aggregate([([], "count_all")]).sort_by(GROUP)
+        with_values, per = _ints(counted[GROUP]), _ints(counted["count_all"])
+    groups = _ints(sizes[GROUP])
     at = np.minimum(np.searchsorted(with_values, groups), max(len(with_values) - 1, 0))
     found = with_values[at] == groups if len(with_values) else np.zeros(len(groups), bool)
-    distinct = np.where(found, _ints(per["count_all"])[at] if len(with_values) else 0, 0)
+    distinct = np.where(found, per[at] if len(with_values) else 0, 0)
     return _ints(sizes[f"{COUNT}_sum"]), distinct.astype(np.int64)
 
 
@@ -266,8 +333,9 @@ def _ints(column: pa.ChunkedArray) -> np.ndarray:
 
 
 def owner_facts(rel: ReleaseReader, source: str) -> OwnerFacts:
-    """KL, the workload's errors (`vpub utility`'s defaults) and each attribute's true
-    and estimated distribution, from `source` read with the manifest's table spec."""
+    """KL, the workload's errors (`vpub utility`'s defaults and code: the same figures)
+    and each attribute's true and estimated distribution, from `source` read with the
+    manifest's table spec."""
     models, domains = release_models(rel)
     domains, codes = load_source(rel, source, domains)
     w = WORKLOAD

@@ -29,6 +29,10 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .meta { color: #555; } .recommend { font-size: 1.1rem; padding: .6rem; background: #eef5ee; }
 """
 
+POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+"""A page loads nothing and runs nothing, wherever it is opened: its images are data
+URIs, its style inline (`vpub serve` sends the same policy as a header)."""
+
 RISK_ROWS = (
     "prosecutor_max",
     "prosecutor_avg",
@@ -48,6 +52,7 @@ def page(title: str, body: Iterable[str], data: dict) -> str:
         [
             "<!doctype html>",
             '<html lang="en"><head><meta charset="utf-8">',
+            f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">',
             f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>",
             *body,
             f'<p class="meta">Made by vpub_spark {escape(__version__)}.</p>',
@@ -162,10 +167,12 @@ def _tables_section(facts: ReleaseFacts) -> list[str]:
         out += [
             f'<h3 id="table-{escape(t.name)}">{escape(t.name)} ({escape(t.kind)})</h3>',
             f"<p>{escape(', '.join(t.attributes))}; sensitive: {escape(t.sensitive or '-')}; "
-            f"{t.rows:,} rows in {len(t.sizes):,} {'cells' if t.distinct is None else 'groups'}.</p>",
-            '<div class="figures">',
-            *_table_figures(t),
-            "</div>",
+            + (
+                f'<span class="bad">unreadable: {escape(t.error)}</span></p>'
+                if t.error
+                else f"{t.rows:,} rows in {len(t.sizes):,} {'cells' if t.distinct is None else 'groups'}.</p>"
+            ),
+            *([] if t.error else ['<div class="figures">', *_table_figures(t), "</div>"]),
         ]
     out += [
         "<h3>Re-identification risk and information loss</h3>",

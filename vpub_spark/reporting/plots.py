@@ -1,5 +1,5 @@
 """The report's figures, drawn with matplotlib (its object API, no pyplot: the server
-draws from several threads) and returned as SVG data URIs, so a report is one file
+draws from several threads, saving one at a time) and returned as SVG data URIs, so a report is one file
 that needs no network. Decisions, measured on a 2-core machine: SVG (0.07 s a figure)
 rather than PNG (0.09 s), and fixed margins rather than matplotlib's constrained
 layout (0.14 s a figure), since a report draws a dozen figures or more."""
@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import base64
 import io
+import threading
 from collections.abc import Sequence
 
 import numpy as np
 
+SAVING = threading.Lock()  # one figure saved at a time: the salt is set process-wide
 WIDTH, HEIGHT = 5.2, 3.0  # inches, at 100 dpi: 520 x 300 pixels
 COLOURS = ("#3b6ea8", "#e08a2c")  # the source, the release
 
@@ -32,7 +34,7 @@ def _data_uri(fig) -> str:
     from matplotlib import rc_context
 
     buffer = io.BytesIO()
-    with rc_context({"svg.hashsalt": "vpub"}):
+    with SAVING, rc_context({"svg.hashsalt": "vpub"}):  # rcParams are the process's
         fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
     return "data:image/svg+xml;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 

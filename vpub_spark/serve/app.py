@@ -28,6 +28,7 @@ from ..errors import SpecError, VpubError
 from ..model import UNSAFE_ASSIGN
 from ..release.stores.store import STORE_FILE
 from ..release.stores.versions import versions_of
+from ..reporting.html import POLICY
 from ..statdb.db import METHODS, StatDB
 from .catalog import Catalog, UnknownRelease
 from .limits import RateLimit
@@ -36,8 +37,6 @@ from .queries import Bad, query_of
 
 MAX_BODY = 16_384
 STATIC = Path(__file__).parent / "static"
-REPORT_POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
-"""A report loads nothing and runs nothing: its images are data URIs, its style inline."""
 ENV = "VPUB_SERVE"  # the settings, as JSON, for `--workers N` processes
 
 
@@ -269,7 +268,7 @@ class Api:
             page = await run_in_threadpool(self._catalog().report, rid)
         except UnknownRelease as e:
             raise ApiError(404, str(e), "id") from None
-        return HTMLResponse(page, headers={"Content-Security-Policy": REPORT_POLICY})
+        return HTMLResponse(page, headers={"Content-Security-Policy": POLICY})
 
     async def estimate(self, request: Request) -> JSONResponse:
         """An estimate from a release.

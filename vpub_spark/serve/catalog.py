@@ -82,6 +82,7 @@ class Catalog:
     _audits: dict = field(default_factory=dict)
     _estimators: dict = field(default_factory=dict)
     _reports: dict = field(default_factory=dict)
+    _report_lock: threading.Lock = field(default_factory=threading.Lock)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _dirs(self) -> dict[str, Path]:
@@ -153,10 +154,11 @@ class Catalog:
         from ..reporting.html import release_page
 
         path = self._path(rid)
-        stamp = (path / MANIFEST).stat().st_mtime_ns
-        if self._reports.get(rid, (None,))[0] != stamp:
-            self._reports[rid] = (stamp, release_page(release_facts(path)))
-        return self._reports[rid][1]
+        with self._report_lock:  # one report made at a time, each once
+            stamp = (path / MANIFEST).stat().st_mtime_ns
+            if self._reports.get(rid, (None,))[0] != stamp:
+                self._reports[rid] = (stamp, release_page(release_facts(path)))
+            return self._reports[rid][1]
 
     def estimate(self, rid: str, where: str) -> tuple[float, int]:
         """`vpub query`'s estimate of COUNT(*) WHERE `where`, and the release's rows."""

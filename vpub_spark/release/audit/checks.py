@@ -97,7 +97,7 @@ def anatomy_checks(
         f"QIT has {len(group_ids)} rows of {rows}",
     )
     qit_groups, size = key_sums(_ints(group_ids))
-    per_group = _per_group_cells(st, s)
+    per_group = per_group_cells(st, s)
     both = per_group is not None and np.array_equal(qit_groups, per_group[0])
     check(
         f"{t.name}: same groups in QIT and ST",
@@ -169,7 +169,7 @@ def _one_row_per_cell(group: np.ndarray, value: np.ndarray, width: int) -> bool:
     return int(np.count_nonzero(seen)) == len(group)
 
 
-def _per_group_cells(st: pa.Table, s: str):
+def per_group_cells(st: pa.Table, s: str):
     """Per ST group (ascending): its id, size, largest and smallest (group, value) count
     (rows of one value in one group summed) and number of values; None if the ids are
     too large to combine with the values in 64 bits."""
@@ -222,7 +222,7 @@ def generalized_checks(
     )
     columns(check, t.name, "st", st, [GROUP, s, COUNT])
     g = groups.to_pandas()
-    cells = _per_group_cells(st, s)  # counting, not a hash aggregation
+    cells = per_group_cells(st, s)  # counting, not a hash aggregation
     if cells is None:
         check(f"{t.name}: same groups in GROUPS and ST", False, "ST group ids out of range")
         return

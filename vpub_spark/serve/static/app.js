@@ -175,12 +175,19 @@ async function openReport(event) {
   if (!token) return;
   event.preventDefault();
   showError("");
+  const href = event.currentTarget.href;
   const tab = window.open("", "_blank");
+  if (!tab) {
+    showError("The browser blocked the report's tab: allow pop-ups for this page.");
+    return;
+  }
   try {
-    const response = await fetch(event.currentTarget.href, { headers: { Authorization: "Bearer " + token } });
+    const response = await fetch(href, { headers: { Authorization: "Bearer " + token } });
     if (!response.ok) throw new Error((await response.json().catch(() => ({}))).error || response.statusText);
-    const page = await response.text();
-    tab.location.href = URL.createObjectURL(new Blob([page], { type: "text/html" }));
+    const page = await response.text();  // it carries its own policy: it loads nothing
+    const url = URL.createObjectURL(new Blob([page], { type: "text/html" }));
+    tab.location.href = url;
+    setTimeout(() => URL.revokeObjectURL(url), 60000);
   } catch (e) {
     tab.close();
     showError(e.message);
