@@ -85,3 +85,48 @@ def test_no_eligible_value_is_one_line_and_writes_nothing(capsys, tmp_path):
     code = main(["explore", "--config", str(CONF), "--vary", "m=2,3", "--out", str(out)])
     err = capsys.readouterr().err
     assert code == 2 and "vary l" in err and not out.exists()
+
+
+def test_a_sweep_over_m_of_marginals(capsys, tmp_path):
+    """`--vary m=` on a marginals config: each value with a scratch store of its own; a
+    value above what the table allows is skipped."""
+    import numpy as np
+    import pandas as pd
+    import yaml
+    from release_helpers import write_table
+
+    rng = np.random.default_rng(3)
+    age = rng.integers(20, 70, 1200)
+    frame = pd.DataFrame(
+        {
+            "age": age.astype(str),
+            "zip": rng.integers(10, 30, 1200).astype(str),
+            "job": [f"j{x:02d}" for x in (age // 5 + rng.integers(0, 7, 1200)) % 12],
+        }
+    )
+    data = write_table(frame, tmp_path / "t")
+    conf = tmp_path / "marginals.yaml"
+    conf.write_text(
+        yaml.safe_dump(
+            {
+                "input": {"path": str(data)},
+                "method": "marginals",
+                "privacy": {"model": "m-invariance", "m": 3},
+                "marginals": {
+                    "sensitive": "job",
+                    "schemas": [["age"], ["age", "zip"]],
+                    "state": str(tmp_path / "never-written"),
+                },
+                "output": {"path": str(tmp_path / "never-published")},
+                "engine": "inprocess",
+            }
+        )
+    )
+    out = tmp_path / "m.html"
+    code = main(["explore", "--config", str(conf), "--vary", "m=2,4,40", "--out", str(out)])
+    said = " ".join(capsys.readouterr().out.split())
+    assert code == 0, said
+    points = {p["value"]: p for p in page_data(out.read_text())["points"]}
+    assert points[2]["skipped"] is None and points[4]["skipped"] is None
+    assert points[40]["skipped"] and "m = 40: skipped" in said
+    assert not (tmp_path / "never-written").exists() and not (tmp_path / "never-published").exists()

@@ -60,10 +60,13 @@ def counts_histogram(values: np.ndarray, title: str, xlabel: str) -> str:
     if len(values):
         lo, hi = int(values.min()), int(values.max())
         edges = np.arange(lo, hi + 2) - 0.5 if hi - lo <= 60 else np.linspace(lo, hi + 1, 41)
-        heights, _, _ = ax.hist(values, bins=edges, color=COLOURS[0])
+        heights, _ = np.histogram(values, bins=edges)
         shown = heights[heights > 0]
-        if len(shown) and shown.max() >= 100 * shown.min():
+        log = bool(len(shown) and shown.max() >= 100 * shown.min())
+        if log:
             ax.set_yscale("log")
+        # one filled outline, not a patch per bar: a tenth of the drawing time
+        ax.stairs(heights, edges, fill=True, color=COLOURS[0], baseline=0.5 if log else 0)
     ax.set_title(title, fontsize=10)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("groups")
