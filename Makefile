@@ -52,9 +52,8 @@ demo: check-java $(VENV)/.installed
 test: check-java $(VENV)/.installed-dev
 	scripts/install_browser.sh
 	# two workers, each test file on one of them (its module fixtures, such as a
-	# cluster or a Spark Connect server, start once): 24 min against 31 on 2 cores,
-	# since most slow tests wait on JVMs and subprocesses
-	$(BIN)/pytest -q -n 2 --dist loadfile
+	# cluster or a Spark Connect server, start once), the slowest first (tests/conftest.py)
+	$(BIN)/pytest -q -n 2 --dist loadgroup
 
 # ruff (lint and format) and mypy; CI runs this before the tests
 lint: $(VENV)/.installed-dev

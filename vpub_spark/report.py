@@ -183,24 +183,14 @@ def check_report(report) -> Table:
     return t
 
 
-RISK_COLUMNS = (
-    "prosecutor_max",
-    "prosecutor_avg",
-    "journalist_max",
-    "marketer",
-    "sample_uniqueness",
-    "avg_class_size",
-    "discernibility",
-    "gcp",
-)
-
-
 def risk_table(risks: dict[str, dict[str, float]]) -> Table:
     """Per table of a release (a column each): utility/risk.py's figures."""
     t = Table(title="re-identification risk and information loss (utility/risk.py)")
     t.add_column("figure")
     for name in risks:
         t.add_column(name, justify="right")
-    for c in RISK_COLUMNS:
+    from .utility.risk import FIGURES
+
+    for c in FIGURES:
         t.add_row(c.replace("_", " "), *(f"{r[c]:,.4g}" if c in r else "-" for r in risks.values()))
     return t

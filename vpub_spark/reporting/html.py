@@ -13,6 +13,7 @@ from html import escape
 
 import numpy as np
 
+from ..utility.risk import FIGURES
 from ..version import __version__
 from . import plots
 from .facts import ReleaseFacts, TableFacts
@@ -32,17 +33,6 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 """A page loads nothing and runs nothing, wherever it is opened: its images are data
 URIs, its style inline (`vpub serve` sends the same policy as a header)."""
-
-RISK_ROWS = (
-    "prosecutor_max",
-    "prosecutor_avg",
-    "journalist_max",
-    "marketer",
-    "sample_uniqueness",
-    "avg_class_size",
-    "discernibility",
-    "gcp",
-)
 
 
 def page(title: str, body: Iterable[str], data: dict) -> str:
@@ -178,10 +168,7 @@ def _tables_section(facts: ReleaseFacts) -> list[str]:
         "<h3>Re-identification risk and information loss</h3>",
         table(
             ("figure", *(t.name for t in facts.tables)),
-            (
-                (r.replace("_", " "), *(risk_text(t.risk, r) for t in facts.tables))
-                for r in RISK_ROWS
-            ),
+            ((r.replace("_", " "), *(risk_text(t.risk, r) for t in facts.tables)) for r in FIGURES),
             (False, *(True for _ in facts.tables)),
         ),
     ]

@@ -14,6 +14,18 @@ import pandas as pd
 from ..release.layout import COUNT, GROUP, SIZE
 from ..release.reader import ReleaseReader
 
+FIGURES = (
+    "prosecutor_max",
+    "prosecutor_avg",
+    "journalist_max",
+    "marketer",
+    "sample_uniqueness",
+    "avg_class_size",
+    "discernibility",
+    "gcp",
+)
+"""The figures of a table, in the order the reports show them."""
+
 
 def class_risks(sizes: np.ndarray) -> dict[str, float]:
     """The risk figures of docs/explanation/privacy-models.md from the classes' sizes."""
