@@ -54,32 +54,3 @@ def s3():
 
     with s3_server(urlparse(os.environ["AWS_ENDPOINT_URL"]).port) as env:
         yield env
-
-
-SLOWEST_FIRST = (  # files whose tests take a minute or more (pytest --durations), first
-    "tests/cli/test_fuzz_cli.py",
-    "tests/deploy/test_cluster.py",
-    "tests/deploy/test_airflow_dag.py",
-    "tests/engines/test_spark_archive.py",
-    "tests/lake/test_table_inputs.py",
-    "tests/deploy/test_spark_connect.py",
-    "tests/release/test_export_sql.py",
-    "tests/faults/test_faults.py",
-    "tests/test_notebook_tutorial.py",
-    "tests/publish/test_publish_spark.py",
-    "tests/decompose/test_gd.py",
-)
-SPLIT = ("tests/cli/test_fuzz_cli.py",)  # independent slow tests: one group each
-
-
-def pytest_collection_modifyitems(config, items):
-    """For `make test`'s two xdist workers (`--dist loadgroup`): each file is one group,
-    so its module fixtures (a cluster, a Spark Connect server) start once, but the
-    fuzzers' tests are a group each; the slowest files are handed out first, so that
-    neither worker is left alone with a long file at the end (25.5 min with files in
-    collection order, measured)."""
-    for item in items:
-        path = item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(item.nodeid if path in SPLIT else path))
-    rank = {f: i for i, f in enumerate(SLOWEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
