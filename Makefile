@@ -52,9 +52,8 @@ demo: check-java $(VENV)/.installed
 test: check-java $(VENV)/.installed-dev
 	scripts/install_browser.sh
 	# two workers, each test file on one of them (its module fixtures, such as a
-	# cluster or a Spark Connect server, start once; tests/conftest.py), the fuzzers
-	# spread over both: docs/how-to/setup.md has the times
-	$(BIN)/pytest -q -n 2 --dist loadgroup
+	# cluster or a Spark Connect server, start once): docs/how-to/setup.md has the times
+	$(BIN)/pytest -q -n 2 --dist loadfile
 
 # ruff (lint and format) and mypy; CI runs this before the tests
 lint: $(VENV)/.installed-dev

@@ -54,16 +54,3 @@ def s3():
 
     with s3_server(urlparse(os.environ["AWS_ENDPOINT_URL"]).port) as env:
         yield env
-
-
-SPLIT = ("tests/cli/test_fuzz_cli.py",)  # its three fuzzers: 8 minutes of independent work
-
-
-def pytest_collection_modifyitems(config, items):
-    """For `make test`'s two xdist workers (`--dist loadgroup`): each file is one group,
-    so its module fixtures (a cluster, a Spark Connect server) start once, except the
-    fuzzers of `SPLIT`, a group each, so both workers share them. Files keep their
-    collection order (the slowest first was slower: docs/how-to/setup.md)."""
-    for item in items:
-        path = item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(item.nodeid if path in SPLIT else path))
