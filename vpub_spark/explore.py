@@ -19,6 +19,7 @@ import shutil
 import tempfile
 import time
 from dataclasses import dataclass, replace
+from html import escape
 from pathlib import Path
 
 from .config import PublishConfig, RandomRules, with_overrides
@@ -198,7 +199,7 @@ def sweep_page(sweep: Sweep, title: str) -> str:
     rows = [
         (
             str(pt.value),
-            f"skipped: {_escape(pt.skipped)}" if pt.skipped else f"{pt.kl:.4f}",
+            f"skipped: {escape(pt.skipped or '')}" if pt.skipped else f"{pt.kl:.4f}",
             "" if pt.skipped else f"{pt.mean_error:.4f}",
             "" if pt.skipped else f"{pt.median_error:.4f}",
             "" if pt.skipped else f"{pt.publish_seconds:.2f}",
@@ -206,9 +207,9 @@ def sweep_page(sweep: Sweep, title: str) -> str:
         for pt in sweep.points
     ]
     body = [
-        f"<h1>Privacy against utility: {_escape(title)}</h1>",
-        f'<p class="recommend" id="recommendation">{_escape(recommendation(sweep))}</p>',
-        f"<p>Rules, fixed across the sweep: {_escape('; '.join(sweep.rules) or 'none')}. "
+        f"<h1>Privacy against utility: {escape(title)}</h1>",
+        f'<p class="recommend" id="recommendation">{escape(recommendation(sweep))}</p>',
+        f"<p>Rules, fixed across the sweep: {escape('; '.join(sweep.rules) or 'none')}. "
         f"Workload: {WORKLOAD['queries']:,} queries (qd = {WORKLOAD['qd']}, "
         f"p = {WORKLOAD['p']:.0%}, seed {WORKLOAD['seed']}), as vpub utility.</p>",
         figure(
@@ -253,9 +254,3 @@ def sweep_data(sweep: Sweep) -> dict:
         "rules": sweep.rules,
         "points": [vars(pt) for pt in sweep.points],
     }
-
-
-def _escape(text: str | None) -> str:
-    from html import escape
-
-    return escape(text or "")

@@ -112,3 +112,17 @@ def seed_origin(cfg: Any) -> str:
         if cfg.seed_file
         else "seed: secret, drawn for this run"
     )
+
+
+def job_engine(cfg: Any) -> tuple[Any, Engine, str]:
+    """A job config's engine (`engine: auto` decided by its input and Spark settings):
+    the config naming the engine chosen, the engine, and why it was chosen."""
+    from dataclasses import replace
+
+    from ..engines import engine_for
+    from ..storage import local_path
+
+    engine, why = engine_for(
+        cfg.engine, SparkSettings.load(cfg.spark), local_path(cfg.input_path), cfg.workers
+    )
+    return replace(cfg, engine=engine.name), engine, why

@@ -5,21 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import replace
 
 from ..config import load_config, with_overrides
-from ..engines import engine_for
-from ..engines.settings import SparkSettings
 from ..errors import SpecError
 from ..lake.commit import Steps
 from ..release.audit.release import audit_release
 from ..release.signing import generate_keys
 from ..release.stores.audit import audit_store
 from ..report import audit_table, console, progress_step, publish_summary
-from ..storage import local_path
 from .common import (
     engine_of,
     engine_options,
+    job_engine,
     seed_options,
     seed_origin,
     warn_explicit_seed,
@@ -50,10 +47,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
         spark=args.spark_conf,
     )
     warn_explicit_seed(cfg.seed)
-    engine, why = engine_for(
-        cfg.engine, SparkSettings.load(cfg.spark), local_path(cfg.input_path), cfg.workers
-    )
-    cfg = replace(cfg, engine=engine.name)
+    cfg, engine, why = job_engine(cfg)
     letter = "m" if cfg.privacy.model == "m-invariance" else "l"
     console.print(
         f"publishing {cfg.input_path} with {cfg.method} on the {cfg.engine} engine ({why}; {letter} = {cfg.diversity}; {seed_origin(cfg)})"

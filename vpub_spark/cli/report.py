@@ -47,21 +47,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
     from ..config import load_config, with_overrides
-    from ..engines import engine_for
-    from ..engines.settings import SparkSettings
     from ..explore import check_sweep, explore, parse_vary, recommendation, sweep_page
-    from ..storage import local_path
+    from .common import job_engine
 
     parameter, values = parse_vary(args.vary)
     cfg = with_overrides(load_config(args.config), input_path=args.input, engine=args.engine)
     check_sweep(cfg, parameter)
-    engine, why = engine_for(
-        cfg.engine, SparkSettings.load(cfg.spark), local_path(cfg.input_path), cfg.workers
-    )
-    cfg = replace(cfg, engine=engine.name)
+    cfg, engine, why = job_engine(cfg)
     console.print(
         f"exploring {parameter} = {', '.join(map(str, values))} on the {cfg.engine} engine ({why})"
     )

@@ -4,13 +4,15 @@ reader's view) and, given the source, from the owner's data too (the owner's vie
 Every number is the one the corresponding command prints: the audit's checks are
 `vpub audit`'s (`audit_release`), the guarantee is the catalog's and the export's
 (`release.export.guarantee` and `guarantee_lines`), the risk figures are
-`vpub utility`'s and `vpub releases show`'s (`utility.risk.release_risk`), KL and the
+`vpub utility`'s and `vpub releases show`'s (`utility.risk.table_risk`), KL and the
 workload's errors are `vpub utility`'s (`utility.evaluate`, same defaults). Decisions:
 a source is accepted only when the audit's source checks pass (its rows and every
 table's multisets equal the release's; with the owner's `secret`, the keyed
 fingerprint too), since a report comparing a release with other data would mislead;
-group sizes and distinct sensitive values are read from each table's ST (a projection
-has no groups: its cells' counts stand for them, and it has no sensitive values).
+distinct sensitive values per group are read from each table's ST, group sizes too
+except for a generalized table, whose groups part holds its people without the
+counterfeits (a projection has no groups: its cells' counts stand for them, and it
+has no sensitive values).
 """
 
 from __future__ import annotations
