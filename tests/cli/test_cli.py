@@ -213,6 +213,28 @@ def test_every_feature_registers_its_commands():
     }
 
 
+def test_a_command_builds_only_its_features_parser(capsys):
+    """`build_parser(command)` registers the owning feature's commands, exactly its
+    `COMMANDS`; a word no feature owns gets every command, so the refusal lists them."""
+    import argparse
+
+    from vpub_spark.cli import build_parser, data, publish, query, releases, report, rules
+
+    for feature in (data, publish, query, releases, report, rules):
+        alone = argparse.ArgumentParser().add_subparsers()
+        feature.register(alone)
+        assert tuple(alone.choices) == feature.COMMANDS
+        for command in feature.COMMANDS:
+            sub = next(a for a in build_parser(command)._actions if a.dest == "command")
+            assert tuple(sub.choices) == feature.COMMANDS
+    with pytest.raises(SystemExit) as refused:
+        main(["publsh", "--config", "x"])
+    err = capsys.readouterr().err
+    assert refused.value.code == 2 and "invalid choice: 'publsh'" in err
+    assert "publish" in err and "bench" in err and "statdb" in err
+    assert main(["query", "/nonexistent-release", "--where", "x = 1"]) == 2
+
+
 def test_query_takes_an_engine_and_both_engines_agree(capsys, tmp_path, spark_engine):
     """`vpub query --engine spark|inprocess|auto`: the same estimate (the release's models)
     and the same exact count of `--source`, counted by Spark's tasks or in process."""

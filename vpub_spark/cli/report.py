@@ -77,6 +77,9 @@ def cmd_explore(args: argparse.Namespace) -> int:
     return 0
 
 
+COMMANDS = ("report", "explore")  # the top-level commands `register` adds
+
+
 def register(sub) -> None:
     rp = sub.add_parser(
         "report", help="a release's report: one self-contained HTML file with plots"

@@ -107,8 +107,11 @@ def _expected_log(
         with np.errstate(divide="ignore"):
             return float(np.sum(p[a:b] * np.log(model.marginal(proj.iloc[a:b]) / n)))
 
+    spans = list(zip(bounds[:-1], bounds[1:], strict=True))
+    if workers == 1:
+        return part(spans[0])
     with ThreadPoolExecutor(workers) as threads:
-        return float(sum(threads.map(part, zip(bounds[:-1], bounds[1:], strict=True))))
+        return float(sum(threads.map(part, spans)))
 
 
 def _warm(models: Sequence[EstimateModel], terms, row: pd.DataFrame) -> None:
