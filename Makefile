@@ -49,11 +49,17 @@ check-java:
 demo: check-java $(VENV)/.installed
 	$(BIN)/vpub demo --out out/demo
 
+# the suite's cache (tests/conftest.py uses the same): the Spark driver's class-data
+# archive, built once before the suite, so that each JVM the tests start maps it
+TEST_CACHE = $(CURDIR)/.cache/vpub
+
 test: check-java $(VENV)/.installed-dev
 	scripts/install_browser.sh
+	PYTHON=$(PYTHON) scripts/install_airflow.sh
+	VPUB_CACHE=$(TEST_CACHE) $(BIN)/vpub spark-archive
 	# two workers, each test file on one of them (its module fixtures, such as a
 	# cluster or a Spark Connect server, start once): docs/how-to/setup.md has the times
-	$(BIN)/pytest -q -n 2 --dist loadfile
+	VPUB_CACHE=$(TEST_CACHE) $(BIN)/pytest -q -n 2 --dist loadfile
 
 # ruff (lint and format) and mypy; CI runs this before the tests
 lint: $(VENV)/.installed-dev

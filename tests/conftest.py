@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 
@@ -41,6 +43,10 @@ def pytest_configure(config):
 
     os.environ["VPUB_PRIVATE_DIR"] = tempfile.mkdtemp(prefix="vpub-private-")
     os.environ.setdefault("VPUB_LOG_DIR", tempfile.mkdtemp(prefix="vpub-logs-"))  # Spark's logs
+    # the suite's cache beside the checkout, never the tester's own (`make test` sets the
+    # same and builds the Spark driver's class-data archive in it first)
+    root = Path(__file__).resolve().parents[1]
+    os.environ.setdefault("VPUB_CACHE", str(root / ".cache" / "vpub"))
 
 
 @pytest.fixture(scope="session")
