@@ -1,6 +1,14 @@
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# the suite runs two workers on two cores beside JVMs: generating inputs may be slow, and
+# strategies that keep eligible tables only filter many out; neither is a failure
+settings.register_profile(
+    "suite", suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+)
+settings.load_profile("suite")
 
 
 @pytest.fixture(scope="session")

@@ -41,7 +41,7 @@ def test_every_group_is_l_diverse_in_every_attribute(case, seed):
     assert (shared_groups(columns, l, seed) == group).all()  # a retried task repeats it
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(case=eligible(), data=st.data())
 def test_the_plan_reads_only_the_combination_counts(case, data):
     """Rows moved about give the same slots: which combination goes to which group
