@@ -214,19 +214,21 @@ def test_every_feature_registers_its_commands():
 
 
 def test_a_command_builds_only_its_features_parser(capsys):
-    """`build_parser(command)` registers the owning feature's commands, exactly its
-    `COMMANDS`; a word no feature owns gets every command, so the refusal lists them."""
+    """`build_parser(command)` registers the owning feature's commands, exactly those
+    `FEATURES` names for it; a word no feature owns gets every command, so the refusal
+    lists them."""
     import argparse
+    from importlib import import_module
 
-    from vpub_spark.cli import build_parser, data, publish, query, releases, report, rules
+    from vpub_spark.cli import FEATURES, build_parser
 
-    for feature in (data, publish, query, releases, report, rules):
+    for name, commands in FEATURES.items():
         alone = argparse.ArgumentParser().add_subparsers()
-        feature.register(alone)
-        assert tuple(alone.choices) == feature.COMMANDS
-        for command in feature.COMMANDS:
+        import_module(f"vpub_spark.cli.{name}").register(alone)
+        assert tuple(alone.choices) == commands
+        for command in commands:
             sub = next(a for a in build_parser(command)._actions if a.dest == "command")
-            assert tuple(sub.choices) == feature.COMMANDS
+            assert tuple(sub.choices) == commands
     with pytest.raises(SystemExit) as refused:
         main(["publsh", "--config", "x"])
     err = capsys.readouterr().err

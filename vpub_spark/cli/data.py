@@ -121,9 +121,6 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if report.passed else 1
 
 
-COMMANDS = ("datasets", "profile", "check")  # the top-level commands `register` adds
-
-
 def register(sub) -> None:
     _register_datasets(sub)
     _register_profile(sub)

@@ -13,9 +13,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(config_of(Demo, args))
 
 
-COMMANDS = ("demo",)  # the top-level commands `register` adds
-
-
 def register(sub) -> None:
     d = sub.add_parser("demo", help="the end-to-end demo on a generated data set")
     d.add_argument("--out", default="out/demo")

@@ -140,15 +140,6 @@ def cmd_spark_archive(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = (
-    "publish",
-    "marginals",
-    "audit",
-    "keys",
-    "spark-archive",
-)  # the top-level commands `register` adds
-
-
 def register(sub) -> None:
     _register_publish(sub)
     _register_marginals(sub)

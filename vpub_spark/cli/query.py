@@ -14,8 +14,6 @@ from ..utility.release_models import release_models
 from ..utility.where import parse_where
 from .common import SEED, engine_options
 
-COMMANDS = ("query", "utility")  # the top-level commands `register` adds
-
 
 def register(sub) -> None:
     """`vpub query` and `vpub utility`."""

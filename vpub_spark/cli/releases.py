@@ -220,9 +220,6 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = ("export", "releases")  # the top-level commands `register` adds
-
-
 def register(sub) -> None:
     _register_export(sub)
     _register_releases(sub)

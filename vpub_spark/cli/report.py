@@ -29,13 +29,14 @@ def write_page(out: Path, html: str) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from ..engines.pool import default_workers
     from ..reporting.facts import release_facts
     from ..reporting.html import release_page
 
     t0 = time.perf_counter()
     with console.status("auditing and measuring the release ..."):
         facts = release_facts(args.release, args.source, args.secret, args.verify_key)
-        html = release_page(facts)
+        html = release_page(facts, default_workers())  # figures drawn side by side
     out = Path(args.out or f"{Path(facts.release_id).name}-report.html")
     write_page(out, html)
     view = "owner's view, with the source" if args.source else "reader's view"
@@ -75,9 +76,6 @@ def cmd_explore(args: argparse.Namespace) -> int:
     console.print(recommendation(sweep))
     console.print(f"sweep written to {out} in {time.perf_counter() - t0:.1f} s")
     return 0
-
-
-COMMANDS = ("report", "explore")  # the top-level commands `register` adds
 
 
 def register(sub) -> None:

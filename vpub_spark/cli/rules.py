@@ -36,9 +36,6 @@ def cmd_gnf_check(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-COMMANDS = ("rules", "gnf")  # the top-level commands `register` adds
-
-
 def register(sub) -> None:
     r = sub.add_parser("rules", help="privacy rules").add_subparsers(dest="what", required=True)
     rc = r.add_parser("check", help="validate, reduce (000 Theorem 3.1) and check l-eligibility")

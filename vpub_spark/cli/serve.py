@@ -10,8 +10,6 @@ from ..errors import SpecError
 from ..report import console
 from .common import whole_number
 
-COMMANDS = ("serve",)  # the top-level commands `register` adds
-
 
 def register(sub) -> None:
     """`vpub serve`."""

@@ -12,8 +12,6 @@ from ..report import console
 from .common import SEED, engine_of, engine_options, warn_explicit_seed
 from .versions import register as register_versions
 
-COMMANDS = ("statdb",)  # the top-level commands `register` adds
-
 
 def register(sub) -> None:
     """`vpub statdb` and its subcommands."""
