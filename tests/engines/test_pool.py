@@ -173,6 +173,31 @@ def test_results_in_order_errors_as_raised_and_no_nested_pools():
     assert run_tasks(lambda _: os.getpid(), range(6), 1) == [os.getpid()] * 6
 
 
+def test_meanwhile_runs_here_while_the_workers_work(tmp_path):
+    """`meanwhile` runs once, in this process, while the forked workers work; without
+    workers it runs first, before any task. Results unchanged."""
+    marker = tmp_path / "meanwhile"
+    seen = []
+
+    def task(i: int) -> tuple[int, int, bool]:
+        import time
+
+        time.sleep(0.3)  # long enough for `meanwhile` to have run in the parent
+        return i * i, os.getpid(), marker.exists()
+
+    def meanwhile() -> None:
+        seen.append(os.getpid())
+        marker.write_text("")
+
+    done = run_tasks(task, [1, 2, 3], 2, meanwhile)
+    assert [d[0] for d in done] == [1, 4, 9] and seen == [os.getpid()]
+    assert all(pid != os.getpid() for _, pid, _ in done)
+    marker.unlink()
+    serial = run_tasks(task, [1, 2], 1, meanwhile)
+    assert [d[0] for d in serial] == [1, 4] and all(d[2] for d in serial)  # ran first
+    assert seen == [os.getpid()] * 2
+
+
 def test_the_worker_count(monkeypatch, tmp_path):
     monkeypatch.delenv("VPUB_WORKERS", raising=False)
     assert default_workers() == available_cores() >= 1

@@ -30,12 +30,15 @@ def write_page(out: Path, html: str) -> None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from ..engines.pool import default_workers
+    from ..reporting import plots
     from ..reporting.facts import release_facts
     from ..reporting.html import release_page
 
     t0 = time.perf_counter()
     with console.status("auditing and measuring the release ..."):
-        facts = release_facts(args.release, args.source, args.secret, args.verify_key)
+        facts = release_facts(
+            args.release, args.source, args.secret, args.verify_key, meanwhile=plots.load
+        )
         html = release_page(facts, default_workers())  # figures drawn side by side
     out = Path(args.out or f"{Path(facts.release_id).name}-report.html")
     write_page(out, html)

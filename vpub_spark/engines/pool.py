@@ -51,18 +51,30 @@ def _run(item: Any) -> Any:
     return _task(item)
 
 
-def run_tasks(task: Callable[[Any], T], items: Sequence[Any], workers: int) -> list[T]:
+def run_tasks(
+    task: Callable[[Any], T],
+    items: Sequence[Any],
+    workers: int,
+    meanwhile: Callable[[], object] | None = None,
+) -> list[T]:
     """`[task(i) for i in items]`, on up to `workers` forked processes
-    (docs/how-to/choose-engine.md); serially with one worker, one item, or inside a worker."""
+    (docs/how-to/choose-engine.md); serially with one worker, one item, or inside a worker.
+    `meanwhile` runs in this process while the workers work (after they were forked, so
+    what it imports or starts is not theirs), or first when there are none."""
     global _task
     count = min(workers, len(items))
     if count <= 1 or _in_worker:
+        if meanwhile is not None:
+            meanwhile()
         return [task(i) for i in items]
     if _task is not None:
         raise RuntimeError("run_tasks is not re-entrant in one process")
     _task = task
     try:
         with multiprocessing.get_context("fork").Pool(count) as pool:
-            return pool.map(_run, items, chunksize=1)
+            pending = pool.map_async(_run, items, chunksize=1)
+            if meanwhile is not None:
+                meanwhile()
+            return pending.get()
     finally:
         _task = None

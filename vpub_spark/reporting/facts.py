@@ -17,6 +17,7 @@ has no sensitive values).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -101,6 +102,7 @@ def release_facts(
     source: str | None = None,
     secret: str | None = None,
     verify_key: str | None = None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> ReleaseFacts:
     """The report's numbers for the release at `path`.
 
@@ -109,6 +111,8 @@ def release_facts(
         source: the data it was published from (the owner's view), or None.
         secret: the owner's run record or seed file: the fingerprint is checked too.
         verify_key: an Ed25519 public key the manifest's signature must verify with.
+        meanwhile: run in this process while the audit and the owner's measures run
+            in forked ones (the command line imports the plotting library then).
 
     Returns:
         The facts, the owner's part only with `source`.
@@ -121,7 +125,7 @@ def release_facts(
     m = rel.manifest
     work = partial(_audit_or_owner, str(path), source, secret, verify_key)
     parts = ["audit", "owner"] if source is not None else ["audit"]
-    done = run_tasks(work, parts, default_workers())  # on two cores, side by side
+    done = run_tasks(work, parts, default_workers(), meanwhile)  # on two cores, side by side
     audit, owner = done[0], done[1] if source is not None else None
     _owner_inputs_match(audit, source, str(m.get("release_id")))
     if isinstance(owner, Exception):  # a source the audit accepted, yet unusable
