@@ -86,9 +86,9 @@ PENDING = re.compile(r'<img src="@figure-(\d+)@"')  # `escape` leaves no `<` or 
 
 class Drawings:
     """The figures a page asks for, drawn together once its text is laid out (`fill`):
-    on forked workers when given more than one (the command line: the Adult owner's
-    report draws 12 figures, about 1.1 s in one process), else in this process (`vpub
-    serve`, whose threads must not fork)."""
+    on forked workers when given more than one (`vpub report`: the Adult owner's report
+    draws 12 figures, 1.1 s in one process, 0.7 s on two), else in this process (the
+    default, which `vpub serve` keeps)."""
 
     def __init__(self) -> None:
         self.jobs: list[tuple[Callable[..., str], tuple]] = []
