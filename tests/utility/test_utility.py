@@ -336,7 +336,21 @@ def test_anatomy_marginal_is_its_definition(seed, cols):
         for big, dtype in ((255, np.uint8), (127, np.int8), (2**32 + 1, np.int64)):
             far = keys.astype(dtype).assign(s=np.full(k, big, dtype))
             assert model.marginal(far).tolist() == [0.0] * k
+    for product in (True, False):  # every (run, value) pair summed, or the keys' pairs
+        with pytest.MonkeyPatch.context() as patch:  # a few pairs at a time
+            patch.setattr(models, "_joint_fits", lambda *_, chosen=product: chosen)
+            patch.setattr(qi_runs, "PAIRS", int(rng.integers(1, 5)))
+            assert np.allclose(
+                AnatomyModel("t", ("a", "b", "s"), "s", qit, st_).marginal(keys), want
+            )
+            if "s" in cols and k:
+                far = keys.assign(s=np.full(k, 2**32 + 1, np.int64))
+                assert (
+                    AnatomyModel("t", ("a", "b", "s"), "s", qit, st_).marginal(far).tolist()
+                    == [0.0] * k
+                )
     with pytest.MonkeyPatch.context() as patch:  # a few pairs at a time; shares searched
+        patch.setattr(models, "_joint_fits", lambda *_: False)
         patch.setattr(qi_runs, "PAIRS", int(rng.integers(1, 5)))
         patch.setattr(models, "DENSE_SHARES", 0)  # the search within groups
         assert np.allclose(AnatomyModel("t", ("a", "b", "s"), "s", qit, st_).marginal(keys), want)
@@ -380,12 +394,14 @@ def test_cubes_summed_down_from_covers_equal_each_sets_own_cube(seed, sets, budg
     seed=st.integers(0, 10**6),
     cube_cells=st.sampled_from([1, 1 << 22]),
     cover_cells=st.sampled_from([1, 30, 1 << 20]),
+    whole=st.booleans(),
 )
-def test_batched_estimates_equal_one_count_at_a_time(seed, cube_cells, cover_cells):
+def test_batched_estimates_equal_one_count_at_a_time(seed, cube_cells, cover_cells, whole):
     """`Estimator.counts` (estimate cubes per table, summed down from covering cubes)
     gives each query's `count`: an anatomy table whose ST holds suppressed values (-1)
     and groups with gaps in their ids, a projection, an unpublished attribute; cubes
-    over CUBE_CELLS fall back to one count per query."""
+    over CUBE_CELLS fall back to one count per query. An anatomy table's cubes with S
+    are summed down from its whole joint, or (`whole` False) from the cube's own."""
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 80))
     qit = pd.DataFrame(
@@ -431,6 +447,7 @@ def test_batched_estimates_equal_one_count_at_a_time(seed, cube_cells, cover_cel
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(queries, "CUBE_CELLS", cube_cells)
         patch.setattr(queries, "COVER_CELLS", cover_cells)
+        patch.setattr(models, "_joint_fits", lambda *_: whole)
         got = queries.Estimator(built, n, domains).counts(asked)
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
 

@@ -18,6 +18,7 @@ release's models from its files.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -29,7 +30,7 @@ import pandas as pd
 from ..kernels.arrays import dense_ids, pack_codes, positions
 from .codes import EST, Part, Query, mask, to_codes
 from .columns import COUNT, GROUP
-from .qi_runs import QiRuns, pair_sums, qi_runs
+from .qi_runs import QiRuns, cell_sums, pair_sums, qi_runs
 
 
 class EstimateModel(Protocol):
@@ -80,6 +81,29 @@ DENSE_SHARES = 1 << 28
 """An anatomy table's shares are found through a dense table of counts
 (`AnatomyModel._count_cells`, one byte a cell when no count exceeds 255: 256 MB at
 most) when groups x (sensitive values + 1) is at most this many cells."""
+
+
+JOINT_CELLS = 1 << 24
+"""An anatomy table may hold a dense estimated joint, a sum per (QI cell, sensitive
+value) (`AnatomyModel._joint`), of at most this many cells (128 MB): KL's keys and
+the workload's cubes are then read from it."""
+
+JOINT_PER_ROW = 4
+"""... and of at most this many cells per QIT row (the joint's work is its rows and
+its cells; sorting the rows into runs is the alternative)."""
+
+
+def _padded(joint: np.ndarray, k: int) -> np.ndarray:
+    """`joint` with zeros appended on its last axis to length `k`."""
+    pad = np.zeros([*joint.shape[:-1], k - joint.shape[-1]])
+    return np.concatenate([joint, pad], axis=-1)
+
+
+def _joint_fits(cells: int, rows: int) -> bool:
+    """Whether an anatomy table of `rows` QIT rows holds a dense joint of `cells` sums
+    (`AnatomyModel._joint`) rather than sorting its rows into runs per key: at most
+    `JOINT_CELLS`, and a few per row (the joint's work is its rows and its cells)."""
+    return cells <= min(JOINT_CELLS, JOINT_PER_ROW * rows)
 
 
 def _distinct(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -169,6 +193,10 @@ class AnatomyModel:
     _sorted_held: dict[tuple[str, ...], QiRuns | None] = field(
         default_factory=dict, compare=False, repr=False
     )
+    _joints: dict[tuple[tuple[str, ...], tuple[int, ...], bool], np.ndarray] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    _making: threading.RLock = field(default_factory=threading.RLock, compare=False, repr=False)
 
     @property
     def qi(self) -> list[str]:
@@ -234,15 +262,20 @@ class AnatomyModel:
         return self._sorted_held[tuple(q)]
 
     def _sorted_marginal(self, keys: pd.DataFrame, q: list[str]) -> np.ndarray | None:
-        """`marginal` by sorted packed keys in NumPy, without pandas joins (they do not
-        scale: at 7.8M keys of a 10M-row table they took 99 s): each distinct key meets the
-        (group, x_q) runs of its QI key (`qi_runs.pair_sums`), weighted by c_g(s) / |g|
-        when s is asked for. None when the codes do not pack into int64 (then the joins
-        answer)."""
+        """`marginal` in NumPy, without pandas joins (they do not scale: at 7.8M keys of a
+        10M-row table they took 99 s): read from the dense joint over `q` (`_joint`) when
+        it fits, else each distinct key meets the (group, x_q) runs of its QI key
+        (`qi_runs.pair_sums`), weighted by c_g(s) / |g| when s is asked for. None when
+        the codes do not pack into int64 (then the joins answer)."""
         with_s = self.sensitive in keys.columns
         s = keys[self.sensitive].to_numpy() if with_s else np.zeros(len(keys), np.int32)
-        runs = self._qi_runs(q) if self.rows() and not self.st.empty else None
-        if runs is None or s.min(initial=0) < 0:
+        if not self.rows() or self.st.empty or s.min(initial=0) < 0:
+            return None
+        radix = self._radix(q)
+        if radix is not None and self._joint_fits(radix, with_s):
+            return self._joint_at(keys, q, s if with_s else None, radix)
+        runs = self._qi_runs(q)
+        if runs is None:
             return None
         codes = [keys[c].to_numpy() for c in q]
         outside = np.zeros(len(keys), bool)
@@ -264,6 +297,46 @@ class AnatomyModel:
             return (total[hi] - total[lo])[back]
         ks = (wanted - kq * top).astype(np.int32 if top < 2**31 else np.int64)
         return pair_sums(lo, hi, self._weights(runs, ks), ks)[back]
+
+    def _radix(self, q: list[str]) -> list[int] | None:
+        """Each QI column's largest code + 1 in the QIT; None when one is negative."""
+        if any(int(self.qit[c].min()) < 0 for c in q):
+            return None
+        return [int(self.qit[c].max()) + 1 for c in q]
+
+    def _joint_fits(self, radix: Sequence[int], with_s: bool) -> bool:
+        """Whether the dense joint over `radix` (`_joint`) is held rather than sorting
+        the QIT's rows into runs."""
+        width = int(self._shares[1].max(initial=-1)) + 1 if with_s else 1
+        return _joint_fits(math.prod(radix) * max(width, 1), self.rows())
+
+    def _joint_at(
+        self, keys: pd.DataFrame, q: list[str], s: np.ndarray | None, radix: list[int]
+    ) -> np.ndarray:
+        """The dense joint over `q` (`_joint`) read at each key (0 outside it)."""
+        joint = self._joint(tuple(q), tuple(radix), s is not None)
+        codes = [keys[c].to_numpy() for c in q]
+        hit = np.ones(len(keys), bool) if s is None else s < joint.shape[1]
+        for c, r in zip(codes, radix, strict=True):
+            hit &= (c >= 0) & (c < r)  # a code the QIT never shows: no group holds it
+        cell = pack_codes([np.where(hit, c, 0) for c in codes], radix, len(keys))
+        return np.where(hit, joint[cell, 0 if s is None else np.where(hit, s, 0)], 0.0)
+
+    def _joint(self, q: tuple[str, ...], radix: tuple[int, ...], with_s: bool) -> np.ndarray:
+        """est at every cell of QI attributes `q` (mixed radix over `radix`, in `q`'s
+        order; a code outside it in no cell), a dense (cells, width) array: with S, at
+        every sensitive code (`qi_runs.cell_sums`); without, the QIT's rows (width 1).
+        Kept per (q, radix, with_s); threads wait for the one that makes it."""
+        with self._making:
+            if (q, radix, with_s) not in self._joints:
+                cell, ok = _cell_index(self.qit, q, dict(zip(q, radix, strict=True)))
+                cells = math.prod(radix)
+                self._joints[q, radix, with_s] = (
+                    cell_sums(cell, self.groups.qit[ok], cells, self._shares)
+                    if with_s
+                    else np.bincount(cell, minlength=cells).astype(float)[:, None]
+                )
+            return self._joints[q, radix, with_s]
 
     def _weights(self, runs: QiRuns, s: np.ndarray):
         """The pairs' terms n_g(x_q) c_g(s) / |g| for `pair_sums`: a lookup in the dense
@@ -342,24 +415,23 @@ class AnatomyModel:
     def cube(self, cols: Sequence[str], sizes: Mapping[str, int]) -> np.ndarray:
         """`count` of every cell over `cols` at once, a dense array in `cols`' order:
         without S the QIT's rows per cell; with S, sum_g n_g(x_q) c_g(s) / |g| for all
-        cells as one sparse product N^T C (N: groups x QI cells, the QIT's rows; C:
-        groups x S values, the shares). 1,000 queries on the 1M `sal` release took
-        about 11 s one `count` at a time, 1.07 s by cubes (`Estimator.counts`)."""
-        from scipy import sparse
-
+        cells, summed down from the whole joint over the table's QI (`_joint`, made once
+        for every cube) when it is affordable, else from the joint over `cols`' QI.
+        1,000 queries on the 1M `sal` release took about 11 s one `count` at a time,
+        1.07 s by cubes (`Estimator.counts`)."""
         q = [a for a in cols if a != self.sensitive]
-        cell, ok = _cell_index(self.qit, q, sizes)
-        width, shape = math.prod(sizes[a] for a in q), [sizes[a] for a in q]
         if self.sensitive not in cols:
+            cell, _ = _cell_index(self.qit, q, sizes)
+            width, shape = math.prod(sizes[a] for a in q), [sizes[a] for a in q]
             return np.bincount(cell, minlength=width).astype(float).reshape(shape)
-        g, k = self.groups, sizes[self.sensitive]
-        s = self.st[self.sensitive].to_numpy(np.int64)
-        held = (s >= 0) & (s < k)
-        share = self.st[COUNT].to_numpy(float)[held] / g.size[g.st[held]]
-        n = sparse.csr_matrix((np.ones(len(cell)), (g.qit[ok], cell)), shape=(g.count, width))
-        c = sparse.csr_matrix((share, (g.st[held], s[held])), shape=(g.count, k))
-        joint = (n.T @ c).toarray().reshape([*shape, k])
-        return np.moveaxis(joint, -1, list(cols).index(self.sensitive))
+        over = self.qi if self._joint_fits([sizes[a] for a in self.qi], True) else q
+        radix = tuple(sizes[a] for a in over)
+        joint = self._joint(tuple(over), radix, True).reshape([*radix, -1])
+        k = sizes[self.sensitive]
+        joint = joint[..., :k] if joint.shape[-1] >= k else _padded(joint, k)
+        joint = joint.sum(axis=tuple(i for i, a in enumerate(over) if a not in q))
+        kept = [a for a in over if a in q] + [self.sensitive]
+        return np.transpose(joint, [kept.index(a) for a in cols])
 
     @cached_property
     def joint(self) -> pd.DataFrame:

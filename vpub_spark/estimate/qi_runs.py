@@ -8,7 +8,8 @@ one per group. `pair_sums` walks the (key, run) pairs a bounded number at a time
 its arrays stay small (int32 where they fit) and each chunk's memory is freed before
 the next one takes the same amount: on a machine that backs fresh memory lazily, first
 touching 1 GB took 2.5 s, and the 10M-row KL's pair arrays, expanded 4M at a time,
-had grown its process by that much (docs/explanation/performance.md).
+had grown its process by that much (docs/explanation/performance.md). `cell_sums` sums
+the same estimates densely at every cell, when the cells are few.
 """
 
 from __future__ import annotations
@@ -123,3 +124,35 @@ def pair_sums(
             est[a:b][some] = np.add.reduceat(weights(at, np.repeat(s[a:b], r)), first[some])
         a = b
     return est
+
+
+def cell_sums(
+    cell: np.ndarray, group: np.ndarray, cells: int, shares: tuple[np.ndarray, ...]
+) -> np.ndarray:
+    """sum_g n_g(x) c_g(s) / |g| at every QI cell x < `cells` and sensitive code s, a
+    dense array (cells, width = the largest code + 1), from every (QIT row, sensitive
+    value of its group) pair: work of about rows x l whatever is asked later, against
+    `pair_sums`' pairs of each key with every group that shows it (a QI of one
+    attribute meets most groups). `cell`, `group`: each QIT row's cell and dense group,
+    in the QIT's order, where a group's rows lie together, so that its shares are read
+    in order; `shares`: each group's first position, its sensitive codes and
+    c_g(s) / |g|, sorted by group (a suppressed -1 is left out). The pairs are expanded
+    a chunk of rows at a time (`PAIRS` pairs, or as many as there are sums)."""
+    first, values, share = shares
+    width = max(int(values.max(initial=-1)) + 1, 1)
+    est = np.zeros(cells * width)
+    reps = np.diff(first)[group]
+    ends = np.cumsum(reps)
+    a = 0
+    while a < len(reps):
+        base = int(ends[a - 1]) if a else 0
+        b = max(a + 1, int(np.searchsorted(ends, base + max(PAIRS, len(est)), "right")))
+        r = reps[a:b]
+        at = np.repeat(first[group[a:b]] - (ends[a:b] - r - base), r)
+        at += np.arange(int(ends[b - 1]) - base, dtype=at.dtype)
+        v = values[at]
+        held = v >= 0
+        pair = np.repeat(cell[a:b].astype(np.int64) * width, r) + v
+        est += np.bincount(pair[held], share[at][held], minlength=len(est))
+        a = b
+    return est.reshape(cells, width)
