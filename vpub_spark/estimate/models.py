@@ -70,11 +70,15 @@ def _cell_index(
     """Each row's cell over `cols` (mixed radix over `sizes`, in `cols`' order), for the
     rows that have one (the mask): a code outside the domain, such as a suppressed -1,
     falls in no cell, as no query's values hold it."""
-    codes = [frame[c].to_numpy(np.int64) for c in cols]
+    codes = [frame[c].to_numpy() for c in cols]  # packed as they are: no int64 copies
     ok = np.ones(len(frame), bool)
     for c, a in zip(codes, cols, strict=True):
         ok &= (c >= 0) & (c < sizes[a])
-    return pack_codes([c[ok] for c in codes], [sizes[a] for a in cols], int(ok.sum())), ok
+    if not ok.all():
+        codes = [c[ok] for c in codes]
+    return pack_codes(
+        codes, [sizes[a] for a in cols], len(codes[0]) if codes else int(ok.sum())
+    ), ok
 
 
 DENSE_SHARES = 1 << 28
@@ -360,9 +364,12 @@ class AnatomyModel:
             self.st[self.sensitive].to_numpy(np.int64),
             self.st[COUNT].to_numpy(float) / g.size[g.st],
         )
-        order = np.argsort(g.st * (int(s.max(initial=0)) + 2) + s + 1, kind="stable")  # s >= -1
-        first = np.searchsorted(g.st[order], np.arange(g.count + 1))
-        return first, s[order], w[order]
+        first = np.r_[0, np.cumsum(np.bincount(g.st, minlength=g.count))]
+        key = g.st * (int(s.max(initial=0)) + 2) + s + 1  # s >= -1
+        if len(key) > 1 and not bool(np.all(key[1:] >= key[:-1])):  # as written, mostly
+            order = np.argsort(key, kind="stable")
+            s, w = s[order], w[order]
+        return first, s, w
 
     @cached_property
     def _count_cells(self) -> tuple[np.ndarray, int] | None:

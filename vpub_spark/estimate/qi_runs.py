@@ -141,6 +141,7 @@ def cell_sums(
     first, values, share = shares
     width = max(int(values.max(initial=-1)) + 1, 1)
     est = np.zeros(cells * width)
+    suppressed = bool(len(values)) and int(values.min()) < 0
     reps = np.diff(first)[group]
     ends = np.cumsum(reps)
     a = 0
@@ -151,8 +152,11 @@ def cell_sums(
         at = np.repeat(first[group[a:b]] - (ends[a:b] - r - base), r)
         at += np.arange(int(ends[b - 1]) - base, dtype=at.dtype)
         v = values[at]
-        held = v >= 0
-        pair = np.repeat(cell[a:b].astype(np.int64) * width, r) + v
-        est += np.bincount(pair[held], share[at][held], minlength=len(est))
+        pair = np.repeat(cell[a:b].astype(np.int64) * width, r)
+        pair += v
+        weight = share[at]
+        if suppressed:  # a suppressed -1 counts in |g| and is never asked for
+            pair, weight = pair[v >= 0], weight[v >= 0]
+        est += np.bincount(pair, weight, minlength=len(est))
         a = b
     return est.reshape(cells, width)
