@@ -62,6 +62,19 @@ def test_inprocess_load_and_profile(inprocess, csv_path):
     assert decoded == ["hiv", "other", "other", "other", "other", "hiv"]
 
 
+def test_an_engine_holding_a_source_reads_it_once(csv_path, parquet_dir):
+    """`HeldSourceEngine` returns the table it read for that source and spec, and reads
+    anything else anew, as the in-process engine does."""
+    from vpub_spark.engines.inprocess import HeldSourceEngine, InProcessEngine
+
+    engine = HeldSourceEngine(csv_path, SPEC)
+    held = engine.load(csv_path, SPEC)
+    assert engine.load(csv_path, SPEC) is held
+    assert held.data.equals(InProcessEngine().load(csv_path, SPEC).data)
+    other = engine.load(parquet_dir, SPEC)
+    assert other is not held and other.data.equals(InProcessEngine().load(parquet_dir, SPEC).data)
+
+
 @pytest.mark.spark
 @pytest.mark.parametrize("which", ["csv", "parquet"])
 def test_engines_agree(spark_engine, inprocess, csv_path, parquet_dir, which):

@@ -138,6 +138,27 @@ def test_group_sizes_of_an_st_with_a_suppressed_group():
     assert distinct.tolist() == [2, 0, 1]
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_group_sizes_of_an_st_that_shows_every_row(seed):
+    """Every row shown (positive counts, no missing value): the sizes come from the
+    per-group pass itself; equal to pandas' sums and distinct counts per group, in the
+    writer's order or not, with a (group, value) cell split over two rows."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    st = pa.table(
+        {
+            GROUP: np.sort(rng.integers(0, 9, n)) if seed % 2 else rng.integers(0, 9, n),
+            "s": [str(v) for v in rng.integers(0, 4, n)],
+            COUNT: rng.integers(1, 5, n),
+        }
+    )
+    frame = st.to_pandas()
+    want = frame.groupby(GROUP).agg(size=(COUNT, "sum"), distinct=("s", "nunique"))
+    sizes, distinct = group_sizes(st, "s")
+    assert sizes.tolist() == want["size"].tolist()
+    assert distinct.tolist() == want["distinct"].tolist()
+
+
 def test_bad_input_is_one_line_and_writes_nothing(adult, capsys, tmp_path):
     out = tmp_path / "r.html"
     (tmp_path / "empty").mkdir()

@@ -133,12 +133,15 @@ def with_unpublished(domains: Mapping[str, list[str]], loaded) -> dict[str, list
 
 
 def source_codes(loaded, domains: Mapping[str, Sequence[str]]) -> pd.DataFrame:
-    """A loaded source table (its own codes) recoded into a release's code space."""
-    # new arrays, framed as they are (copy=False: not copied again into one block)
-    return pd.DataFrame(
-        {a: lut[loaded.data[a].to_numpy()] for a, lut in recoding(loaded, domains).items()},
-        copy=False,
-    )
+    """A loaded source table (its own codes) recoded into a release's code space; a
+    column whose codes already are the release's (its labels in the same order, as
+    when the release shows every label of the source) is framed as it is."""
+    columns = {}
+    for a, lut in recoding(loaded, domains).items():
+        own = loaded.data[a].to_numpy()
+        same = own.dtype == lut.dtype and bool(np.array_equal(lut, np.arange(len(lut))))
+        columns[a] = own if same else lut[own]
+    return pd.DataFrame(columns, copy=False)  # framed as they are, not copied into one block
 
 
 def mask(frame: pd.DataFrame, query: Query) -> np.ndarray:

@@ -54,11 +54,12 @@ def load_release_and_source(release: str, source: str):
     return rel, models, domains, codes
 
 
-def load_source(rel, source: str, domains: dict[str, list[str]]):
-    """The source, loaded in process and coded in the release's code space (`domains`;
-    attributes no table publishes, in a marginal release, are uniform over the source's
-    labels, added to the domains returned)."""
-    loaded = InProcessEngine().load(
+def load_source(rel, source: str, domains: dict[str, list[str]], engine=None):
+    """The source, loaded in process (by `engine`, default a new in-process one) and
+    coded in the release's code space (`domains`; attributes no table publishes, in a
+    marginal release, are uniform over the source's labels, added to the domains
+    returned)."""
+    loaded = (engine or InProcessEngine()).load(
         source, table_spec_from_dict(rel.manifest["source"]["table_spec"])
     )
     domains = with_unpublished(domains, loaded)

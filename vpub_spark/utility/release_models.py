@@ -58,8 +58,10 @@ def _fills(data: pa.Table, schema: pa.Schema, columns, labels, at: int) -> bool:
         for chunk in col.chunks:
             if name in labels:
                 labels[name].append((start, chunk.dictionary.to_pylist()))
-                index = chunk.indices.cast(pa.int32()).fill_null(len(chunk.dictionary))
-                out[start : start + len(chunk)] = index.to_numpy()
+                index = chunk.indices
+                if index.null_count:
+                    index = index.cast(pa.int32()).fill_null(len(chunk.dictionary))
+                out[start : start + len(chunk)] = index.to_numpy()  # cast as it is copied
             else:
                 out[start : start + len(chunk)] = chunk.to_numpy()
             start += len(chunk)

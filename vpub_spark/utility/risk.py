@@ -80,9 +80,13 @@ def table_risk(rel: ReleaseReader, entry: dict) -> dict[str, float]:
             for a in qi
         }
         return class_risks(sizes) | {"gcp": _ncp(groups, qi, domains)}
-    qit = rel.read(entry["name"], "qit").to_pandas()  # anatomy, multi_sa: exact QIs
-    cols = [a for a in qit.columns if a != GROUP]
-    return class_risks(qit.groupby(cols, observed=True).size().to_numpy()) | {"gcp": 0.0}
+    qit = rel.read(entry["name"], "qit")  # anatomy, multi_sa: exact QIs
+    cols = [a for a in qit.column_names if a != GROUP]
+    shown = qit.select(cols).drop_null()  # a row with a missing QI is in no class
+    if not cols:
+        return class_risks(np.array([shown.num_rows])) | {"gcp": 0.0}
+    classes = shown.group_by(cols).aggregate([([], "count_all")])["count_all"]
+    return class_risks(classes.to_numpy()) | {"gcp": 0.0}
 
 
 def release_risk(rel: ReleaseReader) -> dict[str, dict[str, float]]:
