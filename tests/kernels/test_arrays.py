@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from vpub_spark.kernels.arrays import (
+    dense_counts,
     dense_ids,
     distinct,
     lex_order,
@@ -29,6 +30,33 @@ def test_distinct_equals_numpy_unique(values):
     got = distinct(values)
     assert got.dtype == values.dtype
     np.testing.assert_array_equal(got, np.unique(values))
+
+
+@given(
+    st.lists(st.integers(1, 6), min_size=1, max_size=3),
+    st.integers(0, 120),
+    st.integers(0, 2**16),
+    st.sampled_from([np.int8, np.int32, np.int64]),
+)
+def test_dense_counts_equal_pandas_group_sizes(radix, rows, seed, dtype):
+    """Rows per combination, sorted by the columns, in their own type: pandas' sorted
+    group sizes; None when the space has more cells than allowed."""
+    rng = np.random.default_rng(seed)
+    codes = [rng.integers(0, r, rows).astype(dtype) for r in radix]
+    got = dense_counts(codes, radix)
+    assert got is not None
+    if not rows:
+        assert len(got[1]) == 0
+        return
+    frame = pd.DataFrame({f"c{i}": c for i, c in enumerate(codes)})
+    want = frame.groupby(list(frame.columns), sort=True).size()
+    for i, column in enumerate(got[0]):
+        assert column.dtype == dtype
+        np.testing.assert_array_equal(
+            column, want.index.get_level_values(i) if len(radix) > 1 else want.index
+        )
+    np.testing.assert_array_equal(got[1], want.to_numpy())
+    assert dense_counts(codes, radix, cells=int(np.prod(radix)) - 1) is None
 
 
 @given(st.lists(st.tuples(st.integers(-1, 30), st.integers(0, 9)), max_size=200))

@@ -430,3 +430,19 @@ def test_publish_cli_with_config_and_overrides(tmp_path, capsys):
     )
     assert main(["publish", "--config", str(conf)]) == 2
     assert "method must be one of" in capsys.readouterr().err
+
+
+def test_a_holding_reader_serves_a_part_and_its_columns_from_memory(tmp_path):
+    """`holding_parts`: a part read whole is kept; reading it again, or some of its
+    columns, gives the same data without the files (removed here), and a column it
+    lacks is the same error as from the files."""
+    rel = open_release(_release(tmp_path)[1].path).holding_parts()
+    entry = next(t for t in rel.tables if t["kind"] == "anatomy")
+    whole = rel.read(entry["name"], "st")
+    cols = whole.column_names[1:]
+    assert rel.read(entry["name"], "st").equals(whole)
+    assert open_release(rel.path).read(entry["name"], "st", cols).equals(whole.select(cols))
+    shutil.rmtree(rel.part_dir(entry["name"], "st"))
+    assert rel.read(entry["name"], "st", cols).equals(whole.select(cols))
+    with pytest.raises(DataError, match="files disagree on their columns"):
+        rel.read(entry["name"], "st", ["no such column"])

@@ -15,6 +15,7 @@ from ..encoding import encode_batch, raw_value_counts
 from ..errors import SpecError
 from ..frames import FrameInput
 from ..kernels.anatomy import COUNT as ANATOMY_COUNT
+from ..kernels.arrays import dense_counts
 from ..kernels.classes import (
     COUNT,
     ClassJob,
@@ -280,8 +281,21 @@ class InProcessEngine:
         return np.concatenate(self._row_slices(_numbered(frame, job.sharding), job.shards))
 
     def combination_counts(self, loaded: LoadedTable, columns):
-        """Rows per distinct combination of `columns` (codes + `count`), sorted."""
-        return loaded.data.groupby(list(columns), sort=True).size().rename("count").reset_index()
+        """Rows per distinct combination of `columns` (codes + `count`), sorted: counted
+        in a dense array over the combinations' space when it is small
+        (`arrays.dense_counts`), else by pandas."""
+        import pandas as pd
+
+        cols = list(columns)
+        codes = [loaded.data[c].to_numpy() for c in cols]
+        radix = [len(loaded.dictionaries[c].labels) for c in cols]
+        inside = all(
+            len(c) and 0 <= c.min() and c.max() < r for c, r in zip(codes, radix, strict=True)
+        )
+        dense = dense_counts(codes, radix) if inside else None
+        if dense is None:
+            return loaded.data.groupby(cols, sort=True).size().rename("count").reset_index()
+        return pd.DataFrame({**dict(zip(cols, dense[0], strict=True)), "count": dense[1]})
 
     def class_summary(self, loaded: LoadedTable, job: ClassJob) -> ClassSummary:
         counts = (

@@ -105,6 +105,23 @@ def pack_codes(codes: Sequence[np.ndarray], radix: Sequence[int], rows: int) -> 
     return key
 
 
+def dense_counts(
+    codes: Sequence[np.ndarray], radix: Sequence[int], cells: int = 1 << 24
+) -> tuple[list[np.ndarray], np.ndarray] | None:
+    """Rows per distinct combination of `codes` (one array a column, each code in
+    [0, radix)), sorted by the columns in order: each column's codes (in its own type)
+    and the counts. By one count per cell of the combinations' space (no sort) when it
+    has at most `cells` cells and as many as a few per row, else None."""
+    rows = len(codes[0]) if codes else 0
+    space = math.prod(radix)
+    if not codes or space > min(cells, 4 * rows + 1024):
+        return None
+    counts = np.bincount(pack_codes(codes, radix, rows), minlength=space)
+    present = np.flatnonzero(counts)
+    columns = np.unravel_index(present, tuple(radix))
+    return [c.astype(k.dtype) for c, k in zip(columns, codes, strict=True)], counts[present]
+
+
 def packed(columns: Sequence[np.ndarray]) -> tuple[np.ndarray, list[int]] | None:
     """The rows of integer columns as one int64 each (`pack_codes`, the first column
     most significant) and each column's radix (its largest code + 1); None when a code

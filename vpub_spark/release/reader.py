@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -40,6 +40,14 @@ class ReleaseReader:
     path: Path
     manifest: dict
     remote: str | None = None
+    held: dict[tuple[str, str], pa.Table] | None = field(default=None, compare=False, repr=False)
+    """Whole parts read so far, when holding (`holding_parts`)."""
+
+    def holding_parts(self) -> ReleaseReader:
+        """This reader, keeping every part it reads whole: a later read of the part, or
+        of some of its columns, is served from memory (the auditor reads a part whole,
+        then columns of it against the source)."""
+        return replace(self, held={})
 
     @property
     def committed(self) -> bool:
@@ -96,12 +104,17 @@ class ReleaseReader:
     def read(self, table: str, part: str, columns: list[str] | None = None) -> pa.Table:
         """One part of one table; string columns come back dictionary-encoded (compact)."""
         where = f"tables/{table}/{part}"
+        whole = self.held.get((table, part)) if self.held is not None else None
         try:
-            return pa.concat_tables(
-                list(self.read_files(table, part, columns))
-            ).unify_dictionaries()
+            if whole is not None:
+                return whole if columns is None else whole.select(columns)
+            read = pa.concat_tables(list(self.read_files(table, part, columns)))
+            read = read.unify_dictionaries()
         except (pa.ArrowInvalid, KeyError) as e:  # a column one file lacks, or of another type
             raise DataError(f"{where}: files disagree on their columns ({e})") from None
+        if self.held is not None and columns is None:
+            self.held[table, part] = read
+        return read
 
     def local_files(self, table: str, part: str) -> list[str]:
         """Local paths of one part's Parquet files (downloaded first when remote)."""

@@ -72,7 +72,7 @@ def audit_units(
 
 
 def _unit(rel: ReleaseReader, entry: dict, file: str, l: int) -> dict:
-    view = _FileView(rel.path, rel.manifest, rel.remote, file)
+    view = _FileView(rel.path, rel.manifest, rel.remote, file=file)
     t = PublishedTable.from_entry(entry)
     report = AuditReport(file)
     sha, first = {}, next(iter(entry["parts"]))

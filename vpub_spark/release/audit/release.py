@@ -102,6 +102,8 @@ def audit_release(
     except VpubError as e:
         check("manifest", False, str(e))
         return report
+    if not distributed:  # each part read whole once, its columns then served from memory
+        rel = rel.holding_parts()
     seed = _secrecy_checks(rel, rel.manifest, secret, check)  # even of an unreadable one
     read = _manifest_checks(rel, require_committed, check)
     if read is None:
