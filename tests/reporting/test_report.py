@@ -136,6 +136,9 @@ def test_group_sizes_of_an_st_with_a_suppressed_group():
     assert sizes.tolist() == [4, 3, 2] and distinct.tolist() == [3, 0, 1]
     sizes, distinct = group_sizes(st.drop_columns(["u"]), "s")
     assert distinct.tolist() == [2, 0, 1]
+    missing = pa.table({GROUP: [0, 0, 1], "s": ["a", "b", "c"], COUNT: [1, None, 2]})
+    sizes, distinct = group_sizes(missing, "s")  # a missing count: the row shows nothing
+    assert sizes.tolist() == [1, 2] and distinct.tolist() == [1, 1]
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -454,6 +454,19 @@ def test_batched_estimates_equal_one_count_at_a_time(seed, cube_cells, cover_cel
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
 
 
+def test_a_cube_with_s_counts_a_row_whose_other_qi_code_is_outside():
+    """A QIT row with a code outside its domain (-1) on b is in no cell of b, yet counts
+    in a cube without b, as `count` counts it: the cube is then not summed down from
+    the joint over every QI attribute, which leaves that row out."""
+    qit = pd.DataFrame({"group_id": [0, 0], "a": [0, 0], "b": [-1, 0]})
+    st_ = pd.DataFrame({"group_id": [0], "s": [0], "count": [2]})
+    model = AnatomyModel("t", ("a", "b", "s"), "s", qit, st_)
+    sizes = {"a": 1, "b": 1, "s": 1}
+    assert model.cube(["a", "s"], sizes).tolist() == [[2.0]]
+    assert model.count({"a": frozenset({0}), "s": frozenset({0})}) == 2.0
+    assert model.cube(["b", "s"], sizes).tolist() == [[1.0]]
+
+
 def test_a_suppressed_code_meets_no_condition():
     """-1 (a suppressed value) is in no query's values, also when a query asks for the
     largest code: the lookup table read it as that code before."""

@@ -302,11 +302,25 @@ class AnatomyModel:
         ks = (wanted - kq * top).astype(np.int32 if top < 2**31 else np.int64)
         return pair_sums(lo, hi, self._weights(runs, ks), ks)[back]
 
+    @cached_property
+    def _code_ranges(self) -> dict[str, tuple[int, int]]:
+        """Each QI column's smallest and largest code in the QIT."""
+        return {c: (int(self.qit[c].min()), int(self.qit[c].max())) for c in self.qi}
+
     def _radix(self, q: list[str]) -> list[int] | None:
         """Each QI column's largest code + 1 in the QIT; None when one is negative."""
-        if any(int(self.qit[c].min()) < 0 for c in q):
+        if not self.rows() or any(self._code_ranges[c][0] < 0 for c in q):
             return None
-        return [int(self.qit[c].max()) + 1 for c in q]
+        return [self._code_ranges[c][1] + 1 for c in q]
+
+    def _whole_joint_fits(self, sizes: Mapping[str, int]) -> bool:
+        """Whether `cube` sums down the joint over every QI attribute: it fits, and every
+        QIT row is inside every QI domain (a row another attribute's -1 leaves out of
+        that joint still counts in a cube without that attribute)."""
+        radix = self._radix(self.qi)
+        if radix is None or any(r > sizes[a] for a, r in zip(self.qi, radix, strict=True)):
+            return False
+        return self._joint_fits([sizes[a] for a in self.qi], True)
 
     def _joint_fits(self, radix: Sequence[int], with_s: bool) -> bool:
         """Whether the dense joint over `radix` (`_joint`) is held rather than sorting
@@ -431,9 +445,9 @@ class AnatomyModel:
             cell, _ = _cell_index(self.qit, q, sizes)
             width, shape = math.prod(sizes[a] for a in q), [sizes[a] for a in q]
             return np.bincount(cell, minlength=width).astype(float).reshape(shape)
-        over = self.qi if self._joint_fits([sizes[a] for a in self.qi], True) else q
-        radix = tuple(sizes[a] for a in over)
-        joint = self._joint(tuple(over), radix, True).reshape([*radix, -1])
+        over = self.qi if self._whole_joint_fits(sizes) else q
+        cells = tuple(sizes[a] for a in over)
+        joint = self._joint(tuple(over), cells, True).reshape([*cells, -1])
         k = sizes[self.sensitive]
         joint = joint[..., :k] if joint.shape[-1] >= k else _padded(joint, k)
         joint = joint.sum(axis=tuple(i for i, a in enumerate(over) if a not in q))

@@ -363,7 +363,7 @@ def group_sizes(st: pa.Table, sensitive: str | list[str] | None) -> tuple[np.nda
         (sizes, distinct), one entry per group, in group order.
     """
     names = sensitive if isinstance(sensitive, list) else [str(sensitive)]
-    every = st.num_rows and pc.min(st[COUNT]).as_py() > 0
+    every = st.num_rows and not st[COUNT].null_count and pc.min(st[COUNT]).as_py() > 0
     every = every and not any(st[a].null_count for a in names)
     shown = st if every else st.filter(pc.greater(st[COUNT], 0))
     for a in names if not every else []:
