@@ -11,20 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
+
+import networkx as nx
 
 from .model import PublishedTable, Rule, Schema
-
-if TYPE_CHECKING:  # imported where a graph is built: commands that read a verdict skip it
-    import networkx as nx
 
 Status = Literal["unreachable", "guardian", "violated"]
 
 
 def _graph(tables: Iterable[tuple[str, Iterable[str]]]) -> nx.Graph:
     """Bipartite graph: attribute nodes ('a', A) joined to the tables ('t', T) that hold them."""
-    import networkx as nx
-
     g = nx.Graph()
     for name, attrs in tables:
         for a in attrs:
@@ -34,8 +31,6 @@ def _graph(tables: Iterable[tuple[str, Iterable[str]]]) -> nx.Graph:
 
 def _reachable(g: nx.Graph, a: str, b: str) -> bool:
     """Definition 3: a and b are reachable iff a chain of tables links them."""
-    import networkx as nx
-
     return ("a", a) in g and ("a", b) in g and nx.has_path(g, ("a", a), ("a", b))
 
 
@@ -44,8 +39,6 @@ def _path(g: nx.Graph, sources: Iterable[str], target: str) -> tuple[str, ...]:
     best: list | None = None
     for s in sorted(sources):
         if _reachable(g, s, target):
-            import networkx as nx
-
             p = nx.shortest_path(g, ("a", s), ("a", target))
             if best is None or len(p) < len(best):
                 best = p

@@ -374,12 +374,11 @@ class HeldSourceEngine(InProcessEngine):
 
     def __init__(self, path: str, spec: TableSpec) -> None:
         super().__init__()
-        self._held = (str(path), spec, self.load(path, spec))
+        self._held = (str(path), spec, super().load(path, spec))
 
     def load(self, path: str, spec: TableSpec, fmt: str | None = None) -> LoadedTable:
-        held = getattr(self, "_held", None)
-        if held is not None and (str(path), spec) == held[:2] and fmt is None:
-            return held[2]
+        if (str(path), spec) == self._held[:2] and fmt is None:
+            return self._held[2]
         return super().load(path, spec, fmt)
 
 

@@ -365,9 +365,11 @@ def group_sizes(st: pa.Table, sensitive: str | list[str] | None) -> tuple[np.nda
     names = sensitive if isinstance(sensitive, list) else [str(sensitive)]
     every = st.num_rows and not st[COUNT].null_count and pc.min(st[COUNT]).as_py() > 0
     every = every and not any(st[a].null_count for a in names)
-    shown = st if every else st.filter(pc.greater(st[COUNT], 0))
-    for a in names if not every else []:
-        shown = shown.filter(pc.is_valid(shown[a]))
+    shown = st
+    if not every:
+        shown = st.filter(pc.greater(st[COUNT], 0))
+        for a in names:
+            shown = shown.filter(pc.is_valid(shown[a]))
     runs = per_group_cells(shown, names[0]) if len(names) == 1 and shown.num_rows else None
     if runs is not None and every:  # every row shown: its per-group pass has the sizes
         return runs[1].astype(np.int64), runs[4].astype(np.int64)
