@@ -379,9 +379,10 @@ class AnatomyModel:
             self.st[COUNT].to_numpy(float) / g.size[g.st],
         )
         first = np.r_[0, np.cumsum(np.bincount(g.st, minlength=g.count))]
-        key = g.st * (int(s.max(initial=0)) + 2) + s + 1  # s >= -1
-        if len(key) > 1 and not bool(np.all(key[1:] >= key[:-1])):  # as written, mostly
-            order = np.argsort(key, kind="stable")
+        a, b = g.st[:-1], g.st[1:]  # sorted by (group, s) as written, mostly: checked on
+        ordered = (b > a) | ((b == a) & (s[1:] >= s[:-1]))  # row-sized booleans only
+        if not bool(ordered.all()):
+            order = np.argsort(g.st * (int(s.max(initial=0)) + 2) + s + 1, kind="stable")
             s, w = s[order], w[order]
         return first, s, w
 

@@ -46,8 +46,12 @@ class ReleaseReader:
     def holding_parts(self) -> ReleaseReader:
         """This reader, keeping every part it reads whole: a later read of the part, or
         of some of its columns, is served from memory (the auditor reads a part whole,
-        then columns of it against the source)."""
-        return replace(self, held={})
+        then columns of it against the source); a holding reader is returned as it is."""
+        return self if self.held is not None else replace(self, held={})
+
+    def kept(self, table: str, part: str) -> pa.Table | None:
+        """The part whole when this reader holds it already (read whole before), else None."""
+        return self.held.get((table, part)) if self.held is not None else None
 
     @property
     def committed(self) -> bool:
@@ -104,7 +108,7 @@ class ReleaseReader:
     def read(self, table: str, part: str, columns: list[str] | None = None) -> pa.Table:
         """One part of one table; string columns come back dictionary-encoded (compact)."""
         where = f"tables/{table}/{part}"
-        whole = self.held.get((table, part)) if self.held is not None else None
+        whole = self.kept(table, part)
         try:
             if whole is not None:
                 return whole if columns is None else whole.select(columns)

@@ -3,7 +3,7 @@ each part read once, the kind's model (release/kinds.py) built in one code space
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -17,7 +17,8 @@ from ..release.reader import ReleaseReader
 
 def read_part(rel: ReleaseReader, table: str, part: str) -> Part:
     """One part, file by file into arrays of its size (`LocalCodes`): no Arrow copy of
-    the whole part beside its codes (at 10M rows a QIT's Arrow table was 306 MB). A
+    the whole part beside its codes (at 10M rows a QIT's Arrow table was 306 MB), or
+    from the part whole when `rel` holds it already (`ReleaseReader.kept`). A
     part this does not fit (a null in a number column, files whose columns differ) is
     read whole, as before, and its reader names a disagreement."""
     files = rel.local_files(table, part)
@@ -35,12 +36,17 @@ def read_part(rel: ReleaseReader, table: str, part: str) -> Part:
     }
     labels: dict[str, list[tuple[int, list]]] = {a: [] for a in strings}
     at = 0
-    for f in files:
-        data = pq.read_table(f, read_dictionary=strings)
+    whole = rel.kept(table, part)  # a part the reader holds: no file read again
+    for data in [whole] if whole is not None else _each_file(files, strings):
         if not _fills(data, schema, columns, labels, at):
             return rel.read(table, part).to_pandas()
         at += data.num_rows
     return LocalCodes(columns, labels) if at == rows else rel.read(table, part).to_pandas()
+
+
+def _each_file(files: list[str], strings: list[str]) -> Iterator[pa.Table]:
+    for f in files:
+        yield pq.read_table(f, read_dictionary=strings)
 
 
 def _fills(data: pa.Table, schema: pa.Schema, columns, labels, at: int) -> bool:

@@ -151,11 +151,58 @@ def key_sums(key: np.ndarray, weight: np.ndarray | None = None) -> tuple[np.ndar
     return k[starts], np.add.reduceat(w, starts)
 
 
+def row_multisets(tables: list[pa.Table], names: list[str]) -> list[tuple[np.ndarray, ...]]:
+    """Each table's rows on `names` as a multiset that compares equal (`np.array_equal`,
+    array by array) exactly when the tables' multisets are equal: the columns coded in
+    one space shared by the tables (`_shared_codes`), packed into one int64 a row and
+    counted by `key_sums` (its distinct keys and their counts), or, when the codes do not
+    fit in 62 bits, the coded columns in lexicographic order."""
+    coded = [_shared_codes([t[n] for t in tables]) for n in names]
+    radix = [r for _, r in coded]
+    out = []
+    for i, t in enumerate(tables):
+        codes = [c[i] for c, _ in coded]
+        if np.prod(np.array(radix, dtype=float)) >= 2.0**62:
+            order = np.lexsort(codes[::-1])
+            out.append(tuple(c[order] for c in codes))
+            continue
+        key = np.zeros(t.num_rows, np.int64)
+        for c, r in zip(codes, radix, strict=True):
+            key *= r
+            key += c
+        out.append(key_sums(key))
+    return out
+
+
+def _shared_codes(columns: list[pa.ChunkedArray]) -> tuple[list[np.ndarray], int]:
+    """One column of several tables in one code space, and its radix: integers without
+    nulls as their distance from the smallest of them, any other values as their
+    position among the values of every table (a null: one past them)."""
+    if all(pa.types.is_integer(c.type) and not c.null_count for c in columns):
+        values = [_ints(c) for c in columns]
+        low = min((int(v.min()) for v in values if len(v)), default=0)
+        high = max((int(v.max()) for v in values if len(v)), default=0)
+        return [v - low for v in values], high - low + 1
+    arrays = [c.combine_chunks() for c in columns]
+    encoded = [a if pa.types.is_dictionary(a.type) else pc.dictionary_encode(a) for a in arrays]
+    union = pc.unique(pa.concat_arrays([e.dictionary for e in encoded]))
+    codes = []
+    for e in encoded:
+        rank = pc.index_in(e.dictionary, value_set=union).to_numpy(zero_copy_only=False)
+        index = e.indices.fill_null(len(e.dictionary)).to_numpy(zero_copy_only=False)
+        codes.append(np.append(rank, len(union)).astype(np.int64)[index])
+    return codes, len(union) + 1
+
+
 def _one_row_per_cell(group: np.ndarray, value: np.ndarray, width: int) -> bool:
     """Whether the ST rows come in non-decreasing group order with no (group, value)
     cell twice (then a cell's sum is its row's count): linear, by a bitmap over the
-    cells of the groups present when that is small (at most 64 bytes a row)."""
-    if not (group[1:] >= group[:-1]).all():
+    cells of the groups present when that is small (at most 64 bytes a row), unless the
+    rows are in strictly increasing (group, value) order (no cell twice, by booleans)."""
+    step, same = group[1:] > group[:-1], group[1:] == group[:-1]
+    if (step | (same & (value[1:] > value[:-1]))).all():
+        return True
+    if not (step | same).all():
         return False
     low, high = int(group[0]), int(group[-1])
     cells = (high - low + 1) * width
@@ -412,14 +459,16 @@ def _column_checks(
 def file_by_file(
     rel: ReleaseReader, check: Checker, table: str, part: str, expected: list[str], keep: str
 ) -> pa.ChunkedArray | None:
-    """`columns`' checks of a large part, one file (one partition) in memory at a time;
-    the column `keep`, if present."""
+    """`columns`' checks of a large part, one file (one partition) in memory at a time,
+    or over the part whole when `rel` holds it already (`ReleaseReader.kept`); the
+    column `keep`, if present."""
     names = rel.column_names(table, part)
     _column_checks(check, table, part, names, expected)
     kept: list[pa.Array] = []
     nulls: set[str] = set()
     try:
-        for data in rel.read_files(table, part, names):
+        whole = rel.kept(table, part)
+        for data in [whole] if whole is not None else rel.read_files(table, part, names):
             nulls.update(n for n in names if data[n].null_count)
             if keep in names:
                 kept.extend(data[keep].chunks)

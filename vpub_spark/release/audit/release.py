@@ -36,7 +36,7 @@ from ..layout import FORMAT_VERSION, GROUP, MANIFEST, PRIVATE
 from ..reader import ReleaseReader, open_release
 from ..secret import keyed, proves, read_secret
 from ..signing import SIGNATURE, verify
-from .checks import AuditReport, Checker
+from .checks import AuditReport, Checker, row_multisets
 from .criteria import criteria_checks
 from .distributed import (
     checksums_agree,
@@ -68,7 +68,7 @@ REQUIRED = (
 
 
 def audit_release(
-    path: str | Path,
+    path: str | Path | ReleaseReader,
     source: str | None = None,
     require_committed: bool = True,
     engine: Engine | None = None,
@@ -79,7 +79,9 @@ def audit_release(
     """Every check of a release again, from its files (docs/explanation/auditor.md).
 
     Args:
-        path: the release's directory or URI.
+        path: the release's directory or URI, or a reader opened on it: a holding
+            reader (`ReleaseReader.holding_parts`) keeps the parts the audit read for
+            its caller.
         source: the source data: every table's multisets are compared with it too.
         require_committed: fail a release without its `_SUCCESS` (a stage is audited
             before it has one).
@@ -94,11 +96,14 @@ def audit_release(
 
     Returns:
         The report: every check, passed or failed, with its details."""
-    report = AuditReport(Path(path).name)
-
+    report = AuditReport((path.path if isinstance(path, ReleaseReader) else Path(path)).name)
     check = report.check
     try:
-        rel = open_release(path, in_place=distributed and engine is not None)
+        rel = (
+            path
+            if isinstance(path, ReleaseReader)
+            else open_release(path, in_place=distributed and engine is not None)
+        )
     except VpubError as e:
         check("manifest", False, str(e))
         return report
@@ -378,21 +383,15 @@ def _shared_grouping_checks(rel: ReleaseReader, m: dict, check: Checker) -> None
     common = [a for a in entries[0]["attributes"] if a not in sensitive]
     common = [a for a in common if all(a in t["attributes"] for t in entries)]
     try:
-        seen = [
-            rel.read(t["name"], "qit")
-            .select([GROUP, *common])
-            .to_pandas()
-            .sort_values([GROUP, *common])
-            for t in entries
-        ]
+        qits = [rel.read(t["name"], "qit", [GROUP, *common]) for t in entries]
+        seen = row_multisets(qits, [GROUP, *common])  # columns of other types: unreadable
     except UNREADABLE as e:
         check("shared grouping", False, f"unreadable: {e}")
         return
-    first = seen[0].reset_index(drop=True)
     apart = [
         t["name"]
-        for t, q in zip(entries, seen, strict=True)
-        if not q.reset_index(drop=True).equals(first)
+        for t, rows in zip(entries, seen, strict=True)
+        if not all(np.array_equal(a, b) for a, b in zip(rows, seen[0], strict=True))
     ]
     check(
         "shared grouping",
