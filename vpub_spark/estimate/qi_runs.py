@@ -9,7 +9,7 @@ its arrays stay small (int32 where they fit) and each chunk's memory is freed be
 the next one takes the same amount: on a machine that backs fresh memory lazily, first
 touching 1 GB took 2.5 s, and the 10M-row KL's pair arrays, expanded 4M at a time,
 had grown its process by that much (docs/explanation/performance.md). `cell_sums` sums
-the same estimates densely at every cell, when the cells are few.
+the same estimates densely at every cell, when the cells are few, as a sparse product.
 """
 
 from __future__ import annotations
@@ -130,33 +130,33 @@ def cell_sums(
     cell: np.ndarray, group: np.ndarray, cells: int, shares: tuple[np.ndarray, ...]
 ) -> np.ndarray:
     """sum_g n_g(x) c_g(s) / |g| at every QI cell x < `cells` and sensitive code s, a
-    dense array (cells, width = the largest code + 1), from every (QIT row, sensitive
-    value of its group) pair: work of about rows x l whatever is asked later, against
-    `pair_sums`' pairs of each key with every group that shows it (a QI of one
-    attribute meets most groups). `cell`, `group`: each QIT row's cell and dense group,
-    in the QIT's order, where a group's rows lie together, so that its shares are read
-    in order; `shares`: each group's first position, its sensitive codes and
-    c_g(s) / |g|, sorted by group (a suppressed -1 is left out). The pairs are expanded
-    a chunk of rows at a time (`PAIRS` pairs, or as many as there are sums)."""
+    dense array (cells, width = the largest code + 1): work of about rows x l whatever
+    is asked later, against `pair_sums`' pairs of each key with every group that shows
+    it (a QI of one attribute meets most groups). `cell`, `group`: each QIT row's cell
+    and dense group; `shares`: each group's first position, its sensitive codes and
+    c_g(s) / |g|, sorted by group (a suppressed -1 counts in |g| and is never asked
+    for). The sum is a product of sparse matrices, QIT rows per (cell, group) times
+    shares per (group, value), in scipy's C: no (row, value) pair is expanded in NumPy
+    (as fast as counting the pairs a chunk at a time: docs/explanation/performance.md)."""
+    from scipy.sparse import csr_matrix
+
     first, values, share = shares
     width = max(int(values.max(initial=-1)) + 1, 1)
-    est = np.zeros(cells * width)
-    suppressed = bool(len(values)) and int(values.min()) < 0
-    reps = np.diff(first)[group]
-    ends = np.cumsum(reps)
-    a = 0
-    while a < len(reps):
-        base = int(ends[a - 1]) if a else 0
-        b = max(a + 1, int(np.searchsorted(ends, base + max(PAIRS, len(est)), "right")))
-        r = reps[a:b]
-        at = np.repeat(first[group[a:b]] - (ends[a:b] - r - base), r)
-        at += np.arange(int(ends[b - 1]) - base, dtype=at.dtype)
-        v = values[at]
-        pair = np.repeat(cell[a:b].astype(np.int64) * width, r)
-        pair += v
-        weight = share[at]
-        if suppressed:  # a suppressed -1 counts in |g| and is never asked for
-            pair, weight = pair[v >= 0], weight[v >= 0]
-        est += np.bincount(pair, weight, minlength=len(est))
-        a = b
-    return est.reshape(cells, width)
+    groups = len(first) - 1
+    if len(group) > 1 and not bool((group[1:] >= group[:-1]).all()):  # as written: sorted
+        order = np.argsort(group, kind="stable")
+        group, cell = group[order], cell[order]
+    rows = np.zeros(groups + 1, np.int64)
+    np.cumsum(np.bincount(group, minlength=groups), out=rows[1:])
+    index = np.int32 if max(cells, width, len(cell), len(values)) < 2**31 else np.int64
+    qit = csr_matrix(
+        (np.ones(len(cell)), cell.astype(index, copy=False), rows.astype(index)),
+        shape=(groups, cells),
+    )
+    if len(values) and int(values.min()) < 0:  # suppressed: in no cell
+        share, values = np.where(values >= 0, share, 0.0), np.maximum(values, 0)
+    st = csr_matrix(
+        (share, values.astype(index, copy=False), first.astype(index, copy=False)),
+        shape=(groups, width),
+    )
+    return (qit.T @ st).toarray()
