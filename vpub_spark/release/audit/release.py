@@ -99,11 +99,7 @@ def audit_release(
     report = AuditReport((path.path if isinstance(path, ReleaseReader) else Path(path)).name)
     check = report.check
     try:
-        rel = (
-            path
-            if isinstance(path, ReleaseReader)
-            else open_release(path, in_place=distributed and engine is not None)
-        )
+        rel = _opened(path, in_place=distributed and engine is not None)
     except VpubError as e:
         check("manifest", False, str(e))
         return report
@@ -128,6 +124,11 @@ def audit_release(
     if source is not None:
         _source_checks(rel, tables, source, check, engine, seed)
     return report
+
+
+def _opened(path: str | Path | ReleaseReader, in_place: bool) -> ReleaseReader:
+    """The release at `path` opened (`open_release`); a reader is taken as it is."""
+    return path if isinstance(path, ReleaseReader) else open_release(path, in_place=in_place)
 
 
 def _every_table_checks(
