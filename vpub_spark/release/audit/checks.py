@@ -159,10 +159,11 @@ def row_multisets(tables: list[pa.Table], names: list[str]) -> list[tuple[np.nda
     fit in 62 bits, the coded columns in lexicographic order."""
     coded = [_shared_codes([t[n] for t in tables]) for n in names]
     radix = [r for _, r in coded]
+    packs = np.prod(np.array(radix, dtype=float)) < 2.0**62
     out = []
     for i, t in enumerate(tables):
         codes = [c[i] for c, _ in coded]
-        if np.prod(np.array(radix, dtype=float)) >= 2.0**62:
+        if not packs:
             order = np.lexsort(codes[::-1])
             out.append(tuple(c[order] for c in codes))
             continue
