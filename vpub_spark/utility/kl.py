@@ -133,6 +133,14 @@ def _projected(source: pd.DataFrame, every: Distinct | None, order: list[str], c
     return unpacked(rows, order[:k], [source[c].dtype for c in order[:k]], cols), rows[1]
 
 
+def _counted(source: pd.DataFrame, order: list[str], terms) -> tuple[np.ndarray, list]:
+    """The counts of the source's distinct rows (packed in `order`) and each term's
+    projection of them (`_projected`)."""
+    every = sorted_distinct(source, order)
+    counts = every[1] if every is not None else distinct_counts(source, order)[1]
+    return counts, [_projected(source, every, order, cols) for _, cols, _ in terms]
+
+
 def kl_divergence(
     models: Sequence[EstimateModel], source: pd.DataFrame, domains: Mapping[str, Sequence[Any]]
 ) -> float:
@@ -140,17 +148,20 @@ def kl_divergence(
     The source's distinct rows are counted once, packed with the widest term's columns
     first, so that term's (and any term on a prefix of them) distinct rows follow by
     `coarser`, without a second sort of the rows. Meanwhile a thread has the models
-    build what they hold (`_warm`): the two share nothing (10M rows: 1.3 s and 2.0 s)."""
+    build what they hold (`_warm`): the two share nothing (10M rows: 1.3 s and 2.0 s).
+    Below `MIN_ROWS` rows all of it runs serially, with no thread to start or model to
+    warm: GD's KL scoring (`gd.score: kl-unsafe`) of 90 six-row tables, 14 calls each
+    (`tests/decompose/test_gd.py`'s KL-pick test, run alone), 45.5 s -> 25.6 s."""
     n = len(source)
     terms = log_terms([m.attributes for m in models])
     widest = max((cols for _, cols, _ in terms), key=len, default=[])
     order = [*widest, *(c for c in source.columns if c not in widest)]
-    with ThreadPoolExecutor(1) as background:
-        warm = background.submit(_warm, models, terms, source.iloc[:1]) if n else None
-        every = sorted_distinct(source, order)
-        counts = every[1] if every is not None else distinct_counts(source, order)[1]
-        projections = [_projected(source, every, order, cols) for _, cols, _ in terms]
-        if warm is not None:
+    if n < MIN_ROWS:  # a small source: its terms run on no thread, nothing to warm
+        counts, projections = _counted(source, order, terms)
+    else:
+        with ThreadPoolExecutor(1) as background:
+            warm = background.submit(_warm, models, terms, source.iloc[:1])
+            counts, projections = _counted(source, order, terms)
             warm.result()
     p = counts.astype(float) / n
     kl = float(np.sum(p * np.log(p)))
