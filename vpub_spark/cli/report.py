@@ -29,15 +29,18 @@ def write_page(out: Path, html: str) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from ..release.reader import ReadAhead
+
+    t0 = time.perf_counter()
+    ahead = ReadAhead(args.release)  # its parts read while the measures are imported
     from ..engines.pool import default_workers
     from ..reporting import plots
     from ..reporting.facts import release_facts
     from ..reporting.html import release_page
 
-    t0 = time.perf_counter()
     with console.status("auditing and measuring the release ..."):
         facts = release_facts(
-            args.release, args.source, args.secret, args.verify_key, meanwhile=plots.load
+            args.release, args.source, args.secret, args.verify_key, plots.load, ahead
         )
         html = release_page(facts, default_workers())  # figures drawn side by side
     out = Path(args.out or f"{Path(facts.release_id).name}-report.html")

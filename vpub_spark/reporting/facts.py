@@ -18,7 +18,6 @@ has no sensitive values).
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -33,10 +32,10 @@ from ..errors import DataError, VpubError
 from ..lake.catalog import Root, lineage, manifests
 from ..model import joined_sensitive_tables, unsafe_option
 from ..release.audit.checks import AuditReport, per_group_cells
-from ..release.audit.release import UNREADABLE, audit_release
+from ..release.audit.release import audit_release
 from ..release.export import guarantee, guarantee_lines
 from ..release.layout import COUNT, GROUP, SIZE
-from ..release.reader import ReleaseReader, open_release
+from ..release.reader import UNREADABLE, ReadAhead, ReleaseReader
 from ..tablespec import table_spec_from_dict
 from ..utility.evaluate import Utility, evaluate_loaded, load_source
 from ..utility.queries import Estimator
@@ -106,6 +105,7 @@ def release_facts(
     secret: str | None = None,
     verify_key: str | None = None,
     meanwhile: Callable[[], object] | None = None,
+    ahead: ReadAhead | None = None,
 ) -> ReleaseFacts:
     """The report's numbers for the release at `path`.
 
@@ -116,6 +116,8 @@ def release_facts(
         verify_key: an Ed25519 public key the manifest's signature must verify with.
         meanwhile: run in this process while the audit and the owner's measures run
             in forked ones (the command line imports the plotting library then).
+        ahead: the release at `path` being read already (the command line starts it
+            before its imports); else it is read here, beside the source.
 
     Returns:
         The facts, the owner's part only with `source`.
@@ -124,12 +126,12 @@ def release_facts(
         DataError: `path` is not a release, or `source` is not the data it was
             published from (the failed check named).
     """
-    rel = open_release(path).holding_parts()
-    m = rel.manifest
-    with ThreadPoolExecutor(1) as ahead:  # the parts and the source read side by side
-        reading = ahead.submit(_read_ahead, rel)
+    ahead = ahead or ReadAhead(path)  # the parts and the source read side by side
+    m = ahead.reader.manifest
+    try:
         engine = _reading(m, source)
-        reading.result()
+    finally:
+        rel = ahead.result()  # no thread left running when the audit is forked
     work = partial(_audit_or_owner, rel, source, secret, verify_key, engine)
     parts = ["audit", "owner"] if source is not None else ["audit"]
     done = run_tasks(work, parts, default_workers(), meanwhile)  # on two cores, side by side
@@ -160,20 +162,6 @@ def _reading(m: dict, source: str | None) -> HeldSourceEngine | None:
     if source is None or spec is None:  # no spec: the audit says what is wrong
         return None
     return HeldSourceEngine(source, table_spec_from_dict(spec))
-
-
-def _read_ahead(rel: ReleaseReader) -> None:
-    """Every part of the release read whole into `rel` (holding), before the audit and
-    the owner's measures are forked, so that each finds them there (the 10M `sal`
-    release's parts: read by both, 1.3-3 s of one core each); a part that cannot be read
-    is left for the audit to report."""
-    for t in rel.tables:
-        parts = t.get("parts") if isinstance(t, dict) else None
-        for part in parts if isinstance(parts, dict) else {}:
-            try:
-                rel.read(str(t.get("name")), str(part))
-            except (*UNREADABLE, OSError):
-                continue
 
 
 def _audit_or_owner(

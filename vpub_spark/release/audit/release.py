@@ -33,7 +33,7 @@ from ...model import SHARED_GROUPING, PublishedTable, Schema
 from ...rules import parse_rules
 from ..kinds import table_kind
 from ..layout import FORMAT_VERSION, GROUP, MANIFEST, PRIVATE
-from ..reader import ReleaseReader, open_release
+from ..reader import UNREADABLE, ReleaseReader, open_release
 from ..secret import keyed, proves, read_secret
 from ..signing import SIGNATURE, verify
 from .checks import AuditReport, Checker, row_multisets
@@ -50,8 +50,6 @@ from .distributed import (
 from .invariance import invariance_checks
 from .source import SourceCounts, difference, labels
 
-# what reading a damaged table raises: each is a failed "readable" check, never a traceback
-UNREADABLE = (VpubError, pa.ArrowException, KeyError, UnicodeDecodeError)
 REQUIRED = (
     "format_version",
     "release_id",
