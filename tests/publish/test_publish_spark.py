@@ -94,21 +94,22 @@ def test_spark_kl_equals_inprocess_kl(spark_engine, sal, tmp_path):
         path, spec = resolve_input(sal, None)
         rel, loaded = open_release(result.path), spark_engine.load(path, spec)
         files = release_files(rel, loaded)
-        assert loaded.direct is not None  # the every-task form's tasks read the source
-        # one pass: the map stage and the reduce stage (a job each under AQE), no more
-        run = partial(spark_engine.release_kl, loaded, files, "every-task")
-        broadcast, jobs = with_jobs(spark_engine.spark, run, f"kl-{method}")
-        assert 0 < jobs <= 2
-        got = [
-            spark_engine.release_kl(loaded, files, "one-shuffle"),  # it applies: no error
-            broadcast,
-            spark_engine.release_kl(loaded, files, "per-term"),
-            spark_engine.release_kl(loaded, files),
-        ]
+        got = [spark_engine.release_kl(loaded, files)]  # the form the engine picks
+        if method == "uad":  # every form, on one release (gd's schema has the same kinds)
+            assert loaded.direct is not None  # the every-task form's tasks read the source
+            # one pass: the map stage and the reduce stage (a job each under AQE), no more
+            run = partial(spark_engine.release_kl, loaded, files, "every-task")
+            broadcast, jobs = with_jobs(spark_engine.spark, run, f"kl-{method}")
+            assert 0 < jobs <= 2
+            got += [
+                spark_engine.release_kl(loaded, files, "one-shuffle"),  # it applies: no error
+                broadcast,
+                spark_engine.release_kl(loaded, files, "per-term"),
+            ]
         here = InProcessEngine()
         local = here.load(path, spec)
         got.append(here.release_kl(local, release_files(rel, local)))
-        assert got == pytest.approx([expected] * 5, rel=1e-9, abs=1e-9)
+        assert got == pytest.approx([expected] * len(got), rel=1e-9, abs=1e-9)
 
 
 def test_the_source_entropy_is_the_same_packed_or_by_columns(spark_engine, sal, monkeypatch):
