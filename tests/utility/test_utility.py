@@ -141,6 +141,24 @@ def test_release_models_from_a_published_release(tmp_path):
             assert estimate_count(models, q, 6, domains) == pytest.approx(exact_count(source, q))
 
 
+def test_the_workload_beside_the_kl_gives_the_serial_figures(tmp_path, monkeypatch):
+    """From `MIN_ROWS` source rows `evaluate_loaded` counts the workload on a thread
+    beside the KL: the same figures as one after the other (the threshold lowered here,
+    so that a six-row release takes that path)."""
+    from vpub_spark.utility import evaluate
+
+    data = write_table(TABLE1, tmp_path / "t1")
+    result = publish_inprocess(data, tmp_path / "out", RULES_1_3, l=2)
+    _, models, domains, src = evaluate.load_release_and_source(str(result.path), str(data / "data"))
+    serial = evaluate.evaluate_loaded(models, domains, src, 2, 0.5, 20, 3)
+    monkeypatch.setattr(evaluate, "MIN_ROWS", 0)
+    beside = evaluate.evaluate_loaded(models, domains, src, 2, 0.5, 20, 3)
+    figures = ("kl", "mean_relative_error", "median_relative_error", "queries", "redrawn")
+    assert [getattr(beside, f) for f in figures] == [getattr(serial, f) for f in figures]
+    np.testing.assert_array_equal(beside.errors, serial.errors)
+    assert serial.queries == 20 and serial.kl > 0
+
+
 def test_where_clauses():
     from vpub_spark.errors import SpecError
     from vpub_spark.utility.where import parse_where
