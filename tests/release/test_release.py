@@ -506,3 +506,24 @@ def test_row_multisets_compare_as_the_rows_multisets_do(case, dictionary):
     seen = row_multisets([table(first), table(second)], ["g", "a", "b"])
     equal = all(np.array_equal(x, y) for x, y in zip(seen[0], seen[1], strict=True))
     assert equal == (Counter(first) == Counter(second))
+
+
+def test_read_ahead_holds_every_readable_part_and_skips_the_rest(tmp_path):
+    """`vpub report`'s read-ahead: every part the manifest lists, held whole; a part
+    whose files are gone is left out (the audit reports it), with no error here."""
+    from vpub_spark.release.reader import ReadAhead
+
+    data = write_table(TABLE1, tmp_path / "t1")
+    release = publish_inprocess(data, tmp_path / "out", RULES_1_3, l=2).path
+    whole = ReadAhead(release).result()
+    listed = {(t["name"], p) for t in whole.tables for p in t["parts"]}
+    assert whole.held is not None and set(whole.held) == listed and len(listed) > 2
+    copy = tmp_path / "copy" / release.name
+    shutil.copytree(release, copy)
+    for f in (copy / "tables").glob("*/st/*.parquet"):
+        f.unlink()
+    damaged = ReadAhead(copy).result()
+    assert damaged.held is not None
+    assert set(damaged.held) == {k for k in listed if k[1] != "st"} != listed
+    with pytest.raises(ValueError, match="not a holding reader"):
+        open_release(release).read_every_part()

@@ -113,25 +113,6 @@ def test_the_facts_are_the_files_and_the_source(adult):
             )
 
 
-def test_read_ahead_holds_every_readable_part_and_skips_the_rest(adult, tmp_path):
-    """`vpub report`'s read-ahead: every part the manifest lists, held whole; a part
-    whose files are gone is left out (the audit reports it), with no error here."""
-    import shutil
-
-    from vpub_spark.release.reader import ReadAhead
-
-    whole = ReadAhead(adult).result()
-    listed = {(t["name"], p) for t in whole.tables for p in t["parts"]}
-    assert whole.held is not None and set(whole.held) == listed and len(listed) > 2
-    copy = tmp_path / "releases" / "adult-uad-l2"
-    shutil.copytree(adult, copy)
-    for f in (copy / "tables").glob("*/st/*.parquet"):
-        f.unlink()
-    damaged = ReadAhead(copy).result()
-    assert damaged.held is not None
-    assert set(damaged.held) == {k for k in listed if k[1] != "st"} != listed
-
-
 def test_the_readers_view_has_no_owner_section(adult, capsys, tmp_path):
     out = tmp_path / "reader.html"
     code, said, _ = run(capsys, "report", adult, "--out", out)

@@ -104,10 +104,12 @@ def test_a_part_read_file_by_file_codes_as_the_part_read_whole(
 def test_each_anatomy_term_builds_its_runs_once_whatever_the_junction_order(dense):
     """A separator whose columns lead the packing in another order than its clique's:
     the model's dense joints (`dense`) or sorted runs are built once per attribute
-    order (by `_warm`), not again on the threads."""
+    order (by `_warm`), not again on the threads (the row threshold lowered, so that
+    these 400 rows take the threaded path)."""
     from vpub_spark.estimate import models as estimate_models
     from vpub_spark.estimate.models import AnatomyModel
     from vpub_spark.kernels.anatomy import anatomize
+    from vpub_spark.utility import kl as kl_module
     from vpub_spark.utility.kl import kl_divergence
 
     rng = np.random.default_rng(3)
@@ -120,7 +122,10 @@ def test_each_anatomy_term_builds_its_runs_once_whatever_the_junction_order(dens
     domains = {c: [str(i) for i in range(4)] for c in frame.columns}
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(estimate_models, "_joint_fits", lambda *_: dense)
+        patch.setattr(kl_module, "MIN_ROWS", 1)
         kl = kl_divergence(models, frame, domains)
+        patch.setattr(kl_module, "MIN_ROWS", n + 1)  # the serial path: the same value
+        assert kl_divergence(models, frame, domains) == pytest.approx(kl, rel=1e-12)
     assert np.isfinite(kl) and kl >= -1e-12
     # t2's term and its separator with t1 ask for (b, a) and (b, a, t): one order each
     for m, order in zip(models, [("a", "b", "c"), ("b", "a")], strict=True):

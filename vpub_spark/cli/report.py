@@ -32,15 +32,20 @@ def cmd_report(args: argparse.Namespace) -> int:
     from ..release.reader import ReadAhead
 
     t0 = time.perf_counter()
-    ahead = ReadAhead(args.release)  # its parts read while the measures are imported
-    from ..engines.pool import default_workers
-    from ..reporting import plots
-    from ..reporting.facts import release_facts
-    from ..reporting.html import release_page
-
     with console.status("auditing and measuring the release ..."):
+        ahead = ReadAhead(args.release)  # its parts read while the measures are imported
+        from ..engines.pool import default_workers
+        from ..reporting import plots
+        from ..reporting.facts import release_facts
+        from ..reporting.html import release_page
+
         facts = release_facts(
-            args.release, args.source, args.secret, args.verify_key, plots.load, ahead
+            args.release,
+            args.source,
+            args.secret,
+            args.verify_key,
+            meanwhile=plots.load,
+            ahead=ahead,
         )
         html = release_page(facts, default_workers())  # figures drawn side by side
     out = Path(args.out or f"{Path(facts.release_id).name}-report.html")

@@ -131,8 +131,12 @@ class ReleaseReader:
 
         Returns:
             This reader.
+
+        Raises:
+            ValueError: this reader does not hold what it reads (`holding_parts`).
         """
-        assert self.held is not None, "read_every_part: not a holding reader"
+        if self.held is None:
+            raise ValueError("read_every_part: not a holding reader (holding_parts)")
         for t in self.tables:
             parts = t.get("parts") if isinstance(t, dict) else None
             for part in parts if isinstance(parts, dict) else {}:
@@ -177,21 +181,31 @@ class ReadAhead:
     (read in about 3 s) are read while the command imports (1 s) and reads the source."""
 
     def __init__(self, path: str | Path) -> None:
-        """Args: path: the release's directory or URI (`open_release`).
+        """Open the release and start reading its parts.
+
+        Args:
+            path: the release's directory or URI (`open_release`).
 
         Raises:
-            DataError: `open_release`'s."""
+            DataError: `open_release`'s.
+        """
         self.reader = open_release(path).holding_parts()
         self._thread = ThreadPoolExecutor(1)
         self._reading = self._thread.submit(self.reader.read_every_part)
 
     def result(self) -> ReleaseReader:
-        """The reader, once every part is read (no thread left running: a caller may
-        fork then)."""
+        """Wait for the reading (no thread is left running: a caller may fork then).
+
+        Returns:
+            The reader, holding every part that was read. A reading that failed on
+            something unforeseen is not raised here: what it did not read is read when
+            asked for, and the error, if it is one, raised then.
+        """
         try:
-            return self._reading.result()
+            self._reading.exception()
         finally:
             self._thread.shutdown()
+        return self.reader
 
 
 def open_release(path: str | Path, in_place: bool = False) -> ReleaseReader:
