@@ -108,16 +108,11 @@ def evaluate_loaded(models, domains, src, qd: int, p: float, queries: int, seed:
         return workload(src, domains, qd, p, queries, seed), time.perf_counter() - t
 
     t0 = time.perf_counter()
-    if len(src) < MIN_ROWS:
+    with ThreadPoolExecutor(1) as beside:  # a thread starts only when submitted to
+        answered = beside.submit(answer) if len(src) >= MIN_ROWS else None
         kl = kl_divergence(models, src, domains)
         t1 = time.perf_counter()
-        wl, answering = answer()
-    else:
-        with ThreadPoolExecutor(1) as beside:
-            answered = beside.submit(answer)
-            kl = kl_divergence(models, src, domains)
-            t1 = time.perf_counter()
-            wl, answering = answered.result()
+        wl, answering = answered.result() if answered is not None else answer()
     t = time.perf_counter()
     errors = relative_errors(models, wl, len(src), domains)
     done = t1 + answering + time.perf_counter() - t

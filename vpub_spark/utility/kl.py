@@ -133,14 +133,6 @@ def _projected(source: pd.DataFrame, every: Distinct | None, order: list[str], c
     return unpacked(rows, order[:k], [source[c].dtype for c in order[:k]], cols), rows[1]
 
 
-def _counted(source: pd.DataFrame, order: list[str], terms) -> tuple[np.ndarray, list]:
-    """The counts of the source's distinct rows (packed in `order`) and each term's
-    projection of them (`_projected`)."""
-    every = sorted_distinct(source, order)
-    counts = every[1] if every is not None else distinct_counts(source, order)[1]
-    return counts, [_projected(source, every, order, cols) for _, cols, _ in terms]
-
-
 def kl_divergence(
     models: Sequence[EstimateModel], source: pd.DataFrame, domains: Mapping[str, Sequence[Any]]
 ) -> float:
@@ -156,12 +148,13 @@ def kl_divergence(
     terms = log_terms([m.attributes for m in models])
     widest = max((cols for _, cols, _ in terms), key=len, default=[])
     order = [*widest, *(c for c in source.columns if c not in widest)]
-    if n < MIN_ROWS:  # a small source: its terms run on no thread, nothing to warm
-        counts, projections = _counted(source, order, terms)
-    else:
-        with ThreadPoolExecutor(1) as background:
-            warm = background.submit(_warm, models, terms, source.iloc[:1])
-            counts, projections = _counted(source, order, terms)
+    with ThreadPoolExecutor(1) as background:  # a thread starts only when submitted to
+        # below MIN_ROWS the terms run on no thread: nothing to warm
+        warm = background.submit(_warm, models, terms, source.iloc[:1]) if n >= MIN_ROWS else None
+        every = sorted_distinct(source, order)
+        counts = every[1] if every is not None else distinct_counts(source, order)[1]
+        projections = [_projected(source, every, order, cols) for _, cols, _ in terms]
+        if warm is not None:
             warm.result()
     p = counts.astype(float) / n
     kl = float(np.sum(p * np.log(p)))
