@@ -9,7 +9,12 @@ median of 3 runs of each plan after one warm-up run:
   with a partition key (`mapInArrow`), back, shuffled, and to a Python worker again per
   partition (`applyInPandas`), which returns one summary row;
 - `read + JVM key + shuffle + Python pass`: the same with the key a JVM expression;
-- `read + Python pass`: every row to a Python worker and counted.
+- `read + Python pass`: every row to a Python worker and counted;
+- the numbering of rows of equal QI (every column but the last, packed into one bigint,
+  as `engines/spark/engine.py`'s `_numbered` packs them), each result cached and
+  counted: `shuffle by the QI`, `shuffle + sort` (the QI, then the last column), and
+  `window` (`row_number` over the QI, ordered by the last column): what UAD's plan must
+  pay on Spark for its shards (docs/benchmarks/performance.md).
 
 Usage: python scripts/spark_floor.py SOURCE
 """
@@ -40,6 +45,39 @@ def _summary(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"n": [len(frame)]})
 
 
+def _numbering(data) -> dict:
+    """The numbering plans over `data` (cached codes; their sizes from the maxima)."""
+    from pyspark.sql import Window
+
+    cols = data.columns
+    sizes = data.agg(*[(F.max(c) + 1).alias(c) for c in cols]).first().asDict()
+
+    def packed(names):
+        x = F.lit(0).cast("long")
+        for c in names:
+            x = x * F.lit(int(sizes[c])) + F.col(c).cast("long")
+        return x
+
+    qi, rest = packed(cols[:-1]), packed(cols[-1:])
+
+    def cached(frame):
+        def run():
+            made = frame().persist()
+            made.count()
+            made.unpersist(blocking=True)
+
+        return run
+
+    window = Window.partitionBy(qi).orderBy(rest)
+    return {
+        "numbering: shuffle by the QI": cached(lambda: data.repartition(qi)),
+        "numbering: shuffle + sort": cached(
+            lambda: data.repartition(qi).sortWithinPartitions(qi, rest)
+        ),
+        "numbering: window": cached(lambda: data.withColumn("n", F.row_number().over(window))),
+    }
+
+
 def main(source: str) -> None:
     spark = get_session(SparkSettings())
     read = spark.read.parquet(source)
@@ -64,7 +102,9 @@ def main(source: str) -> None:
             spark.read.parquet(source).mapInArrow(_tag, tagged).agg(F.count("*")).collect()
         ),
     }
-    print(f"{read.count():,} rows, master {spark.sparkContext.master}")
+    codes = spark.read.parquet(source).persist()
+    plans |= _numbering(codes)
+    print(f"{codes.count():,} rows, master {spark.sparkContext.master}")
     for name, plan in plans.items():
         plan()  # warm-up
         runs = []

@@ -86,6 +86,7 @@ class SparkEngine:
         self.settings = settings or SparkSettings()
         self._session = session
         self._numbered: tuple | None = None  # (data, sharding, data numbered and cached)
+        self._uncached: list = []  # data that `persist` marked and no pass has read yet
 
     @property
     def spark(self):
@@ -150,11 +151,14 @@ class SparkEngine:
         Spark: small), the driver builds the dictionaries, `mapInArrow` encodes. A local
         Parquet source of plain columns (`readable_directly`) is read by the tasks
         themselves in both passes, a range of row groups each (`direct.py`): no source
-        row crosses from the JVM to Python."""
-        df = self.read(path, spec, fmt)
-        columns = sorted({a.column for a in spec.attributes})
-        direct = readable_directly(path, fmt, set(columns))
-        return self._loaded(df, spec, str(path), path if direct else None, files=True)
+        row crosses from the JVM to Python, and Spark's reader is not asked for its
+        schema (a second reading of every footer: 2.8 s on a cold session at 10M rows)."""
+        columns = {a.column for a in spec.attributes}
+        if not is_remote(path) and detect_format(path, fmt) == "parquet":
+            check_footers(data_files(path, "parquet"))  # a damaged file: one line naming it
+            if readable_directly(path, fmt, columns):
+                return self._loaded(None, spec, str(path), path, files=True)
+        return self._loaded(self.read(path, spec, fmt), spec, str(path), None, files=True)
 
     def load_frame(self, frame: FrameInput) -> LoadedTable:
         """A frame's rows: a Spark DataFrame's on its session (its columns checked and
@@ -190,7 +194,8 @@ class SparkEngine:
                 .agg(F.sum("count").alias("count"))
                 .collect()  # small: one row per distinct raw value of each attribute
             )
-        if any("\ufffd" in (r["value"] or "") for r in sums) and files and not is_remote(source):
+        replaced = any("\ufffd" in (r["value"] or "") for r in sums)
+        if replaced and df is not None and files and not is_remote(source):
             check_decoded(df, spec)  # a local CSV's replaced bytes
         raw, rows, missing_rows = raw_counts_from(
             ((r["attr"], r["value"], r["count"]) for r in sums), spec
@@ -229,7 +234,7 @@ class SparkEngine:
         from ...kernels.sampling import sample_keys
 
         cols = list(loaded.names)
-        df = _numbered(loaded.data, cols, _sizes(loaded))
+        df = _numbered(self._held(loaded).data, cols, _sizes(loaded))
 
         def keys(batches):
             for b in batches:
@@ -310,7 +315,7 @@ class SparkEngine:
 
         schema = T.StructType([T.StructField(n, T.StringType()) for n in loaded.names])
         with spark_errors(f"writing {directory}"):
-            loaded.data.mapInArrow(decode, schema).write.parquet(str(directory))
+            self._held(loaded).data.mapInArrow(decode, schema).write.parquet(str(directory))
 
     def write_blocks(
         self, blocks: int, block, schema: pa.Schema, directory: Path, progress=None
@@ -333,35 +338,57 @@ class SparkEngine:
     # --- publishing (publishing/ jobs do the per-partition work) --------------
     def persist(self, loaded: LoadedTable) -> LoadedTable:
         """Keep the encoded codes (int32, compact) for the passes of one release, so the
-        source is read and encoded once more, not once per pass."""
-        from dataclasses import replace
-
-        from pyspark import StorageLevel
-
-        return replace(loaded, data=loaded.data.persist(StorageLevel.MEMORY_AND_DISK))
+        source is read and encoded once more, not once per pass. They are cached when a
+        pass first reads them (`_held`); if that pass is a numbering window
+        (`_with_occurrence`), the numbered rows it caches serve every later pass instead,
+        and the codes themselves are never cached: one pass over the rows fewer
+        (docs/explanation/performance.md)."""
+        self._uncached.append(loaded.data)
+        return loaded
 
     def unpersist(self, loaded: LoadedTable) -> None:
         loaded.data.unpersist()
+        self._uncached = [d for d in self._uncached if d is not loaded.data]
         if self._numbered is not None and self._numbered[0] is loaded.data:
             self._numbered[2].unpersist()
             self._numbered = None
 
+    def _held(self, loaded: LoadedTable) -> LoadedTable:
+        """`loaded` reading its rows from what is cached: the numbered rows of its data
+        if a numbering window cached them (the same rows, OCCURRENCE dropped), else its
+        codes, cached now if `persist` asked for it."""
+        from dataclasses import replace
+
+        from pyspark import StorageLevel
+
+        data = loaded.data
+        kept = self._numbered
+        if kept is not None and kept[0] is data:
+            return replace(loaded, data=kept[2].select(*data.columns))
+        if any(d is data for d in self._uncached):
+            self._uncached = [d for d in self._uncached if d is not data]
+            data.persist(StorageLevel.MEMORY_AND_DISK)
+        return loaded
+
     def _with_occurrence(self, loaded: LoadedTable, sharding):
         """The loaded data with OCCURRENCE where the sharding reads it (`_numbered`),
-        cached for the partitions' pass after the counting pass, so the window runs once."""
+        cached for the partitions' pass after the counting pass, so the window runs once;
+        the window reads the codes as they are encoded if no pass has cached them."""
         from pyspark import StorageLevel
 
         from ...kernels.partitioning import numbers_rows
 
         data = loaded.data
         if not numbers_rows(sharding):
-            return data
+            return self._held(loaded).data
         kept = self._numbered
         if kept is not None and kept[0] is data and kept[1] == sharding:
             return kept[2]
         if kept is not None:
             kept[2].unpersist()
-        numbered = _numbered(data, sharding.columns, _sizes(loaded))
+            self._numbered = None
+        source = data if any(d is data for d in self._uncached) else self._held(loaded).data
+        numbered = _numbered(source, sharding.columns, _sizes(loaded))
         numbered = numbered.persist(StorageLevel.MEMORY_AND_DISK)
         self._numbered = (data, sharding, numbered)
         return numbered
@@ -385,7 +412,7 @@ class SparkEngine:
         aggregate, as small as the number of combinations."""
         cols = list(columns)
         with spark_errors(loaded.source):
-            counts = loaded.data.groupBy(*cols).count().toPandas()
+            counts = self._held(loaded).data.groupBy(*cols).count().toPandas()
         return counts.sort_values(cols, kind="stable").reset_index(drop=True)
 
     def partition_keys(self, parts: int) -> list[int]:
@@ -445,24 +472,24 @@ class SparkEngine:
     def class_summary(self, loaded: LoadedTable, job: ClassJob) -> ClassSummary:
         from .classes import class_summary
 
-        return class_summary(loaded, job)
+        return class_summary(self._held(loaded), job)
 
     def release_kl(
         self, loaded: LoadedTable, release: ReleaseFiles, form: str | None = None
     ) -> float:
         from .kl import spark_kl
 
-        return spark_kl(self, release, loaded, form)
+        return spark_kl(self, release, self._held(loaded), form)
 
     def count_cubes(self, loaded: LoadedTable, luts, sizes, sets, cubes):
         from .cubes import count_cubes
 
-        return count_cubes(loaded, luts, sizes, list(sets), cubes)
+        return count_cubes(self._held(loaded), luts, sizes, list(sets), cubes)
 
     def count_matching(self, loaded: LoadedTable, codes) -> int:
         from .cubes import count_matching
 
-        return count_matching(loaded, codes)
+        return count_matching(self._held(loaded), codes)
 
     def register_tables(self, tables, views) -> str:
         spark = self.spark
