@@ -13,8 +13,12 @@ median of 3 runs of each plan after one warm-up run:
 - the numbering of rows of equal QI (every column but the last, packed into one bigint,
   as `engines/spark/engine.py`'s `_numbered` packs them), each result cached and
   counted: `shuffle by the QI`, `shuffle + sort` (the QI, then the last column), and
-  `window` (`row_number` over the QI, ordered by the last column): what UAD's plan must
-  pay on Spark for its shards (docs/benchmarks/performance.md).
+  `window` (`row_number` over the QI, ordered by the last column) carrying every
+  column, and `window on the two words` (the QI's bigint and the last column's only,
+  as `_numbered` shuffles them): what UAD's plan must pay on Spark for its shards;
+- a partition pass over the cached codes (a JVM key, a shuffle into 64 tasks, a Python
+  pass each) with the 8 columns, and with each row packed into one bigint, as the
+  partition tasks get their rows (`_shuffled_rows`) (docs/benchmarks/performance.md).
 
 Usage: python scripts/spark_floor.py SOURCE
 """
@@ -69,13 +73,34 @@ def _numbering(data) -> dict:
         return run
 
     window = Window.partitionBy(qi).orderBy(rest)
+    words = data.select(qi.alias("k"), rest.alias("r"))
+    on_words = Window.partitionBy("k").orderBy("r")
+    every = packed(cols)
     return {
         "numbering: shuffle by the QI": cached(lambda: data.repartition(qi)),
         "numbering: shuffle + sort": cached(
             lambda: data.repartition(qi).sortWithinPartitions(qi, rest)
         ),
         "numbering: window": cached(lambda: data.withColumn("n", F.row_number().over(window))),
+        "numbering: window on the two words": cached(
+            lambda: words.withColumn("n", F.row_number().over(on_words))
+        ),
+        "cached codes + JVM key + shuffle + Python pass": lambda: _partition_pass(data),
+        "the same, each row packed into one bigint": lambda: _partition_pass(
+            data.select(every.alias("row"))
+        ),
     }
+
+
+def _partition_pass(frame) -> None:
+    """`frame` shuffled by a JVM hash of its columns into PARTS tasks, each a Python pass."""
+    out = T.StructType([T.StructField("n", T.LongType())])
+    rows = frame.withColumn("__p", F.pmod(F.xxhash64(*frame.columns), F.lit(PARTS)))
+    rows.repartition(PARTS, "__p").mapInArrow(_rows_seen, out).agg(F.sum("n")).collect()
+
+
+def _rows_seen(batches):
+    yield pa.RecordBatch.from_pydict({"n": [sum(b.num_rows for b in batches)]})
 
 
 def main(source: str) -> None:

@@ -157,11 +157,18 @@ def test_spark_utility_equals_inprocess_utility(spark_engine, sal, tmp_path, mon
     ) == (here.mean_relative_error, here.median_relative_error, here.queries, here.redrawn)
 
 
-def test_both_engines_number_rows_of_equal_qi_alike(spark_engine, sal, tmp_path):
+@pytest.mark.parametrize("rows", ["packed", "columns"])
+def test_both_engines_number_rows_of_equal_qi_alike(spark_engine, sal, tmp_path, monkeypatch, rows):
     """uad's shards read each row's index among the rows of equal QI (kernels/
     partitioning.py): Spark's window numbers them as the in-process engine does, on a
     table made of duplicates (every row twice), so both publish the same release with
-    two partitions."""
+    two partitions; whether the window and the partition pass move each row's codes
+    packed into bigints or as columns (domains too wide to pack)."""
+    if rows == "columns":
+        from vpub_spark.engines.spark import engine, kl_one_pass
+
+        monkeypatch.setattr(engine, "_packs", lambda *a: False)
+        monkeypatch.setattr(kl_one_pass, "term_of", lambda *a: None)
     doubled = tmp_path / "doubled"
     (doubled / "data").mkdir(parents=True)
     source = pd.read_parquet(sal / "data").head(3000)
