@@ -11,14 +11,14 @@ median of 3 runs of each plan after one warm-up run:
 - `read + JVM key + shuffle + Python pass`: the same with the key a JVM expression;
 - `read + Python pass`: every row to a Python worker and counted;
 - the numbering of rows of equal QI (every column but the last, packed into one bigint,
-  as `engines/spark/engine.py`'s `_numbered` packs them), each result cached and
+  as `engines/spark/rows.py`'s `numbered_rows` packs them), each result cached and
   counted: `shuffle by the QI`, `shuffle + sort` (the QI, then the last column), and
   `window` (`row_number` over the QI, ordered by the last column) carrying every
   column, and `window on the two words` (the QI's bigint and the last column's only,
-  as `_numbered` shuffles them): what UAD's plan must pay on Spark for its shards;
+  as `numbered_rows` shuffles them): what UAD's plan must pay on Spark for its shards;
 - a partition pass over the cached codes (a JVM key, a shuffle into 64 tasks, a Python
   pass each) with the 8 columns, and with each row packed into one bigint, as the
-  partition tasks get their rows (`_shuffled_rows`) (docs/benchmarks/performance.md).
+  partition tasks get their rows (`shuffled_rows`) (docs/benchmarks/performance.md).
 
 Usage: python scripts/spark_floor.py SOURCE
 """

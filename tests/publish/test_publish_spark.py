@@ -165,9 +165,10 @@ def test_both_engines_number_rows_of_equal_qi_alike(spark_engine, sal, tmp_path,
     two partitions; whether the window and the partition pass move each row's codes
     packed into bigints or as columns (domains too wide to pack)."""
     if rows == "columns":
-        from vpub_spark.engines.spark import engine, kl_one_pass
+        from vpub_spark.engines.spark import kl_one_pass
+        from vpub_spark.engines.spark import rows as spark_rows
 
-        monkeypatch.setattr(engine, "_packs", lambda *a: False)
+        monkeypatch.setattr(spark_rows, "_packs", lambda *a: False)
         monkeypatch.setattr(kl_one_pass, "term_of", lambda *a: None)
     doubled = tmp_path / "doubled"
     (doubled / "data").mkdir(parents=True)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import math
 from functools import partial
 from pathlib import Path
 
@@ -34,6 +33,7 @@ from .read import (
     read_object,
     store_frame,
 )
+from .rows import numbered_rows, persisted, shuffled_rows
 from .schema import struct_type
 from .session import SparkSettings, default_parallelism, get_session
 
@@ -234,7 +234,7 @@ class SparkEngine:
         from ...kernels.sampling import sample_keys
 
         cols = list(loaded.names)
-        df, _ = _numbered(self._held(loaded).data, cols, _sizes(loaded))
+        df, _ = numbered_rows(self._held(loaded).data, cols, _sizes(loaded))
 
         def keys(batches):
             for b in batches:
@@ -365,11 +365,11 @@ class SparkEngine:
             return replace(loaded, data=kept[2].select(*data.columns))
         if any(d is data for d in self._uncached):
             self._uncached = [d for d in self._uncached if d is not data]
-            _persisted(data)
+            persisted(data)
         return loaded
 
     def _with_occurrence(self, loaded: LoadedTable, sharding):
-        """The loaded data with OCCURRENCE where the sharding reads it (`_numbered`),
+        """The loaded data with OCCURRENCE where the sharding reads it (`rows.numbered_rows`),
         cached for the partitions' pass after the counting pass, so the window runs once;
         the window reads the codes as they are encoded if no pass has cached them."""
         from ...kernels.partitioning import numbers_rows
@@ -384,7 +384,7 @@ class SparkEngine:
             kept[3].unpersist()
             self._numbered = None
         source = data if any(d is data for d in self._uncached) else self._held(loaded).data
-        numbered, cached = _numbered(source, sharding.columns, _sizes(loaded), cache=True)
+        numbered, cached = numbered_rows(source, sharding.columns, _sizes(loaded), cache=True)
         self._numbered = (data, sharding, numbered, cached)
         return numbered
 
@@ -430,7 +430,7 @@ class SparkEngine:
         """One shuffle: each row's partition key as a JVM expression of its shard
         (`job.sharding`, `shards.py`), `repartition(P, key)`, and `job.run` once per
         partition in a `mapInArrow` task, which gets its rows as Arrow batches, codes
-        only (`_shuffled_rows`: packed into one bigint where they fit): no sort by the
+        only (`rows.shuffled_rows`: packed into one bigint where they fit): no sort by the
         key (as `groupBy().applyInPandas` adds), and each row reaches Python once.
         Returns the summary rows (the job says what a partition does: publishing/)."""
         import numpy as np
@@ -445,7 +445,7 @@ class SparkEngine:
         summary = job.summary_schema
         data = self._with_occurrence(loaded, job.sharding)
         key = part_key_column(job.sharding, data.columns, key_of_shard)
-        rows, frame_of = _shuffled_rows(loaded, data, key)
+        rows, frame_of = shuffled_rows(loaded, data, key)
 
         def task(batches):
             got = pa.Table.from_batches(list(batches))
@@ -540,105 +540,6 @@ class SparkEngine:
         write_decoded(counts, loaded.dictionaries, directory, "part-00000.parquet")
 
 
-def _numbered(data, columns, sizes=None, cache: bool = False):
-    """`data` with OCCURRENCE: the window the in-process engine's `with_occurrence`
-    mirrors (rows equal in `columns`, None: every column, numbered in the order of every
-    column; kernels/sampling.py). With the codes' domain `sizes`, where the key columns
-    and the others each pack into one bigint (62 bits), the window shuffles and sorts
-    those two words only (the same order: codes are below their sizes), and the columns
-    are unpacked from them after it: on 10M `sal` rows 14.6 s against 19.2 s for the
-    window carrying every column (`scripts/spark_floor.py`; docs/explanation/performance.md).
-
-    Returns:
-        The numbered rows, and the frame cached for them with `cache` (the two words and
-        OCCURRENCE where they pack: three bigints a row), else None.
-    """
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    from ...kernels.sampling import OCCURRENCE
-
-    every = list(data.columns)
-    key = every if columns is None else list(columns)
-    rest = [c for c in every if c not in key]
-    if key and sizes is not None and _packs(key, sizes) and _packs(rest, sizes):
-        words = data.select(_packed(key, sizes).alias("__k"), _packed(rest, sizes).alias("__r"))
-        row = F.row_number().over(Window.partitionBy("__k").orderBy("__r"))
-        numbered = words.withColumn(OCCURRENCE, (row - 1).cast("long"))
-        kept = _persisted(numbered) if cache else None
-        unpacked = _unpacked("__k", key, sizes) | _unpacked("__r", rest, sizes)
-        made = kept if kept is not None else numbered
-        return made.select(*[unpacked[c] for c in every], OCCURRENCE), kept
-    if key:
-        window = Window.partitionBy(*key).orderBy(*every)
-    else:
-        window = Window.orderBy(*every)
-    numbered = data.withColumn(OCCURRENCE, (F.row_number().over(window) - 1).cast("long"))
-    if cache:
-        numbered = _persisted(numbered)
-    return numbered, numbered if cache else None
-
-
-def _persisted(frame):
-    """`frame`, kept in memory (spilled to disk) once an action computes it."""
-    from pyspark import StorageLevel
-
-    return frame.persist(StorageLevel.MEMORY_AND_DISK)
-
-
 def _sizes(loaded: LoadedTable) -> dict[str, int]:
     """Each attribute's domain size (its codes are below it)."""
     return {a: loaded.dictionaries[a].size for a in loaded.names}
-
-
-def _packs(columns, sizes) -> bool:
-    """Whether `columns`' codes pack into one bigint (`_packed`) with no overflow."""
-    if not all(c in sizes for c in columns):
-        return False
-    return math.prod(max(int(sizes[c]), 1) for c in columns) < 1 << 62
-
-
-def _packed(columns, sizes):
-    """The codes of `columns` as one bigint, in their lexicographic order."""
-    from pyspark.sql import functions as F
-
-    x = F.lit(0).cast("long")
-    for c in columns:
-        x = x * F.lit(max(int(sizes[c]), 1)) + F.col(c).cast("long")
-    return x
-
-
-def _unpacked(word: str, columns, sizes) -> dict:
-    """Each of `columns`' int codes from the bigint column `word` that `_packed` made."""
-    from pyspark.sql import functions as F
-
-    out, stride = {}, 1
-    for c in reversed(list(columns)):
-        size = max(int(sizes[c]), 1)
-        out[c] = F.expr(f"CAST((`{word}` div {stride}) % {size} AS INT)").alias(c)
-        stride *= size
-    return out
-
-
-def _shuffled_rows(loaded: LoadedTable, data, key):
-    """The rows of `data` as a partition pass shuffles them, with their partition `key`
-    as `__part`, and how a task makes its pandas frame of codes from them: each row's
-    codes packed into one bigint where the domains fit in 62 bits (`kl.packed_key`,
-    unpacked by NumPy in the task), else the code columns. On 10M `sal` rows a shuffle
-    and a Python pass took 8.8 s against 14.0 s for the 8 columns
-    (`scripts/spark_floor.py`). The frame's columns and types are the codes'."""
-    import pandas as pd
-
-    from .kl import KEY, packed_key, packing_of, unpacked
-
-    columns = list(loaded.data.columns)
-    packing = packing_of(loaded)
-    if packing is None:
-        rows = data.select(*columns, key.alias("__part"))
-        return rows, lambda table: table.select(columns).to_pandas()
-
-    def frame_of(table) -> pd.DataFrame:
-        codes = unpacked(table.column(KEY).to_numpy(), packing)
-        return pd.DataFrame({c: codes[c].astype(np.int32) for c in columns})
-
-    return data.select(packed_key(packing).alias(KEY), key.alias("__part")), frame_of
