@@ -84,7 +84,7 @@ define copy-comparison
 endef
 
 # publish benchmarks: medians per engine, ratio in one run
-bench-publish: check-java $(VENV)/.installed-bench
+bench-publish: check-java spark-archive $(VENV)/.installed-bench
 	$(BIN)/vpub bench publish --rows 1000000 --repeat 3 --out out/bench-1m
 	cp out/bench-1m/results.json $(DOCS_DATA)/publish-1m.json
 
@@ -103,7 +103,7 @@ bench-workers: $(VENV)/.installed-bench
 	  cp out/bench-marginals-$$n/marginals.json $(DOCS_DATA)/marginals-workers-$$n.json || exit 1; \
 	done
 
-bench-publish-10m: check-java $(VENV)/.installed-bench
+bench-publish-10m: check-java spark-archive $(VENV)/.installed-bench
 	$(BIN)/vpub bench publish --rows 10000000 --repeat 2 --out out/bench-10m
 	cp out/bench-10m/results.json $(DOCS_DATA)/publish-10m.json
 
@@ -117,21 +117,21 @@ bench-cold: check-java $(VENV)/.installed-bench
 spark-archive: check-java $(VENV)/.installed
 	$(BIN)/vpub spark-archive
 
-bench-texas: check-java $(VENV)/.installed-bench
+bench-texas: check-java spark-archive $(VENV)/.installed-bench
 	$(BIN)/vpub bench publish --name texas --rows 177148 --repeat 3 --out out/bench-texas
 	cp out/bench-texas/results.json $(DOCS_DATA)/publish-texas.json
 
 # 000 Appendix B: partitioned multi-SA on 1M sal rows per engine; exact vs partitioned vs UAD on a 50k sample
-bench-multi-sa: check-java $(VENV)/.installed-bench
+bench-multi-sa: check-java spark-archive $(VENV)/.installed-bench
 	$(BIN)/vpub bench multi-sa --rows 1000000 --out out/bench-1m
 
 # M1..M5 of 1M census rows at m = 6 (Spark and in-process) and ANGEL, one run
-bench-marginals: check-java $(VENV)/.installed-bench
+bench-marginals: check-java spark-archive $(VENV)/.installed-bench
 	$(BIN)/vpub bench marginals --rows 1000000 --m 6 --out out/bench-1m
 	cp out/bench-1m/marginals.json $(DOCS_DATA)/marginals-1m.json
 
 # a 1M-row Spark DataFrame published against the same rows from Parquet, on Spark
-bench-frame: check-java $(VENV)/.installed-bench
+bench-frame: check-java spark-archive $(VENV)/.installed-bench
 	$(BIN)/vpub bench frame --rows 1000000 --repeat 3 --out out/bench-frame
 	cp out/bench-frame/frame.json $(DOCS_DATA)/frame-1m.json
 
@@ -142,12 +142,12 @@ bench-report: $(VENV)/.installed-bench
 
 # publish on Spark at 1M and 3M rows: time per step, driver memory, a fitted cost model
 # (add sizes, e.g. --rows 1e6,3e6,1e7,3e7, where the machine allows)
-bench-scale: check-java $(VENV)/.installed-bench
+bench-scale: check-java spark-archive $(VENV)/.installed-bench
 	$(BIN)/vpub bench scale --rows 1e6,3e6 --out out/bench-scale
 	cp out/bench-scale/scale.json $(DOCS_DATA)/scale.json
 
 # the statistical database (004): a 600k-row store, query times, and vpub serve under load
-bench-statdb: check-java $(VENV)/.installed-bench
+bench-statdb: check-java spark-archive $(VENV)/.installed-bench
 	test -f out/sal-600k/table.yaml || $(BIN)/vpub datasets generate sal --rows 600000 --seed 7 --out out/sal-600k
 	$(BIN)/vpub statdb build --config conf/statdb_sal.yaml
 	$(BIN)/vpub bench statdb out/private/sal-store --out out/bench-statdb
@@ -173,7 +173,7 @@ compare-texas: $(VENV)/.installed-bench
 	$(call copy-comparison,out/compare/texas,docs/figures/texas)
 
 # 002 Figures 2-5 on census (200k rows) and on Adult
-compare-marginals: check-java $(VENV)/.installed-bench
+compare-marginals: check-java spark-archive $(VENV)/.installed-bench
 	test -f out/census-200k/table.yaml || $(BIN)/vpub datasets generate census --rows 200000 --seed 1 --out out/census-200k
 	$(BIN)/vpub compare --config vpub_bench/conf/compare_marginals.yaml
 	$(call copy-comparison,out/compare/census-marginals,docs/figures/marginals_census)
@@ -193,7 +193,7 @@ compare-marginals-skew: $(VENV)/.installed-bench
 	$(call copy-comparison,out/compare/census-marginals-skew,docs/figures/marginals_skew)
 
 # 10M sal and 1M texas on a local standalone cluster, 1 vs 2 one-core workers
-bench-cluster: check-java $(VENV)/.installed-bench
+bench-cluster: check-java spark-archive $(VENV)/.installed-bench
 	$(BIN)/python deploy/bench_cluster.py --data sal:10000000 --data texas:1000000
 
 # 000 Figure 3: exact multi-SA vs UAD (and GD, single-attribute) on a 10,000-row Adult sample, c = 1..9

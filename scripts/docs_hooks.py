@@ -192,6 +192,9 @@ def _measured(run: dict) -> str:
         if ref
         else ""
     )
+    archive = m.get("spark_class_archive")
+    if archive is not None:
+        speed += f"; Spark's class-data archive {'built' if archive else 'not built'}"
     moved = re.search(r"(?<![\w/])conf/(compare_\w+\.yaml)", run["command"])
     now = f" (that config is now `vpub_bench/conf/{moved[1]}`)" if moved else ""
     return (

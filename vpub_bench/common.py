@@ -212,10 +212,22 @@ def reference_seconds() -> dict[str, float]:
     }
 
 
+def spark_archive_built() -> bool | None:
+    """Whether the Spark driver's class-data archive for this Java and this Spark is
+    built (`vpub spark-archive`; a Spark session's first jobs are slower without it),
+    or None where Spark is not installed."""
+    try:
+        from vpub_spark.engines import class_archive_path
+
+        return class_archive_path().is_file()
+    except ImportError:
+        return None
+
+
 def run_record() -> dict:
     """The benchmark run's record: its command line as typed after `vpub`, the date
     (UTC), and the machine (cores, memory, CPU, OS, Python, this software's version,
-    `reference_seconds`). No host name and no path of this machine beyond what the
+    `reference_seconds`, `spark_archive_built`). No host name and no path of this machine beyond what the
     command line holds."""
     return {
         "command": "vpub " + shlex.join(sys.argv[1:]),
@@ -228,6 +240,7 @@ def run_record() -> dict:
             "python": platform.python_version(),
             "vpub": __version__,
             "reference": reference_seconds(),
+            "spark_class_archive": spark_archive_built(),
         },
     }
 

@@ -11,17 +11,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
-
-import networkx as nx
+from typing import TYPE_CHECKING, Literal
 
 from .model import PublishedTable, Rule, Schema
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 Status = Literal["unreachable", "guardian", "violated"]
 
 
 def _graph(tables: Iterable[tuple[str, Iterable[str]]]) -> nx.Graph:
-    """Bipartite graph: attribute nodes ('a', A) joined to the tables ('t', T) that hold them."""
+    """Bipartite graph: attribute nodes ('a', A) joined to the tables ('t', T) that hold
+    them. (networkx is imported here, not with the module: a partition task that
+    unpickles a publishing job imports this module and never draws a graph.)"""
+    import networkx as nx
+
     g = nx.Graph()
     for name, attrs in tables:
         for a in attrs:
@@ -31,11 +36,15 @@ def _graph(tables: Iterable[tuple[str, Iterable[str]]]) -> nx.Graph:
 
 def _reachable(g: nx.Graph, a: str, b: str) -> bool:
     """Definition 3: a and b are reachable iff a chain of tables links them."""
+    import networkx as nx
+
     return ("a", a) in g and ("a", b) in g and nx.has_path(g, ("a", a), ("a", b))
 
 
 def _path(g: nx.Graph, sources: Iterable[str], target: str) -> tuple[str, ...]:
     """A shortest chain `A -[T]- B -[U]- S` from any source to the target, or ()."""
+    import networkx as nx
+
     best: list | None = None
     for s in sorted(sources):
         if _reachable(g, s, target):

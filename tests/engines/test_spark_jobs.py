@@ -102,13 +102,15 @@ def test_xxhash64_is_sparks_own(spark):
     assert (got["kb"].to_numpy() == keyed).all()
 
 
+@pytest.mark.parametrize("cells", [True, False], ids=["by-cells", "exploded"])
 @pytest.mark.parametrize(
     "sharding",
     ["content", "content_columns", "occurrence", "qi"],
 )
-def test_jvm_shards_and_counts_are_the_kernels(spark, sharding):
+def test_jvm_shards_and_counts_are_the_kernels(spark, sharding, cells):
     """The plan's shards and counts as JVM expressions (`engines/spark/shards.py`) give
-    what the kernels give in process, fingerprint halves included."""
+    what the kernels give in process, fingerprint halves included, counted by cells of
+    the sensitive values or exploded per attribute."""
     from vpub_spark.engines.spark.shards import shard_column, shard_count_frame
     from vpub_spark.kernels.partitioning import ContentShards, QiShards, shard_counts
     from vpub_spark.kernels.sampling import OCCURRENCE
@@ -134,6 +136,8 @@ def test_jvm_shards_and_counts_are_the_kernels(spark, sharding):
     got = df.select(shard_column(chosen, df.columns).alias("s")).toPandas()["s"].to_numpy()
     assert (got == chosen.of(frame)).all()
     key = ["attr", "shard", "value"]
-    jvm = shard_count_frame(df, ["job"], chosen).sort_values(key).reset_index(drop=True)
-    kernel = shard_counts(frame, ["job"], chosen).sort_values(key).reset_index(drop=True)
-    pd.testing.assert_frame_equal(jvm, kernel)
+    sensitive = ["job", "zip"]
+    sizes = {"job": 5, "zip": 9} if cells else None
+    jvm = shard_count_frame(df, sensitive, chosen, sizes).sort_values(key)
+    kernel = shard_counts(frame, sensitive, chosen).sort_values(key)
+    pd.testing.assert_frame_equal(jvm.reset_index(drop=True), kernel.reset_index(drop=True))

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import linear_sum_assignment
 
 from .arrays import dense_ids, lex_order, run_starts
 from .minvariance import group_ncp
@@ -122,7 +121,11 @@ def _assign(
 ) -> None:
     """Reorder `rows` in place, per run (from `starts`; a node's tuples of one value, its
     groups numbered from `at`), so that the i-th goes to the run's i-th group at the least
-    total width of the grown boxes (`matched`). Runs of one size are costed at once."""
+    total width of the grown boxes (`matched`). Runs of one size are costed at once.
+    (SciPy is imported here: a partition task of a publish that never decomposes
+    marginals does not pay for it.)"""
+    from scipy.optimize import linear_sum_assignment
+
     size = np.diff(np.append(starts, len(rows)))
     for k in np.unique(size[size > 1]).tolist():
         runs = starts[size == k]

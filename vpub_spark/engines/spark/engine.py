@@ -400,7 +400,7 @@ class SparkEngine:
 
         data = self._with_occurrence(loaded, sharding)
         with spark_errors(loaded.source):
-            return shard_count_frame(data, list(sensitive), sharding)
+            return shard_count_frame(data, list(sensitive), sharding, _sizes(loaded))
 
     def combination_counts(self, loaded: LoadedTable, columns):
         """Rows per distinct combination of `columns` (codes + `count`), sorted: an
