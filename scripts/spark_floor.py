@@ -16,9 +16,14 @@ median of 3 runs of each plan after one warm-up run:
   `window` (`row_number` over the QI, ordered by the last column) carrying every
   column, and `window on the two words` (the QI's bigint and the last column's only,
   as `numbered_rows` shuffles them): what UAD's plan must pay on Spark for its shards;
+- the shard counts over the numbered rows, cached: each row exploded into a cell per
+  sensitive attribute (the last column) and one for the row, or counted once per
+  (shard, sensitive value) cell, as `engines/spark/shards.py` counts them;
 - a partition pass over the cached codes (a JVM key, a shuffle into 64 tasks, a Python
-  pass each) with the 8 columns, and with each row packed into one bigint, as the
-  partition tasks get their rows (`shuffled_rows`) (docs/benchmarks/performance.md).
+  pass each) with the 8 columns, with each row packed into one bigint beside its key,
+  and with the key computed from the bigint before the shuffle, so that the bigint is
+  all a row carries, as the partition tasks get their rows (`shuffled_rows`)
+  (docs/benchmarks/performance.md).
 
 Usage: python scripts/spark_floor.py SOURCE
 """
@@ -86,17 +91,51 @@ def _numbering(data) -> dict:
             lambda: words.withColumn("n", F.row_number().over(on_words))
         ),
         "cached codes + JVM key + shuffle + Python pass": lambda: _partition_pass(data),
-        "the same, each row packed into one bigint": lambda: _partition_pass(
+        "the same, each row packed into one bigint beside its key": lambda: _partition_pass(
             data.select(every.alias("row"))
+        ),
+        "the same, the key computed from the bigint": lambda: _partition_pass(
+            data.select(every.alias("row")), keyed=False
         ),
     }
 
 
-def _partition_pass(frame) -> None:
-    """`frame` shuffled by a JVM hash of its columns into PARTS tasks, each a Python pass."""
+def _shard_counts(data) -> dict:
+    """The shard counts of the numbered rows, exploded per attribute and by cells."""
+    from pyspark.sql import Window
+
+    from vpub_spark.engines.spark.shards import shard_count_frame
+    from vpub_spark.kernels.partitioning import ContentShards
+    from vpub_spark.kernels.sampling import OCCURRENCE
+
+    cols = data.columns
+    window = Window.partitionBy(*cols[:-1]).orderBy(cols[-1])
+    numbered = data.withColumn(OCCURRENCE, (F.row_number().over(window) - 1).cast("long"))
+    numbered = numbered.persist()
+    numbered.count()
+    sharding = ContentShards(7, tuple(cols[:-1]), occurrence=True)
+    size = {cols[-1]: data.agg(F.max(cols[-1])).first()[0] + 1}
+    return {
+        "shard counts: each row exploded per attribute": lambda: shard_count_frame(
+            numbered, cols[-1:], sharding
+        ),
+        "shard counts: by (shard, sensitive value) cells": lambda: shard_count_frame(
+            numbered, cols[-1:], sharding, size
+        ),
+    }
+
+
+def _partition_pass(frame, keyed: bool = True) -> None:
+    """`frame` shuffled by a JVM hash of its columns into PARTS tasks, each a Python
+    pass; the hash a column of the shuffled rows (`keyed`), or an expression of them."""
     out = T.StructType([T.StructField("n", T.LongType())])
-    rows = frame.withColumn("__p", F.pmod(F.xxhash64(*frame.columns), F.lit(PARTS)))
-    rows.repartition(PARTS, "__p").mapInArrow(_rows_seen, out).agg(F.sum("n")).collect()
+    key = F.pmod(F.xxhash64(*frame.columns), F.lit(PARTS))
+    rows = (
+        frame.withColumn("__p", key).repartition(PARTS, "__p")
+        if keyed
+        else frame.repartition(PARTS, key)
+    )
+    rows.mapInArrow(_rows_seen, out).agg(F.sum("n")).collect()
 
 
 def _rows_seen(batches):
@@ -128,7 +167,7 @@ def main(source: str) -> None:
         ),
     }
     codes = spark.read.parquet(source).persist()
-    plans |= _numbering(codes)
+    plans |= _numbering(codes) | _shard_counts(codes)
     print(f"{codes.count():,} rows, master {spark.sparkContext.master}")
     for name, plan in plans.items():
         plan()  # warm-up

@@ -157,13 +157,19 @@ def test_spark_utility_equals_inprocess_utility(spark_engine, sal, tmp_path, mon
     ) == (here.mean_relative_error, here.median_relative_error, here.queries, here.redrawn)
 
 
-@pytest.mark.parametrize("rows", ["packed", "columns"])
+@pytest.mark.parametrize("rows", ["one-word", "packed", "columns"])
 def test_both_engines_number_rows_of_equal_qi_alike(spark_engine, sal, tmp_path, monkeypatch, rows):
     """uad's shards read each row's index among the rows of equal QI (kernels/
     partitioning.py): Spark's window numbers them as the in-process engine does, on a
     table made of duplicates (every row twice), so both publish the same release with
-    two partitions; whether the window and the partition pass move each row's codes
-    packed into bigints or as columns (domains too wide to pack)."""
+    two partitions; whether the partition pass moves each row as one bigint (codes and
+    index, its key computed from it), its codes packed beside its key (an index too
+    wide to pack with them), or the window and the pass move columns (domains too wide
+    to pack)."""
+    if rows == "packed":
+        from vpub_spark.engines.spark import rows as spark_rows
+
+        monkeypatch.setattr(spark_rows, "_word_packing", lambda *a: None)
     if rows == "columns":
         from vpub_spark.engines.spark import kl_one_pass
         from vpub_spark.engines.spark import rows as spark_rows

@@ -430,38 +430,29 @@ class SparkEngine:
         """One shuffle: each row's partition key as a JVM expression of its shard
         (`job.sharding`, `shards.py`), `repartition(P, key)`, and `job.run` once per
         partition in a `mapInArrow` task, which gets its rows as Arrow batches, codes
-        only (`rows.shuffled_rows`: packed into one bigint where they fit): no sort by the
-        key (as `groupBy().applyInPandas` adds), and each row reaches Python once.
-        Returns the summary rows (the job says what a partition does: publishing/)."""
-        import numpy as np
+        only (`rows.shuffled_rows`: where they fit, each row one bigint, its codes and
+        its OCCURRENCE packed): no sort by the key (as `groupBy().applyInPandas` adds),
+        and each row reaches Python once. Returns the summary rows (the job says what a
+        partition does: publishing/)."""
         import pyarrow as pa
         from pyspark import TaskContext
 
-        from .shards import part_key_column
-
-        keys = np.asarray(self.partition_keys(plan.parts), dtype=np.int64)
-        key_of_shard = keys[plan.shard_part]
-        part_of_key = {int(k): p for p, k in enumerate(keys)}
         summary = job.summary_schema
         data = self._with_occurrence(loaded, job.sharding)
-        key = part_key_column(job.sharding, data.columns, key_of_shard)
-        rows, frame_of = shuffled_rows(loaded, data, key)
+        keys = self.partition_keys(plan.parts)
+        rows, made = shuffled_rows(loaded, data, job.sharding, keys, plan.shard_part)
 
         def task(batches):
             got = pa.Table.from_batches(list(batches))
             if got.num_rows:
-                part = part_of_key[got.column("__part")[0].as_py()]
+                frame, part = made(got)
                 context = TaskContext.get()
                 task_id = context.partitionId() if context is not None else -1
-                out = job.run(frame_of(got), part, task_id)
+                out = job.run(frame, part, task_id)
                 yield pa.RecordBatch.from_pandas(out, schema=summary, preserve_index=False)
 
         with spark_errors("a partition task failed"):
-            return (
-                rows.repartition(plan.parts, "__part")
-                .mapInArrow(task, struct_type(summary))
-                .toPandas()
-            )
+            return rows.mapInArrow(task, struct_type(summary)).toPandas()
 
     def class_summary(self, loaded: LoadedTable, job: ClassJob) -> ClassSummary:
         from .classes import class_summary

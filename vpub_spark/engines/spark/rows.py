@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from ...kernels.sampling import OCCURRENCE
 from ..base import LoadedTable
 
 
@@ -28,8 +29,6 @@ def numbered_rows(data, columns, sizes=None, cache: bool = False):
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    from ...kernels.sampling import OCCURRENCE
-
     every = list(data.columns)
     key = every if columns is None else list(columns)
     rest = [c for c in every if c not in key]
@@ -40,7 +39,7 @@ def numbered_rows(data, columns, sizes=None, cache: bool = False):
         kept = persisted(numbered) if cache else None
         unpacked = _unpacked("__k", key, sizes) | _unpacked("__r", rest, sizes)
         made = kept if kept is not None else numbered
-        return made.select(*[unpacked[c] for c in every], OCCURRENCE), kept
+        return made.select(*[unpacked[c].alias(c) for c in every], OCCURRENCE), kept
     if key:
         window = Window.partitionBy(*key).orderBy(*every)
     else:
@@ -76,36 +75,106 @@ def _packed(columns, sizes):
 
 
 def _unpacked(word: str, columns, sizes) -> dict:
-    """Each of `columns`' int codes from the bigint column `word` that `_packed` made."""
+    """Each of `columns`' codes (int; OCCURRENCE bigint) from the bigint column `word`
+    that `_packed` (or `kl.packed_key`) made, as unnamed expressions."""
     from pyspark.sql import functions as F
 
     out, stride = {}, 1
     for c in reversed(list(columns)):
         size = max(int(sizes[c]), 1)
-        out[c] = F.expr(f"CAST((`{word}` div {stride}) % {size} AS INT)").alias(c)
+        kind = "BIGINT" if c == OCCURRENCE else "INT"
+        out[c] = F.expr(f"CAST((`{word}` div {stride}) % {size} AS {kind})")
         stride *= size
     return out
 
 
-def shuffled_rows(loaded: LoadedTable, data, key):
-    """The rows of `data` as a partition pass shuffles them, with their partition `key`
-    as `__part`, and how a task makes its pandas frame of codes from them: each row's
-    codes packed into one bigint where the domains fit in 62 bits (`kl.packed_key`,
-    unpacked by NumPy in the task), else the code columns. On 10M `sal` rows a shuffle
-    and a Python pass took 8.8 s against 14.0 s for the 8 columns
-    (`scripts/spark_floor.py`). The frame's columns and types are the codes'."""
+def shuffled_rows(loaded: LoadedTable, data, sharding, keys, shard_part):
+    """The rows of `data` as a partition pass shuffles them into `len(keys)` partitions
+    by their partition key (`keys[p]` for the rows of partition p, `shard_part` mapping
+    shards to partitions; `shards.part_key_column`), and how a task makes (its pandas
+    frame of codes, in the codes' columns and types, and its partition) from its rows:
+    - where each row's codes and OCCURRENCE pack into one bigint (62 bits; OCCURRENCE
+      below the rows), that bigint is all a row carries: its key is computed from it
+      before the shuffle, and a task finds its partition from its first row's shard
+      (`sharding.of`, the kernel the JVM expression equals); on 10M `sal` rows 6.6-7.1 s
+      against 8.3-9.0 s for the bigint and the key (`docs/explanation/performance.md`);
+    - else the codes packed into one bigint where they fit (`kl.packed_key`; 8.8 s
+      against 14.0 s for the 8 columns, `scripts/spark_floor.py`), else the code
+      columns, with the key.
+    """
+    from .kl import packing_of
+
+    packing = packing_of(loaded)
+    word = _word_packing(packing, data.columns, loaded.rows) if packing is not None else None
+    if word is not None:
+        return _one_word(loaded, data, sharding, keys, shard_part, word)
+    return _with_key(loaded, data, sharding, keys, shard_part, packing)
+
+
+def _word_packing(packing, columns, rows: int):
+    """`packing` with OCCURRENCE as its last digit (below `rows`) where `columns` hold
+    it, if the whole still fits in 62 bits; else None."""
+    from .kl import Packing
+
+    if OCCURRENCE not in columns:
+        return packing
+    sizes = (*packing.sizes, max(int(rows), 1))
+    if math.prod(sizes) >= 1 << 62:
+        return None
+    strides = tuple(math.prod(sizes[i + 1 :]) for i in range(len(sizes)))
+    return Packing((*packing.cols, OCCURRENCE), strides, sizes)
+
+
+def _codes_frame(key: np.ndarray, packing, columns):
+    """The codes of `columns` (int32) from packed keys, and every packed column."""
     import pandas as pd
 
-    from .kl import KEY, packed_key, packing_of, unpacked
+    from .kl import unpacked
+
+    codes = unpacked(key, packing)
+    return pd.DataFrame({c: codes[c].astype(np.int32) for c in columns}), codes
+
+
+def _one_word(loaded: LoadedTable, data, sharding, keys, shard_part, word):
+    """`shuffled_rows` where a row is one bigint, its key computed from it."""
+    import pandas as pd
+
+    from .kl import KEY, packed_key
+    from .shards import part_key_column
+
+    columns, order = list(loaded.data.columns), list(data.columns)
+    sizes = dict(zip(word.cols, word.sizes, strict=True))
+    source = _unpacked(KEY, word.cols, sizes)
+    packed = data.select(packed_key(word).alias(KEY))
+    key = part_key_column(sharding, order, np.asarray(keys)[shard_part], source)
+
+    def made(table):
+        frame, codes = _codes_frame(table.column(KEY).to_numpy(), word, columns)
+        first = pd.DataFrame({c: codes[c][:1] for c in order})
+        return frame, int(shard_part[sharding.of(first)[0]])
+
+    return packed.repartition(len(keys), key), made
+
+
+def _with_key(loaded: LoadedTable, data, sharding, keys, shard_part, packing):
+    """`shuffled_rows` where a row carries its partition key beside its codes (packed
+    into one bigint by `packing`, or the code columns where it is None)."""
+    from .kl import KEY, packed_key
+    from .shards import part_key_column
 
     columns = list(loaded.data.columns)
-    packing = packing_of(loaded)
-    if packing is None:
-        rows = data.select(*columns, key.alias("__part"))
-        return rows, lambda table: table.select(columns).to_pandas()
+    key = part_key_column(sharding, data.columns, np.asarray(keys)[shard_part]).alias("__part")
+    part_of_key = {int(k): p for p, k in enumerate(keys)}
 
-    def frame_of(table) -> pd.DataFrame:
-        codes = unpacked(table.column(KEY).to_numpy(), packing)
-        return pd.DataFrame({c: codes[c].astype(np.int32) for c in columns})
+    def made(table):
+        part = part_of_key[table.column("__part")[0].as_py()]
+        if packing is None:
+            return table.select(columns).to_pandas(), part
+        return _codes_frame(table.column(KEY).to_numpy(), packing, columns)[0], part
 
-    return data.select(packed_key(packing).alias(KEY), key.alias("__part")), frame_of
+    rows = (
+        data.select(*columns, key)
+        if packing is None
+        else data.select(packed_key(packing).alias(KEY), key)
+    )
+    return rows.repartition(len(keys), "__part"), made

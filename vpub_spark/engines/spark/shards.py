@@ -24,14 +24,20 @@ from ...kernels.partitioning import (
 from ...kernels.sampling import OCCURRENCE
 
 
-def code_hash_column(columns: Sequence[str]):
-    """Spark's `xxhash64` of encoded columns: `kernels.partitioning.code_hash`."""
+def code_hash_column(columns: Sequence[str], source: Mapping | None = None):
+    """Spark's `xxhash64` of encoded columns (each the frame's column, or its expression
+    in `source`): `kernels.partitioning.code_hash`."""
     from pyspark.sql import functions as F
 
-    return F.xxhash64(*[F.col(c).cast("long" if c == OCCURRENCE else "int") for c in columns])
+    def column(c: str):
+        return source[c] if source is not None else F.col(c)
+
+    return F.xxhash64(*[column(c).cast("long" if c == OCCURRENCE else "int") for c in columns])
 
 
-def shard_column(sharding: Sharding, columns: Sequence[str], content_hash=None):
+def shard_column(
+    sharding: Sharding, columns: Sequence[str], content_hash=None, source: Mapping | None = None
+):
     """The shard of each row of a frame of `columns` (its content hash `content_hash`
     where the shard reads every content column), as `sharding.of` computes it.
 
@@ -39,6 +45,8 @@ def shard_column(sharding: Sharding, columns: Sequence[str], content_hash=None):
         sharding: the plan's sharding.
         columns: the frame's columns (with OCCURRENCE where the sharding reads it).
         content_hash: `code_hash_column` of the content columns, if already made.
+        source: each column as an expression (e.g. unpacked from a bigint), if not
+            the frame's own.
 
     Returns:
         A pyspark Column of int shards in [0, SHARDS).
@@ -49,10 +57,11 @@ def shard_column(sharding: Sharding, columns: Sequence[str], content_hash=None):
         pos, scale = F.lit(0.0), 1.0
         for a, d in zip(sharding.qi, sharding.sizes, strict=True):
             scale /= d
-            pos = pos + F.col(a).cast("double") * F.lit(scale)
+            code = source[a] if source is not None else F.col(a)
+            pos = pos + code.cast("double") * F.lit(scale)
         return F.least((pos * F.lit(float(SHARDS))).cast("int"), F.lit(SHARDS - 1))
     if content_hash is None or sharding.occurrence or sharding.columns is not None:
-        content_hash = code_hash_column(sharding.hashed(list(columns)))
+        content_hash = code_hash_column(sharding.hashed(list(columns)), source)
     key = F.lit(_wrapped(shard_key(sharding.seed)))  # the key as a bigint
     return F.pmod(F.xxhash64(key, content_hash), F.lit(SHARDS)).cast("int")
 
@@ -158,10 +167,17 @@ def _wrapped(x: int) -> int:
     return x - (1 << 64) if x >= 1 << 63 else x
 
 
-def part_key_column(sharding: Sharding, columns: Sequence[str], key_of_shard: np.ndarray):
-    """Each row's partition key (`key_of_shard` at its shard), a JVM expression (the
-    keys one SQL array literal: a column per key cost the driver a second at 1,024)."""
+def part_key_column(
+    sharding: Sharding,
+    columns: Sequence[str],
+    key_of_shard: np.ndarray,
+    source: Mapping | None = None,
+):
+    """Each row's partition key (`key_of_shard` at its shard, `shard_column` of the
+    frame's `columns` or their expressions `source`), a JVM expression (the keys one SQL
+    array literal: a column per key cost the driver a second at 1,024)."""
     from pyspark.sql import functions as F
 
     keys = F.expr(f"array({', '.join(f'{int(k)}L' for k in key_of_shard)})")
-    return F.element_at(keys, shard_column(sharding, columns) + F.lit(1)).cast("long")
+    shard = shard_column(sharding, columns, source=source)
+    return F.element_at(keys, shard + F.lit(1)).cast("long")
