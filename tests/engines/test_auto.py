@@ -149,7 +149,7 @@ def test_the_time_model_prefers_spark_only_for_many_rows_on_many_cores(monkeypat
     rows_beyond = auto.SPARK_FIXED_S / (
         auto.INPROCESS_SERIAL_S - (auto.SPARK_CORE_S - auto.INPROCESS_CORE_S) / 64
     )
-    assert 70e6 < rows_beyond < 110e6  # about 85M rows (docs/how-to/choose-engine.md)
+    assert 70e6 < rows_beyond < 110e6  # about 82M rows (docs/how-to/choose-engine.md)
     here, spark = auto.predicted_seconds(10**9, 2)
     assert here < spark  # 2 cores: in process however large
     monkeypatch.setattr(auto, "available_memory", lambda: 2**50)  # memory is no limit here

@@ -24,7 +24,7 @@ WORKER_BYTES = 120 * 2**20  # measured private memory of one worker (131k-row pa
 INPROCESS_SERIAL_S = 0.12e-6  # seconds per row that do not shrink with more workers
 INPROCESS_CORE_S = 0.67e-6  # core-seconds per row on the workers
 SPARK_FIXED_S = 7.5  # a local session's start-up and a publish's fixed cost
-SPARK_CORE_S = 2.67e-6  # core-seconds per row in Spark's tasks
+SPARK_CORE_S = 2.49e-6  # core-seconds per row in Spark's tasks
 # A Spark run on an input whose in-process estimate, less the interpreter, is at most this
 # is "small" (C1-only JIT in the driver, `spark/session.py`): measured faster with C1 at
 # Adult (an estimated 80 MB) and at 100k `sal` rows (24 MB), slower at 1M rows (240 MB).
