@@ -1,7 +1,7 @@
 """Rows as the Spark engine moves them: numbered among rows of equal QI by a window over
 packed bigints (`numbered_rows`), and shipped to the partition tasks packed into one
-bigint a row (`shuffled_rows`), where the codes' domains fit in 62 bits
-(docs/explanation/performance.md)."""
+bigint a row, codes and index, their partition key computed from it (`shuffled_rows`),
+where the domains fit in 62 bits (docs/explanation/performance.md)."""
 
 from __future__ import annotations
 
@@ -96,11 +96,12 @@ def shuffled_rows(loaded: LoadedTable, data, sharding, keys, shard_part):
     - where each row's codes and OCCURRENCE pack into one bigint (62 bits; OCCURRENCE
       below the rows), that bigint is all a row carries: its key is computed from it
       before the shuffle, and a task finds its partition from its first row's shard
-      (`sharding.of`, the kernel the JVM expression equals); on 10M `sal` rows 6.6-7.1 s
-      against 8.3-9.0 s for the bigint and the key (`docs/explanation/performance.md`);
-    - else the codes packed into one bigint where they fit (`kl.packed_key`; 8.8 s
-      against 14.0 s for the 8 columns, `scripts/spark_floor.py`), else the code
-      columns, with the key.
+      (`sharding.of`, the kernel the JVM expression equals);
+    - else the codes packed into one bigint where they fit (`kl.packed_key`), else the
+      code columns, with the key beside them.
+    On 10M `sal` rows a shuffle and a Python pass took 7.7 s, against 8.1 s with the key
+    beside the bigint and 13.2 s with the 8 columns (`scripts/spark_floor.py`,
+    docs/explanation/performance.md).
     """
     from .kl import packing_of
 
