@@ -383,8 +383,12 @@ class SparkEngine:
         if kept is not None:
             kept[3].unpersist()
             self._numbered = None
-        source = data if any(d is data for d in self._uncached) else self._held(loaded).data
-        numbered, cached = numbered_rows(source, sharding.columns, _sizes(loaded), cache=True)
+        uncached = any(d is data for d in self._uncached)
+        source = data if uncached else self._held(loaded).data
+        direct = loaded.direct if uncached else None  # the tasks that read it pack the words
+        numbered, cached = numbered_rows(
+            source, sharding.columns, _sizes(loaded), cache=True, direct=direct
+        )
         self._numbered = (data, sharding, numbered, cached)
         return numbered
 

@@ -6,6 +6,7 @@ where the domains fit in 62 bits (docs/explanation/performance.md)."""
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 
@@ -13,7 +14,7 @@ from ...kernels.sampling import OCCURRENCE
 from ..base import LoadedTable
 
 
-def numbered_rows(data, columns, sizes=None, cache: bool = False):
+def numbered_rows(data, columns, sizes=None, cache: bool = False, direct=None):
     """`data` with OCCURRENCE: the window the in-process engine's `with_occurrence`
     mirrors (rows equal in `columns`, None: every column, numbered in the order of every
     column; kernels/sampling.py). With the codes' domain `sizes`, where the key columns
@@ -21,6 +22,9 @@ def numbered_rows(data, columns, sizes=None, cache: bool = False):
     those two words only (the same order: codes are below their sizes), and the columns
     are unpacked from them after it: on 10M `sal` rows 14.6 s against 19.2 s for the
     window carrying every column (`scripts/spark_floor.py`; docs/explanation/performance.md).
+    With `direct` (the `DirectSource` whose encoded rows `data` is), the tasks that
+    read the source pack the two words themselves (`word_batches`), so two bigints a
+    row, not every code, cross from Python to the JVM.
 
     Returns:
         The numbered rows, and the frame cached for them with `cache` (the two words and
@@ -33,7 +37,11 @@ def numbered_rows(data, columns, sizes=None, cache: bool = False):
     key = every if columns is None else list(columns)
     rest = [c for c in every if c not in key]
     if key and sizes is not None and _packs(key, sizes) and _packs(rest, sizes):
-        words = data.select(_packed(key, sizes).alias("__k"), _packed(rest, sizes).alias("__r"))
+        words = (
+            _direct_words(data.sparkSession, direct, key, rest, sizes)
+            if direct is not None
+            else data.select(_packed(key, sizes).alias("__k"), _packed(rest, sizes).alias("__r"))
+        )
         row = F.row_number().over(Window.partitionBy("__k").orderBy("__r"))
         numbered = words.withColumn(OCCURRENCE, (row - 1).cast("long"))
         kept = persisted(numbered) if cache else None
@@ -48,6 +56,35 @@ def numbered_rows(data, columns, sizes=None, cache: bool = False):
     if cache:
         numbered = persisted(numbered)
     return numbered, numbered if cache else None
+
+
+def _direct_words(spark, direct, key, rest, sizes):
+    """The window's two words made by the tasks that read `direct`'s files."""
+    import pyarrow as pa
+
+    from .direct import direct_frame
+    from .schema import struct_type
+
+    radix = {c: max(int(sizes[c]), 1) for c in [*key, *rest]}
+    schema = struct_type(pa.schema([("__k", pa.int64()), ("__r", pa.int64())]))
+    return direct_frame(
+        spark, direct, partial(word_batches, key=key, rest=rest, radix=radix), schema
+    )
+
+
+def word_batches(batches, key, rest, radix):
+    """In a task: each encoded batch as the window's two words, the codes of `key` and
+    of `rest` packed as `_packed` packs them (`pack_codes`: the same mixed radix)."""
+    import pyarrow as pa
+
+    from ...kernels.arrays import pack_codes
+
+    for b in batches:
+        words = [
+            pack_codes([b.column(c).to_numpy() for c in cols], [radix[c] for c in cols], b.num_rows)
+            for cols in (key, rest)
+        ]
+        yield pa.RecordBatch.from_arrays([pa.array(w) for w in words], names=["__k", "__r"])
 
 
 def persisted(frame):
