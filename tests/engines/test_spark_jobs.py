@@ -141,3 +141,28 @@ def test_jvm_shards_and_counts_are_the_kernels(spark, sharding, cells):
     jvm = shard_count_frame(df, sensitive, chosen, sizes).sort_values(key)
     kernel = shard_counts(frame, sensitive, chosen).sort_values(key)
     pd.testing.assert_frame_equal(jvm.reset_index(drop=True), kernel.reset_index(drop=True))
+
+
+def test_the_tasks_pack_the_window_words_as_the_jvm_does(spark):
+    """`rows.word_batches` (NumPy, in the tasks that read the source) gives the numbering
+    window's two words exactly as `rows._packed` (JVM arithmetic) does, with no rest
+    columns too."""
+    import pyarrow as pa
+
+    from vpub_spark.engines.spark.rows import _packed, word_batches
+
+    rng = np.random.default_rng(5)
+    sizes = {"a": 70, "b": 1, "c": 9, "d": 5}
+    frame = pd.DataFrame(
+        {c: rng.integers(0, max(s, 1), 3000).astype(np.int32) for c, s in sizes.items()}
+    )
+    batch = pa.RecordBatch.from_pandas(frame, preserve_index=False)
+    radix = {c: max(s, 1) for c, s in sizes.items()}
+    df = spark.createDataFrame(frame)
+    for key, rest in [(["a", "c"], ["b", "d"]), (["d", "a", "b", "c"], [])]:
+        jvm = df.select(
+            _packed(key, sizes).alias("__k"), _packed(rest, sizes).alias("__r")
+        ).toPandas()
+        (tasks,) = word_batches(iter([batch]), key, rest, radix)
+        assert (tasks.column("__k").to_numpy() == jvm["__k"].to_numpy()).all()
+        assert (tasks.column("__r").to_numpy() == jvm["__r"].to_numpy()).all()

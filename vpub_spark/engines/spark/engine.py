@@ -447,11 +447,13 @@ class SparkEngine:
         rows, made = shuffled_rows(loaded, data, job.sharding, keys, plan.shard_part)
 
         def task(batches):
-            got = pa.Table.from_batches(list(batches))
-            if got.num_rows:
-                frame, part = made(got)
+            got = list(batches)
+            if sum(b.num_rows for b in got):
+                frame, part = made(pa.Table.from_batches(got))
                 context = TaskContext.get()
                 task_id = context.partitionId() if context is not None else -1
+                if task_id not in (-1, part):  # `partition_keys` sends partition p to task p
+                    raise RuntimeError(f"task {task_id} got the rows of partition {part}")
                 out = job.run(frame, part, task_id)
                 yield pa.RecordBatch.from_pandas(out, schema=summary, preserve_index=False)
 

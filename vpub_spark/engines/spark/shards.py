@@ -80,7 +80,7 @@ def shard_count_frame(
     overflows below 2**47 rows) for the fingerprint's two halves. Where the sensitive
     attributes' domains (`sizes`) give at most `CELLS` cells, the aggregate counts rows
     per shard and sensitive values, and the driver sums those into the kernel's counts
-    (on 10M `sal` rows 3.3 s against 5.6 s for the per-attribute aggregate, warm:
+    (on 10M `sal` rows 3.4 s against 4.9 s for the per-attribute aggregate, warm:
     docs/explanation/performance.md); else each row is exploded into one cell per
     sensitive attribute and one for the row.
 
