@@ -145,11 +145,12 @@ def test_jvm_shards_and_counts_are_the_kernels(spark, sharding, cells):
 
 def test_the_tasks_pack_the_window_words_as_the_jvm_does(spark):
     """`rows.word_batches` (NumPy, in the tasks that read the source) gives the numbering
-    window's two words exactly as `rows._packed` (JVM arithmetic) does, with no rest
+    window's two words exactly as `kl.packed_key` (JVM arithmetic) does, with no rest
     columns too."""
     import pyarrow as pa
 
-    from vpub_spark.engines.spark.rows import _packed, word_batches
+    from vpub_spark.engines.spark.kl import packed_key, packing_over
+    from vpub_spark.engines.spark.rows import word_batches
 
     rng = np.random.default_rng(5)
     sizes = {"a": 70, "b": 1, "c": 9, "d": 5}
@@ -157,12 +158,12 @@ def test_the_tasks_pack_the_window_words_as_the_jvm_does(spark):
         {c: rng.integers(0, max(s, 1), 3000).astype(np.int32) for c, s in sizes.items()}
     )
     batch = pa.RecordBatch.from_pandas(frame, preserve_index=False)
-    radix = {c: max(s, 1) for c, s in sizes.items()}
     df = spark.createDataFrame(frame)
     for key, rest in [(["a", "c"], ["b", "d"]), (["d", "a", "b", "c"], [])]:
+        packings = (packing_over(key, sizes), packing_over(rest, sizes))
         jvm = df.select(
-            _packed(key, sizes).alias("__k"), _packed(rest, sizes).alias("__r")
+            packed_key(packings[0]).alias("__k"), packed_key(packings[1]).alias("__r")
         ).toPandas()
-        (tasks,) = word_batches(iter([batch]), key, rest, radix)
+        (tasks,) = word_batches(iter([batch]), packings)
         assert (tasks.column("__k").to_numpy() == jvm["__k"].to_numpy()).all()
         assert (tasks.column("__r").to_numpy() == jvm["__r"].to_numpy()).all()

@@ -172,10 +172,8 @@ def test_both_engines_number_rows_of_equal_qi_alike(spark_engine, sal, tmp_path,
         monkeypatch.setattr(spark_rows, "_word_packing", lambda *a: None)
     if rows == "columns":
         from vpub_spark.engines.spark import kl_one_pass
-        from vpub_spark.engines.spark import rows as spark_rows
 
-        monkeypatch.setattr(spark_rows, "_packs", lambda *a: False)
-        monkeypatch.setattr(kl_one_pass, "term_of", lambda *a: None)
+        monkeypatch.setattr(kl_one_pass, "term_of", lambda *a: None)  # no packing at all
     doubled = tmp_path / "doubled"
     (doubled / "data").mkdir(parents=True)
     source = pd.read_parquet(sal / "data").head(3000)

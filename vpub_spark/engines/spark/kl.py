@@ -242,15 +242,23 @@ KEYS_PER_TASK = 8_000_000
 
 
 def packing_of(loaded) -> Packing | None:
-    """How a source row packs into one bigint (`term_of`'s strides), or None when the
-    domains do not fit in 62 bits."""
+    """How a source row packs into one bigint (`packing_over` its columns), or None when
+    the domains do not fit in 62 bits."""
+    return packing_over(list(loaded.names), {a: loaded.dictionaries[a].size for a in loaded.names})
+
+
+def packing_over(cols, sizes) -> Packing | None:
+    """How the codes of `cols` pack into one bigint: the mixed radix over their `sizes`
+    (`term_of`'s strides, the last column's 1), or None when a column has no size or
+    the codes do not fit in 62 bits. No columns pack into 0."""
     from .kl_one_pass import term_of
 
-    sizes = {a: loaded.dictionaries[a].size for a in loaded.names}
-    term = term_of(1, list(loaded.names), None, sizes)
+    if not all(c in sizes for c in cols):
+        return None
+    term = term_of(1, list(cols), None, sizes)
     if term is None:
         return None
-    return Packing(term.cols, term.strides, tuple(max(sizes[c], 1) for c in term.cols))
+    return Packing(term.cols, term.strides, tuple(max(int(sizes[c]), 1) for c in term.cols))
 
 
 def packed_rows(loaded) -> tuple[Any, Packing] | None:

@@ -5,13 +5,15 @@ where the domains fit in 62 bits (docs/explanation/performance.md)."""
 
 from __future__ import annotations
 
-import math
 from functools import partial
 
 import numpy as np
 
 from ...kernels.sampling import OCCURRENCE
 from ..base import LoadedTable
+
+WORDS = ("__k", "__r")
+"""The numbering window's two words: the key columns' codes packed, the others'."""
 
 
 def numbered_rows(data, columns, sizes=None, cache: bool = False, direct=None):
@@ -33,19 +35,27 @@ def numbered_rows(data, columns, sizes=None, cache: bool = False, direct=None):
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
+    from .kl import packed_key, packing_over
+
     every = list(data.columns)
     key = every if columns is None else list(columns)
     rest = [c for c in every if c not in key]
-    if key and sizes is not None and _packs(key, sizes) and _packs(rest, sizes):
+    by_key, by_rest = (
+        (packing_over(key, sizes), packing_over(rest, sizes)) if sizes else (None, None)
+    )
+    if key and by_key is not None and by_rest is not None:
+        packings = (by_key, by_rest)
         words = (
-            _direct_words(data.sparkSession, direct, key, rest, sizes)
+            _direct_words(data.sparkSession, direct, packings)
             if direct is not None
-            else data.select(_packed(key, sizes).alias("__k"), _packed(rest, sizes).alias("__r"))
+            else data.select(
+                *[packed_key(p).alias(w) for p, w in zip(packings, WORDS, strict=True)]
+            )
         )
-        row = F.row_number().over(Window.partitionBy("__k").orderBy("__r"))
+        row = F.row_number().over(Window.partitionBy(WORDS[0]).orderBy(WORDS[1]))
         numbered = words.withColumn(OCCURRENCE, (row - 1).cast("long"))
         kept = persisted(numbered) if cache else None
-        unpacked = _unpacked("__k", key, sizes) | _unpacked("__r", rest, sizes)
+        unpacked = _unpacked(WORDS[0], by_key) | _unpacked(WORDS[1], by_rest)
         made = kept if kept is not None else numbered
         return made.select(*[unpacked[c].alias(c) for c in every], OCCURRENCE), kept
     if key:
@@ -58,33 +68,27 @@ def numbered_rows(data, columns, sizes=None, cache: bool = False, direct=None):
     return numbered, numbered if cache else None
 
 
-def _direct_words(spark, direct, key, rest, sizes):
+def _direct_words(spark, direct, packings):
     """The window's two words made by the tasks that read `direct`'s files."""
     import pyarrow as pa
 
     from .direct import direct_frame
     from .schema import struct_type
 
-    radix = {c: max(int(sizes[c]), 1) for c in [*key, *rest]}
-    schema = struct_type(pa.schema([("__k", pa.int64()), ("__r", pa.int64())]))
-    return direct_frame(
-        spark, direct, partial(word_batches, key=key, rest=rest, radix=radix), schema
-    )
+    schema = struct_type(pa.schema([(w, pa.int64()) for w in WORDS]))
+    return direct_frame(spark, direct, partial(word_batches, packings=packings), schema)
 
 
-def word_batches(batches, key, rest, radix):
-    """In a task: each encoded batch as the window's two words, the codes of `key` and
-    of `rest` packed as `_packed` packs them (`pack_codes`: the same mixed radix)."""
+def word_batches(batches, packings):
+    """In a task: each encoded batch as the window's two words, packed by `packings`
+    as the JVM's `kl.packed_key` packs them (`kl.packed`: the same mixed radix)."""
     import pyarrow as pa
 
-    from ...kernels.arrays import pack_codes
+    from .kl import packed
 
     for b in batches:
-        words = [
-            pack_codes([b.column(c).to_numpy() for c in cols], [radix[c] for c in cols], b.num_rows)
-            for cols in (key, rest)
-        ]
-        yield pa.RecordBatch.from_arrays([pa.array(w) for w in words], names=["__k", "__r"])
+        words = [pa.array(packed(b, p)) for p in packings]
+        yield pa.RecordBatch.from_arrays(words, names=list(WORDS))
 
 
 def persisted(frame):
@@ -94,34 +98,15 @@ def persisted(frame):
     return frame.persist(StorageLevel.MEMORY_AND_DISK)
 
 
-def _packs(columns, sizes) -> bool:
-    """Whether `columns`' codes pack into one bigint (`_packed`) with no overflow."""
-    if not all(c in sizes for c in columns):
-        return False
-    return math.prod(max(int(sizes[c]), 1) for c in columns) < 1 << 62
-
-
-def _packed(columns, sizes):
-    """The codes of `columns` as one bigint, in their lexicographic order."""
+def _unpacked(word: str, packing) -> dict:
+    """Each of `packing`'s columns' codes (int; OCCURRENCE bigint) from the bigint
+    column `word` that `kl.packed_key` made with it, as unnamed expressions."""
     from pyspark.sql import functions as F
 
-    x = F.lit(0).cast("long")
-    for c in columns:
-        x = x * F.lit(max(int(sizes[c]), 1)) + F.col(c).cast("long")
-    return x
-
-
-def _unpacked(word: str, columns, sizes) -> dict:
-    """Each of `columns`' codes (int; OCCURRENCE bigint) from the bigint column `word`
-    that `_packed` (or `kl.packed_key`) made, as unnamed expressions."""
-    from pyspark.sql import functions as F
-
-    out, stride = {}, 1
-    for c in reversed(list(columns)):
-        size = max(int(sizes[c]), 1)
+    out = {}
+    for c, stride, size in zip(packing.cols, packing.strides, packing.sizes, strict=True):
         kind = "BIGINT" if c == OCCURRENCE else "INT"
         out[c] = F.expr(f"CAST((`{word}` div {stride}) % {size} AS {kind})")
-        stride *= size
     return out
 
 
@@ -152,15 +137,12 @@ def shuffled_rows(loaded: LoadedTable, data, sharding, keys, shard_part):
 def _word_packing(packing, columns, rows: int):
     """`packing` with OCCURRENCE as its last digit (below `rows`) where `columns` hold
     it, if the whole still fits in 62 bits; else None."""
-    from .kl import Packing
+    from .kl import packing_over
 
     if OCCURRENCE not in columns:
         return packing
-    sizes = (*packing.sizes, max(int(rows), 1))
-    if math.prod(sizes) >= 1 << 62:
-        return None
-    strides = tuple(math.prod(sizes[i + 1 :]) for i in range(len(sizes)))
-    return Packing((*packing.cols, OCCURRENCE), strides, sizes)
+    sizes = dict(zip(packing.cols, packing.sizes, strict=True)) | {OCCURRENCE: rows}
+    return packing_over([*packing.cols, OCCURRENCE], sizes)
 
 
 def _codes_frame(key: np.ndarray, packing, columns):
@@ -183,8 +165,7 @@ def _one_word(loaded: LoadedTable, data, sharding, keys, shard_part, word):
     from .shards import part_key_column
 
     columns, order = list(loaded.data.columns), list(data.columns)
-    sizes = dict(zip(word.cols, word.sizes, strict=True))
-    source = _unpacked(KEY, word.cols, sizes)
+    source = _unpacked(KEY, word)
     bigint = packed_key(word)
     if word.cols[-1] == OCCURRENCE:
         size = word.sizes[-1]

@@ -29,10 +29,16 @@ def code_hash_column(columns: Sequence[str], source: Mapping | None = None):
     in `source`): `kernels.partitioning.code_hash`."""
     from pyspark.sql import functions as F
 
-    def column(c: str):
-        return source[c] if source is not None else F.col(c)
+    return F.xxhash64(
+        *[_code(c, source).cast("long" if c == OCCURRENCE else "int") for c in columns]
+    )
 
-    return F.xxhash64(*[column(c).cast("long" if c == OCCURRENCE else "int") for c in columns])
+
+def _code(column: str, source: Mapping | None):
+    """The frame's `column`, or its expression in `source`."""
+    from pyspark.sql import functions as F
+
+    return source[column] if source is not None else F.col(column)
 
 
 def shard_column(
@@ -57,8 +63,7 @@ def shard_column(
         pos, scale = F.lit(0.0), 1.0
         for a, d in zip(sharding.qi, sharding.sizes, strict=True):
             scale /= d
-            code = source[a] if source is not None else F.col(a)
-            pos = pos + code.cast("double") * F.lit(scale)
+            pos = pos + _code(a, source).cast("double") * F.lit(scale)
         return F.least((pos * F.lit(float(SHARDS))).cast("int"), F.lit(SHARDS - 1))
     if content_hash is None or sharding.occurrence or sharding.columns is not None:
         content_hash = code_hash_column(sharding.hashed(list(columns)), source)
