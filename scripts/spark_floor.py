@@ -16,9 +16,20 @@ median of 3 runs of each plan after one warm-up run:
   `window` (`row_number` over the QI, ordered by the last column) carrying every
   column, and `window on the two words` (the QI's bigint and the last column's only,
   as `numbered_rows` shuffles them): what UAD's plan must pay on Spark for its shards;
+- a lower bound of a numbering without a window: the rows counted per distinct (QI,
+  last column) by an aggregate and each count exploded into indices (among equal rows
+  only: the index among rows of equal QI needs a running sum over each QI's distinct
+  rows, a window again);
 - the shard counts over the numbered rows, cached: each row exploded into a cell per
   sensitive attribute (the last column) and one for the row, or counted once per
   (shard, sensitive value) cell, as `engines/spark/shards.py` counts them;
+- anatomy (l = 10, the last column sensitive) over the numbered rows in `PARTS`
+  partitions (each row's shard mod `PARTS`): in Python, each row one bigint, the
+  kernel (`kernels.anatomy.anatomize`) and its QIT and ST written as Parquet by the
+  task, as a publish runs it; and in the JVM, each partition's rows dealt by a window
+  (ordered by their value's rank in the partition, then a keyed hash) into their
+  groups, nothing sorted for the QIT and nothing written (a lower bound of that
+  design), then with its QIT sorted and written and its ST counted and written;
 - a partition pass over the cached codes (a JVM key, a shuffle into 64 tasks, a Python
   pass each) with the 8 columns, with each row packed into one bigint beside its key,
   and with the key computed from the bigint before the shuffle, so that the bigint is
@@ -30,11 +41,14 @@ Usage: python scripts/spark_floor.py SOURCE
 
 import statistics
 import sys
+import tempfile
 import time
+from functools import partial
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -42,6 +56,7 @@ from vpub_spark.engines.settings import SparkSettings
 from vpub_spark.engines.spark.session import get_session
 
 PARTS = 64
+L = 10
 
 
 def _tag(batches):
@@ -81,6 +96,7 @@ def _numbering(data) -> dict:
     words = data.select(qi.alias("k"), rest.alias("r"))
     on_words = Window.partitionBy("k").orderBy("r")
     every = packed(cols)
+    counted = words.groupBy("k", "r").count()
     return {
         "numbering: shuffle by the QI": cached(lambda: data.repartition(qi)),
         "numbering: shuffle + sort": cached(
@@ -89,6 +105,9 @@ def _numbering(data) -> dict:
         "numbering: window": cached(lambda: data.withColumn("n", F.row_number().over(window))),
         "numbering: window on the two words": cached(
             lambda: words.withColumn("n", F.row_number().over(on_words))
+        ),
+        "numbering: an aggregate per distinct row, exploded": cached(
+            lambda: counted.select("k", "r", F.explode(F.sequence(F.lit(0), F.col("count") - 1)))
         ),
         "cached codes + JVM key + shuffle + Python pass": lambda: _partition_pass(data),
         "the same, each row packed into one bigint beside its key": lambda: _partition_pass(
@@ -100,7 +119,7 @@ def _numbering(data) -> dict:
     }
 
 
-def _shard_counts(data) -> dict:
+def _shard_counts(data, out: str) -> dict:
     """The shard counts of the numbered rows, exploded per attribute and by cells."""
     from pyspark.sql import Window
 
@@ -122,7 +141,108 @@ def _shard_counts(data) -> dict:
         "shard counts: by (shard, sensitive value) cells": lambda: shard_count_frame(
             numbered, cols[-1:], sharding, size
         ),
+    } | _anatomy(numbered, sharding, out)
+
+
+def _anatomy(numbered, sharding, out: str) -> dict:
+    """Anatomy of the numbered rows' `PARTS` partitions: in Python (each row one bigint,
+    the kernel, its tables written by the task into `out`) and dealt by a JVM window."""
+    from vpub_spark.engines.spark.shards import shard_column
+
+    every = numbered.columns
+    sizes = numbered.agg(*[(F.max(c) + 1).alias(c) for c in every]).first().asDict()
+    radix = [int(sizes[c]) for c in every]
+    word = F.lit(0).cast("long")
+    for c, size in zip(every, radix, strict=True):
+        word = word * F.lit(size) + F.col(c).cast("long")
+    part = F.pmod(shard_column(sharding, every), F.lit(PARTS)).cast("int")
+    task = partial(_anatomy_task, columns=every, radix=radix, out=out)
+    schema = T.StructType([T.StructField("n", T.LongType())])
+    in_python = numbered.select(word.alias("w")).repartition(PARTS, part).mapInArrow(task, schema)
+    dealt = _jvm_dealt(numbered, part, word, radix[-2])
+    return {
+        "anatomy in Python: one bigint a row, the kernel, Parquet written": lambda: in_python.agg(
+            F.sum("n")
+        ).collect(),
+        "anatomy in the JVM: a window dealing each partition, nothing written": lambda: (
+            dealt.write.format("noop").mode("overwrite").save()
+        ),
+        "the same, its QIT sorted and written, its ST counted and written": partial(
+            _jvm_tables, dealt, every, radix, out
+        ),
     }
+
+
+def _anatomy_task(batches, columns, radix, out):
+    """A partition's anatomy (the last code column sensitive), its tables written."""
+    from pyspark import TaskContext
+
+    from vpub_spark.kernels.anatomy import anatomize
+
+    got = [b.column(0).to_numpy() for b in batches]
+    if not got:
+        return
+    word, codes = np.concatenate(got), {}
+    for c, size in zip(columns[::-1], radix[::-1], strict=True):
+        word, codes[c] = np.divmod(word, size)
+    frame = pd.DataFrame({c: codes[c].astype(np.int32) for c in columns[:-1]})
+    qit, st = anatomize(frame, columns[-2], L, 7, columns[:-2])
+    part = TaskContext.get().partitionId()
+    for name, table in (("qit", qit), ("st", st)):
+        pq.write_table(
+            pa.Table.from_pandas(table, preserve_index=False), f"{out}/{name}-{part}.parquet"
+        )
+    yield pa.RecordBatch.from_pydict({"n": [len(frame)]})
+
+
+def _jvm_dealt(numbered, part, word, values: int):
+    """Each partition's rows dealt into groups of `L` by a window: ordered by their
+    value's rank in the partition (by count; the plan's counts, found first) and a
+    keyed hash, row i to group i mod (rows // L), as `kernels/anatomy.py` deals.
+    Returns the frame of (group_id, w: the row's bigint); the counts are found now."""
+    from pyspark.sql import Window
+
+    s = numbered.columns[-2]
+    counts = numbered.groupBy(part.alias("p"), F.col(s).alias("s")).count().toPandas()
+    rank = np.zeros(PARTS * values, dtype=np.int64)
+    for p, per in counts.groupby("p"):
+        order = per.sort_values(["count", "s"], ascending=[False, True])["s"].to_numpy()
+        rank[int(p) * values + order] = np.arange(len(order))
+    rows = counts.groupby("p")["count"].sum().reindex(range(PARTS), fill_value=0).to_numpy()
+    groups = np.maximum(rows // L, 1)
+    first = np.r_[0, np.cumsum(groups)[:-1]]
+    value_rank = F.element_at(_literal(rank), part * F.lit(values) + F.col(s) + F.lit(1))
+    hashed = F.xxhash64(F.lit(777), *numbered.columns).bitwiseAND(F.lit((1 << 40) - 1))
+    key = F.shiftleft(value_rank, 40).bitwiseOR(hashed)
+    dealt = numbered.select(part.alias("p"), key.alias("k"), word.alias("w"))
+    at = F.row_number().over(Window.partitionBy("p").orderBy("k")) - F.lit(1)
+    group = at % F.element_at(_literal(groups), F.col("p") + 1) + F.element_at(
+        _literal(first), F.col("p") + 1
+    )
+    return dealt.repartition(PARTS, "p").select(group.alias("group_id"), "w")
+
+
+def _jvm_tables(dealt, columns, radix, out: str) -> None:
+    """The dealt rows' QIT (group and QI codes, sorted by group then codes) and ST
+    (rows per group and sensitive code), each written as Parquet from one cache."""
+    strides = [int(np.prod(radix[i + 1 :], dtype=np.int64)) for i in range(len(radix))]
+    code = {
+        c: F.expr(f"CAST((w div {stride}) % {size} AS INT)").alias(c)
+        for c, stride, size in zip(columns, strides, radix, strict=True)
+    }
+    kept = dealt.persist()
+    qit = kept.sortWithinPartitions("group_id", "w")  # the bigint's order: the QI's first
+    qit.select("group_id", *[code[c] for c in columns[:-2]]).write.mode("overwrite").parquet(
+        f"{out}/jvm-qit"
+    )
+    st = kept.groupBy("group_id", code[columns[-2]]).count()
+    st.write.mode("overwrite").parquet(f"{out}/jvm-st")
+    kept.unpersist()
+
+
+def _literal(values: np.ndarray):
+    """A SQL array literal of bigints."""
+    return F.expr(f"array({', '.join(f'{int(v)}L' for v in values)})")
 
 
 def _partition_pass(frame, keyed: bool = True) -> None:
@@ -167,7 +287,8 @@ def main(source: str) -> None:
         ),
     }
     codes = spark.read.parquet(source).persist()
-    plans |= _numbering(codes) | _shard_counts(codes)
+    out = tempfile.TemporaryDirectory(prefix="vpub-floor-")
+    plans |= _numbering(codes) | _shard_counts(codes, out.name)
     print(f"{codes.count():,} rows, master {spark.sparkContext.master}")
     for name, plan in plans.items():
         plan()  # warm-up
@@ -177,6 +298,7 @@ def main(source: str) -> None:
             plan()
             runs.append(time.perf_counter() - start)
         print(f"{name}: median {statistics.median(runs):.2f} s, runs", [round(r, 2) for r in runs])
+    out.cleanup()
 
 
 if __name__ == "__main__":
