@@ -53,7 +53,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from vpub_spark.engines.settings import SparkSettings
+from vpub_spark.engines.spark.kl import packed_key, packing_over, unpacked
 from vpub_spark.engines.spark.session import get_session
+from vpub_spark.engines.spark.shards import bigint_array
+from vpub_spark.kernels.sampling import OCCURRENCE
 
 PARTS = 64
 L = 10
@@ -69,20 +72,26 @@ def _summary(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"n": [len(frame)]})
 
 
-def _numbering(data) -> dict:
-    """The numbering plans over `data` (cached codes; their sizes from the maxima)."""
+def _sizes(data) -> dict[str, int]:
+    """Each column's domain size, from its largest code."""
+    return data.agg(*[(F.max(c) + 1).alias(c) for c in data.columns]).first().asDict()
+
+
+def _packed(cols, sizes):
+    """The codes of `cols` packed into one bigint, as the engine packs them
+    (`kl.packing_over`, `kl.packed_key`), and the packing."""
+    packing = packing_over(list(cols), sizes)
+    if packing is None:
+        raise SystemExit(f"the codes of {list(cols)} do not pack into 62 bits")
+    return packed_key(packing), packing
+
+
+def _numbering(data, sizes) -> dict:
+    """The numbering plans over `data` (cached codes of domain `sizes`)."""
     from pyspark.sql import Window
 
     cols = data.columns
-    sizes = data.agg(*[(F.max(c) + 1).alias(c) for c in cols]).first().asDict()
-
-    def packed(names):
-        x = F.lit(0).cast("long")
-        for c in names:
-            x = x * F.lit(int(sizes[c])) + F.col(c).cast("long")
-        return x
-
-    qi, rest = packed(cols[:-1]), packed(cols[-1:])
+    (qi, _), (rest, _) = _packed(cols[:-1], sizes), _packed(cols[-1:], sizes)
 
     def cached(frame):
         def run():
@@ -95,7 +104,7 @@ def _numbering(data) -> dict:
     window = Window.partitionBy(qi).orderBy(rest)
     words = data.select(qi.alias("k"), rest.alias("r"))
     on_words = Window.partitionBy("k").orderBy("r")
-    every = packed(cols)
+    every = _packed(cols, sizes)[0]
     counted = words.groupBy("k", "r").count()
     return {
         "numbering: shuffle by the QI": cached(lambda: data.repartition(qi)),
@@ -119,13 +128,12 @@ def _numbering(data) -> dict:
     }
 
 
-def _shard_counts(data, out: str) -> dict:
+def _shard_counts(data, sizes, out: str) -> dict:
     """The shard counts of the numbered rows, exploded per attribute and by cells."""
     from pyspark.sql import Window
 
     from vpub_spark.engines.spark.shards import shard_count_frame
     from vpub_spark.kernels.partitioning import ContentShards
-    from vpub_spark.kernels.sampling import OCCURRENCE
 
     cols = data.columns
     window = Window.partitionBy(*cols[:-1]).orderBy(cols[-1])
@@ -133,7 +141,7 @@ def _shard_counts(data, out: str) -> dict:
     numbered = numbered.persist()
     numbered.count()
     sharding = ContentShards(7, tuple(cols[:-1]), occurrence=True)
-    size = {cols[-1]: data.agg(F.max(cols[-1])).first()[0] + 1}
+    size = {cols[-1]: sizes[cols[-1]]}
     return {
         "shard counts: each row exploded per attribute": lambda: shard_count_frame(
             numbered, cols[-1:], sharding
@@ -141,25 +149,22 @@ def _shard_counts(data, out: str) -> dict:
         "shard counts: by (shard, sensitive value) cells": lambda: shard_count_frame(
             numbered, cols[-1:], sharding, size
         ),
-    } | _anatomy(numbered, sharding, out)
+    } | _anatomy(numbered, sharding, sizes, out)
 
 
-def _anatomy(numbered, sharding, out: str) -> dict:
+def _anatomy(numbered, sharding, sizes, out: str) -> dict:
     """Anatomy of the numbered rows' `PARTS` partitions: in Python (each row one bigint,
     the kernel, its tables written by the task into `out`) and dealt by a JVM window."""
     from vpub_spark.engines.spark.shards import shard_column
 
     every = numbered.columns
-    sizes = numbered.agg(*[(F.max(c) + 1).alias(c) for c in every]).first().asDict()
-    radix = [int(sizes[c]) for c in every]
-    word = F.lit(0).cast("long")
-    for c, size in zip(every, radix, strict=True):
-        word = word * F.lit(size) + F.col(c).cast("long")
+    occurrences = numbered.agg(F.max(OCCURRENCE) + 1).first()[0]
+    word, packing = _packed(every, sizes | {OCCURRENCE: occurrences})
     part = F.pmod(shard_column(sharding, every), F.lit(PARTS)).cast("int")
-    task = partial(_anatomy_task, columns=every, radix=radix, out=out)
+    task = partial(_anatomy_task, packing=packing, out=out)
     schema = T.StructType([T.StructField("n", T.LongType())])
     in_python = numbered.select(word.alias("w")).repartition(PARTS, part).mapInArrow(task, schema)
-    dealt = _jvm_dealt(numbered, part, word, radix[-2])
+    dealt = _jvm_dealt(numbered, part, word, packing.sizes[-2])
     return {
         "anatomy in Python: one bigint a row, the kernel, Parquet written": lambda: in_python.agg(
             F.sum("n")
@@ -168,12 +173,12 @@ def _anatomy(numbered, sharding, out: str) -> dict:
             dealt.write.format("noop").mode("overwrite").save()
         ),
         "the same, its QIT sorted and written, its ST counted and written": partial(
-            _jvm_tables, dealt, every, radix, out
+            _jvm_tables, dealt, packing, out
         ),
     }
 
 
-def _anatomy_task(batches, columns, radix, out):
+def _anatomy_task(batches, packing, out):
     """A partition's anatomy (the last code column sensitive), its tables written."""
     from pyspark import TaskContext
 
@@ -182,9 +187,7 @@ def _anatomy_task(batches, columns, radix, out):
     got = [b.column(0).to_numpy() for b in batches]
     if not got:
         return
-    word, codes = np.concatenate(got), {}
-    for c, size in zip(columns[::-1], radix[::-1], strict=True):
-        word, codes[c] = np.divmod(word, size)
+    columns, codes = packing.cols, unpacked(np.concatenate(got), packing)
     frame = pd.DataFrame({c: codes[c].astype(np.int32) for c in columns[:-1]})
     qit, st = anatomize(frame, columns[-2], L, 7, columns[:-2])
     part = TaskContext.get().partitionId()
@@ -211,24 +214,24 @@ def _jvm_dealt(numbered, part, word, values: int):
     rows = counts.groupby("p")["count"].sum().reindex(range(PARTS), fill_value=0).to_numpy()
     groups = np.maximum(rows // L, 1)
     first = np.r_[0, np.cumsum(groups)[:-1]]
-    value_rank = F.element_at(_literal(rank), part * F.lit(values) + F.col(s) + F.lit(1))
+    value_rank = F.element_at(bigint_array(rank), part * F.lit(values) + F.col(s) + F.lit(1))
     hashed = F.xxhash64(F.lit(777), *numbered.columns).bitwiseAND(F.lit((1 << 40) - 1))
     key = F.shiftleft(value_rank, 40).bitwiseOR(hashed)
     dealt = numbered.select(part.alias("p"), key.alias("k"), word.alias("w"))
     at = F.row_number().over(Window.partitionBy("p").orderBy("k")) - F.lit(1)
-    group = at % F.element_at(_literal(groups), F.col("p") + 1) + F.element_at(
-        _literal(first), F.col("p") + 1
+    group = at % F.element_at(bigint_array(groups), F.col("p") + 1) + F.element_at(
+        bigint_array(first), F.col("p") + 1
     )
     return dealt.repartition(PARTS, "p").select(group.alias("group_id"), "w")
 
 
-def _jvm_tables(dealt, columns, radix, out: str) -> None:
+def _jvm_tables(dealt, packing, out: str) -> None:
     """The dealt rows' QIT (group and QI codes, sorted by group then codes) and ST
     (rows per group and sensitive code), each written as Parquet from one cache."""
-    strides = [int(np.prod(radix[i + 1 :], dtype=np.int64)) for i in range(len(radix))]
+    columns = packing.cols
     code = {
         c: F.expr(f"CAST((w div {stride}) % {size} AS INT)").alias(c)
-        for c, stride, size in zip(columns, strides, radix, strict=True)
+        for c, stride, size in zip(columns, packing.strides, packing.sizes, strict=True)
     }
     kept = dealt.persist()
     qit = kept.sortWithinPartitions("group_id", "w")  # the bigint's order: the QI's first
@@ -238,11 +241,6 @@ def _jvm_tables(dealt, columns, radix, out: str) -> None:
     st = kept.groupBy("group_id", code[columns[-2]]).count()
     st.write.mode("overwrite").parquet(f"{out}/jvm-st")
     kept.unpersist()
-
-
-def _literal(values: np.ndarray):
-    """A SQL array literal of bigints."""
-    return F.expr(f"array({', '.join(f'{int(v)}L' for v in values)})")
 
 
 def _partition_pass(frame, keyed: bool = True) -> None:
@@ -288,7 +286,8 @@ def main(source: str) -> None:
     }
     codes = spark.read.parquet(source).persist()
     out = tempfile.TemporaryDirectory(prefix="vpub-floor-")
-    plans |= _numbering(codes) | _shard_counts(codes, out.name)
+    sizes = _sizes(codes)
+    plans |= _numbering(codes, sizes) | _shard_counts(codes, sizes, out.name)
     print(f"{codes.count():,} rows, master {spark.sparkContext.master}")
     for name, plan in plans.items():
         plan()  # warm-up

@@ -183,6 +183,12 @@ def part_key_column(
     array literal: a column per key cost the driver a second at 1,024)."""
     from pyspark.sql import functions as F
 
-    keys = F.expr(f"array({', '.join(f'{int(k)}L' for k in key_of_shard)})")
     shard = shard_column(sharding, columns, source=source)
-    return F.element_at(keys, shard + F.lit(1)).cast("long")
+    return F.element_at(bigint_array(key_of_shard), shard + F.lit(1)).cast("long")
+
+
+def bigint_array(values: Sequence[int] | np.ndarray):
+    """`values` as one SQL array literal of bigints (a JVM expression)."""
+    from pyspark.sql import functions as F
+
+    return F.expr(f"array({', '.join(f'{int(v)}L' for v in values)})")
